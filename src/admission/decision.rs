@@ -1,0 +1,574 @@
+//! The decision: given a parsed review, cached results and the policy, allow
+//! or deny, with the message, warnings, audit annotations and side effects.
+//! Pure and sync; the only outside input, whether the requester may
+//! override, is asked for through [`Decision::NeedsAuthorization`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::clusterversion::{ClusterVersion, Resolution, Target, same_target};
+use super::message;
+use super::overrides::{self, ForceClaim, ForceKind};
+use super::review::{Operation, Request, UserInfo};
+use crate::preflight::{
+    CheckResult, FailurePolicy, Outcome, Phase, ResultSource, RunRequest, Severity, UpdatePreflight,
+};
+
+/// The only ClusterVersion the cluster-version operator acts on.
+pub const CLUSTER_VERSION_NAME: &str = "version";
+
+/// What to do while results are missing, stale or being computed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnPending {
+    #[default]
+    Deny,
+    Allow,
+}
+
+/// Administrator policy for the decision.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    pub on_pending: OnPending,
+    pub honor_desired_update_force: bool,
+    /// Completed results older than this are stale.
+    pub max_result_age: Duration,
+    /// Checks whose errors count as passes.
+    pub fail_open_checks: BTreeSet<String>,
+    /// The retry hint given while a run is pending.
+    pub retry_after: Duration,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            on_pending: OnPending::Deny,
+            honor_desired_update_force: false,
+            max_result_age: Duration::from_secs(6 * 3600),
+            fail_open_checks: BTreeSet::new(),
+            retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Why a request was decided as it was. A bounded set, used as a metric label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// Not a request the gate decides on (status, delete, another object).
+    NotGated,
+    NoTargetChange,
+    Cleared,
+    PreflightMode,
+    Passed,
+    Overridden,
+    RisksAccepted,
+    PendingAllowed,
+    Failed,
+    Pending,
+    UnknownVersion,
+    Malformed,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotGated => "not_gated",
+            Self::NoTargetChange => "no_target_change",
+            Self::Cleared => "cleared",
+            Self::PreflightMode => "preflight_mode",
+            Self::Passed => "passed",
+            Self::Overridden => "overridden",
+            Self::RisksAccepted => "risks_accepted",
+            Self::PendingAllowed => "pending_allowed",
+            Self::Failed => "failed",
+            Self::Pending => "pending",
+            Self::UnknownVersion => "unknown_version",
+            Self::Malformed => "malformed",
+        }
+    }
+}
+
+/// Kinds of honoured override, as a metric label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OverrideKind {
+    Force,
+    DesiredUpdateForce,
+    AcceptRisks,
+}
+
+impl OverrideKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Force => "force",
+            Self::DesiredUpdateForce => "desired_update_force",
+            Self::AcceptRisks => "accept_risks",
+        }
+    }
+}
+
+/// Something the decision wants done after answering, unless the request is
+/// a dry run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    Run(RunRequest),
+    Event(EventNote),
+}
+
+/// A Kubernetes Event to leave on the ClusterVersion.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventNote {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The answer to a review.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    pub allowed: bool,
+    pub reason: Reason,
+    /// HTTP-style code of a denial (403 policy, 400 bad request).
+    pub code: u16,
+    pub message: String,
+    pub warnings: Vec<String>,
+    pub audit: BTreeMap<String, String>,
+    pub effects: Vec<Effect>,
+    /// Set when an override was honoured.
+    pub override_kind: Option<OverrideKind>,
+    /// The target's version or image, when the request changed the target.
+    pub target: Option<String>,
+}
+
+impl Verdict {
+    fn allow(reason: Reason) -> Self {
+        Self {
+            allowed: true,
+            reason,
+            code: 200,
+            message: String::new(),
+            warnings: Vec::new(),
+            audit: BTreeMap::new(),
+            effects: Vec::new(),
+            override_kind: None,
+            target: None,
+        }
+    }
+
+    fn deny(reason: Reason, code: u16, message: String) -> Self {
+        Self {
+            allowed: false,
+            code,
+            message,
+            ..Self::allow(reason)
+        }
+    }
+
+    fn for_target(mut self, target: &Target) -> Self {
+        self.target = Some(target.display().to_owned());
+        self.audit
+            .insert("target".into(), target.display().to_owned());
+        self
+    }
+}
+
+/// Whether the requester may use an override, as a SubjectAccessReview said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Authorization {
+    Allowed,
+    Denied,
+    /// The question could not be answered (API server unreachable, timeout).
+    Unavailable(String),
+}
+
+/// The outcome of [`decide`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Final(Verdict),
+    /// An override was claimed: the verdict depends on whether the requester
+    /// is allowed the `override` verb on `updatepreflights.preflight.dev`.
+    NeedsAuthorization(PendingOverride),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingOverride {
+    pub user: UserInfo,
+    granted: Verdict,
+    refused: Verdict,
+}
+
+impl PendingOverride {
+    pub fn resolve(self, authorization: Authorization) -> Verdict {
+        let why = match authorization {
+            Authorization::Allowed => return self.granted,
+            Authorization::Denied => format!(
+                "user {:?} is not allowed the \"override\" verb on updatepreflights.preflight.dev",
+                self.user.username
+            ),
+            Authorization::Unavailable(reason) => {
+                format!("the override could not be authorized: {reason}")
+            }
+        };
+        let mut verdict = self.refused;
+        message::add_note(&mut verdict.message, &format!("Override ignored: {why}."));
+        verdict
+    }
+}
+
+impl Decision {
+    /// The verdict when no authorization is needed or it is refused up front.
+    pub fn into_final(self) -> Option<Verdict> {
+        match self {
+            Self::Final(v) => Some(v),
+            Self::NeedsAuthorization(_) => None,
+        }
+    }
+}
+
+/// Decides on one review.
+pub fn decide(
+    request: &Request,
+    source: &dyn ResultSource,
+    policy: &Policy,
+    now: Timestamp,
+) -> Decision {
+    if matches!(request.operation, Operation::Delete | Operation::Connect)
+        || request.sub_resource.is_some()
+    {
+        return Decision::Final(Verdict::allow(Reason::NotGated));
+    }
+    let Some(new) = &request.object else {
+        return Decision::Final(Verdict::deny(
+            Reason::Malformed,
+            400,
+            format!(
+                "the {} request carries no object",
+                request.operation.as_str()
+            ),
+        ));
+    };
+    let name = if request.name.is_empty() {
+        new.metadata.name.as_str()
+    } else {
+        request.name.as_str()
+    };
+    if name != CLUSTER_VERSION_NAME {
+        return Decision::Final(Verdict::allow(Reason::NotGated));
+    }
+
+    let resolution = new.resolve_target();
+    let old_resolution = request
+        .old_object
+        .as_ref()
+        .map_or(Resolution::None, ClusterVersion::resolve_target);
+    let preflight_mode = new
+        .spec
+        .desired_update
+        .as_ref()
+        .is_some_and(|u| u.mode.as_deref() == Some("Preflight"));
+
+    match resolution {
+        _ if preflight_mode => {
+            let mut verdict = Verdict::allow(Reason::PreflightMode);
+            if let Resolution::Target(target) = &resolution {
+                verdict.effects.push(Effect::Run(run_request(target)));
+                verdict = verdict.for_target(target);
+            }
+            Decision::Final(verdict)
+        }
+        Resolution::None if matches!(old_resolution, Resolution::None) => {
+            Decision::Final(Verdict::allow(Reason::NoTargetChange))
+        }
+        Resolution::None => Decision::Final(Verdict::allow(Reason::Cleared)),
+        _ if same_target(&resolution, &old_resolution) => {
+            Decision::Final(Verdict::allow(Reason::NoTargetChange))
+        }
+        Resolution::UnknownVersion(version) => Decision::Final(Verdict::deny(
+            Reason::UnknownVersion,
+            400,
+            message::unknown_version(&version),
+        )),
+        Resolution::Target(target) => gate(request, new, &target, source, policy, now),
+    }
+}
+
+/// What the cache says about a target.
+enum Results<'a> {
+    Fresh(&'a UpdatePreflight),
+    /// Missing or stale: a run is wanted.
+    Missing(String),
+    /// A run is under way.
+    Running,
+}
+
+fn classify<'a>(
+    result: Option<&'a UpdatePreflight>,
+    trusted: bool,
+    expires: bool,
+    policy: &Policy,
+    now: Timestamp,
+) -> Results<'a> {
+    let Some(result) = result else {
+        return Results::Missing("no results yet".into());
+    };
+    let Some(status) = &result.status else {
+        return Results::Running;
+    };
+    if matches!(status.phase, None | Some(Phase::Pending | Phase::Running)) {
+        return Results::Running;
+    }
+    if !trusted {
+        return Results::Missing("the results cache is out of date".into());
+    }
+    let generation = result.metadata.generation.unwrap_or(0);
+    if status.observed_generation.unwrap_or(0) < generation {
+        return Results::Missing("the results describe an older spec".into());
+    }
+    if expires {
+        let age = status
+            .completion_time
+            .as_ref()
+            .map(|done| now.duration_since(done.0).unsigned_abs());
+        match age {
+            Some(age) if age <= policy.max_result_age => {}
+            Some(age) => {
+                return Results::Missing(format!(
+                    "the results are {} old",
+                    message::short_duration(age)
+                ));
+            }
+            None => return Results::Missing("the results have no completion time".into()),
+        }
+    }
+    Results::Fresh(result)
+}
+
+/// Findings of a fresh result, sorted by how they count.
+struct Findings<'a> {
+    blocking: Vec<&'a CheckResult>,
+    accepted: Vec<&'a CheckResult>,
+    warnings: Vec<&'a CheckResult>,
+}
+
+fn findings<'a>(
+    result: &'a UpdatePreflight,
+    accepted: &BTreeSet<String>,
+    policy: &Policy,
+) -> Findings<'a> {
+    let mut f = Findings {
+        blocking: Vec::new(),
+        accepted: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let checks = result.status.iter().flat_map(|s| s.results.iter());
+    for check in checks {
+        let fails = match check.outcome {
+            Outcome::Pass | Outcome::Skipped => continue,
+            Outcome::Fail => true,
+            Outcome::Error => {
+                check.failure_policy != Some(FailurePolicy::FailOpen)
+                    && !policy.fail_open_checks.contains(&check.name)
+            }
+        };
+        if !fails || check.severity == Severity::Warning {
+            f.warnings.push(check);
+        } else if accepted.contains(&check.name) {
+            f.accepted.push(check);
+        } else {
+            f.blocking.push(check);
+        }
+    }
+    f
+}
+
+fn run_request(target: &Target) -> RunRequest {
+    RunRequest {
+        image: target.image.clone(),
+        version: target.version.clone(),
+    }
+}
+
+fn gate(
+    request: &Request,
+    cv: &ClusterVersion,
+    target: &Target,
+    source: &dyn ResultSource,
+    policy: &Policy,
+    now: Timestamp,
+) -> Decision {
+    let lookup = source.lookup(&target.key);
+    let accepted = overrides::accepted_checks(cv);
+    let force = overrides::force_claim(cv, target, policy.honor_desired_update_force, now);
+
+    // The verdict without any force override.
+    let (base, accept_pending) = match classify(
+        lookup.result.as_deref(),
+        lookup.trusted,
+        lookup.expires,
+        policy,
+        now,
+    ) {
+        Results::Fresh(result) => {
+            let f = findings(result, &accepted, policy);
+            let warnings: Vec<String> = f.warnings.iter().map(|c| message::warning(c)).collect();
+            let run_errored = result.status.as_ref().and_then(|s| s.phase) == Some(Phase::Error);
+            if f.blocking.is_empty() && f.accepted.is_empty() && run_errored {
+                // The run as a whole failed, with no check to blame.
+                let mut v = Verdict::deny(Reason::Failed, 403, message::run_error(target, result));
+                v.warnings = warnings;
+                (v, None)
+            } else if f.blocking.is_empty() && f.accepted.is_empty() {
+                let mut v = Verdict::allow(Reason::Passed);
+                v.warnings = warnings;
+                (v, None)
+            } else {
+                // List what still blocks; when everything is accepted, the
+                // accepted checks are what a refused override leaves blocking.
+                let listed = if f.blocking.is_empty() {
+                    &f.accepted
+                } else {
+                    &f.blocking
+                };
+                let mut denied = Verdict::deny(
+                    Reason::Failed,
+                    403,
+                    message::failed(target, result, listed, &f.accepted),
+                );
+                denied.warnings = warnings.clone();
+                denied.effects.push(Effect::Event(EventNote {
+                    warning: true,
+                    reason: "UpdateBlockedByPreflight",
+                    message: message::first_line(&denied.message).to_owned(),
+                }));
+                if f.blocking.is_empty() {
+                    // Every blocking failure is accepted: allowed if authorized.
+                    let mut granted = Verdict::allow(Reason::RisksAccepted);
+                    granted.warnings = warnings;
+                    granted
+                        .warnings
+                        .extend(f.accepted.iter().map(|c| message::accepted(c)));
+                    let names: Vec<&str> = f.accepted.iter().map(|c| c.name.as_str()).collect();
+                    granted
+                        .audit
+                        .insert("overridden-checks".into(), names.join(","));
+                    granted
+                        .audit
+                        .insert("override-by".into(), request.user.username.clone());
+                    granted
+                        .audit
+                        .insert("override-reason".into(), "accepted risks".into());
+                    granted.override_kind = Some(OverrideKind::AcceptRisks);
+                    granted.effects.push(Effect::Event(EventNote {
+                        warning: true,
+                        reason: "PreflightChecksAccepted",
+                        message: format!(
+                            "{} accepted failing preflight checks {} for {}",
+                            request.user.username,
+                            names.join(", "),
+                            target.display()
+                        ),
+                    }));
+                    (denied, Some(granted))
+                } else {
+                    (denied, None)
+                }
+            }
+        }
+        Results::Missing(why) => pending(target, Some(why), source.runs_on_miss(), policy),
+        Results::Running => pending(target, None, true, policy),
+    };
+    let base = base.for_target(target);
+
+    let claim = match force {
+        Ok(claim) => claim,
+        Err(ignored) => {
+            let mut base = base;
+            if base.allowed {
+                base.warnings.push(format!("preflight-gate: {ignored}"));
+            } else {
+                message::add_note(&mut base.message, &format!("Override ignored: {ignored}."));
+            }
+            return match accept_pending {
+                Some(granted) => needs_authorization(request, granted.for_target(target), base),
+                None => Decision::Final(base),
+            };
+        }
+    };
+    match (claim, accept_pending) {
+        (Some(claim), _) if !base.allowed => {
+            let granted = forced(request, target, &base, &claim);
+            needs_authorization(request, granted, base)
+        }
+        (_, Some(granted)) => needs_authorization(request, granted.for_target(target), base),
+        (_, None) => Decision::Final(base),
+    }
+}
+
+fn needs_authorization(request: &Request, granted: Verdict, refused: Verdict) -> Decision {
+    Decision::NeedsAuthorization(PendingOverride {
+        user: request.user.clone(),
+        granted,
+        refused,
+    })
+}
+
+/// The verdict while results are missing, stale or being computed.
+fn pending(
+    target: &Target,
+    missing: Option<String>,
+    runs: bool,
+    policy: &Policy,
+) -> (Verdict, Option<Verdict>) {
+    let text = message::pending(target, missing.as_deref(), runs, policy.retry_after);
+    let mut verdict = match policy.on_pending {
+        OnPending::Deny => Verdict::deny(Reason::Pending, 403, text),
+        OnPending::Allow => {
+            let mut v = Verdict::allow(Reason::PendingAllowed);
+            v.warnings.push(format!(
+                "preflight-gate: {} (allowed by --on-pending=allow)",
+                message::first_line(&text)
+            ));
+            v
+        }
+    };
+    if missing.is_some() && runs {
+        verdict.effects.push(Effect::Run(run_request(target)));
+    }
+    (verdict, None)
+}
+
+/// The verdict of an honoured force override.
+fn forced(request: &Request, target: &Target, base: &Verdict, claim: &ForceClaim) -> Verdict {
+    let user = &request.user.username;
+    let mut v = Verdict::allow(Reason::Overridden).for_target(target);
+    v.override_kind = Some(match claim.kind {
+        ForceKind::Annotation => OverrideKind::Force,
+        ForceKind::DesiredUpdateForce => OverrideKind::DesiredUpdateForce,
+    });
+    v.warnings = base.warnings.clone();
+    v.warnings.push(format!(
+        "preflight-gate: override by {user} for {}: {}",
+        target.display(),
+        message::first_line(&base.message)
+    ));
+    v.audit.insert("override-by".into(), user.clone());
+    v.audit
+        .insert("override-reason".into(), claim.reason.clone());
+    v.audit.insert("overridden-checks".into(), "*".into());
+    v.effects.push(Effect::Event(EventNote {
+        warning: true,
+        reason: "PreflightOverridden",
+        message: format!(
+            "{user} overrode the preflight gate for {}: {}",
+            target.display(),
+            claim.reason
+        ),
+    }));
+    v.effects.extend(
+        base.effects
+            .iter()
+            .filter(|e| matches!(e, Effect::Run(_)))
+            .cloned(),
+    );
+    v
+}

@@ -1,0 +1,155 @@
+//! Messages for a person at a terminal. `oc` prints a denial as
+//! `admission webhook "..." denied the request: <message>`, so the first line
+//! is short and the details follow.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use super::clusterversion::Target;
+use super::overrides::{ACCEPT, OVERRIDE, OVERRIDE_REASON};
+use crate::preflight::{CheckResult, Outcome, UpdatePreflight};
+
+/// How many failures a denial lists before "and N more".
+pub const MAX_LISTED: usize = 5;
+
+pub fn first_line(message: &str) -> &str {
+    message.lines().next().unwrap_or("")
+}
+
+/// Appends a note line to a message.
+pub fn add_note(message: &mut String, note: &str) {
+    if !message.is_empty() {
+        message.push('\n');
+    }
+    message.push_str(note);
+}
+
+/// `1h5m`, `42s`: an age for a person.
+pub fn short_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86400 => format!("{}h{}m", secs / 3600, secs % 3600 / 60),
+        _ => format!("{}d{}h", secs / 86400, secs % 86400 / 3600),
+    }
+}
+
+fn check_line(check: &CheckResult) -> String {
+    let mut line = format!("- {}", check.name);
+    if check.outcome == Outcome::Error {
+        line.push_str(" (check errored)");
+    }
+    if !check.message.is_empty() {
+        let _ = write!(line, ": {}", check.message.trim());
+    }
+    if let Some(url) = check.remediation_url.as_deref().filter(|u| !u.is_empty()) {
+        let _ = write!(line, " ({url})");
+    }
+    line
+}
+
+fn report_hint(result: &UpdatePreflight) -> String {
+    match result.metadata.name.as_deref() {
+        Some(name) => format!("Full report: oc get updatepreflight {name} -o yaml"),
+        None => "Full report: oc get updatepreflights".to_owned(),
+    }
+}
+
+fn override_hint(target: &Target, failing: &[&CheckResult]) -> String {
+    let names: Vec<&str> = failing.iter().map(|c| c.name.as_str()).collect();
+    format!(
+        "To accept single checks: oc annotate clusterversion version {ACCEPT}={}\n\
+         To override the gate for this target: oc annotate clusterversion version {OVERRIDE}={} {OVERRIDE_REASON}='<why>'\n\
+         (both need the \"override\" verb on updatepreflights.preflight.dev)",
+        names.join(","),
+        target.display()
+    )
+}
+
+/// The denial of a target whose blocking checks fail.
+pub fn failed(
+    target: &Target,
+    result: &UpdatePreflight,
+    failing: &[&CheckResult],
+    accepted: &[&CheckResult],
+) -> String {
+    let n = failing.len();
+    let mut m = format!(
+        "preflight for {} failed: {n} blocking check{} failed",
+        target.display(),
+        if n == 1 { "" } else { "s" }
+    );
+    for check in failing.iter().take(MAX_LISTED) {
+        m.push('\n');
+        m.push_str(&check_line(check));
+    }
+    if n > MAX_LISTED {
+        let _ = write!(m, "\nand {} more", n - MAX_LISTED);
+    }
+    if !accepted.is_empty() {
+        let names: Vec<&str> = accepted.iter().map(|c| c.name.as_str()).collect();
+        let _ = write!(m, "\nAccepted as risks: {}", names.join(", "));
+    }
+    m.push('\n');
+    m.push_str(&report_hint(result));
+    m.push('\n');
+    m.push_str(&override_hint(target, failing));
+    m
+}
+
+/// The denial of a target whose run errored with no check to blame.
+pub fn run_error(target: &Target, result: &UpdatePreflight) -> String {
+    let detail = result
+        .status
+        .as_ref()
+        .and_then(|s| {
+            s.conditions
+                .iter()
+                .map(|c| c.message.clone())
+                .find(|m| !m.is_empty())
+        })
+        .unwrap_or_else(|| "no check reported a result".to_owned());
+    format!(
+        "preflight for {} errored: {detail}\n{}\n{}",
+        target.display(),
+        report_hint(result),
+        override_hint(target, &[])
+    )
+}
+
+/// The answer while results are missing, stale or being computed.
+pub fn pending(target: &Target, missing: Option<&str>, runs: bool, retry: Duration) -> String {
+    let target = target.display();
+    match (missing, runs) {
+        (None, _) => format!(
+            "preflight for {target} is running, retry in ~{} s",
+            retry.as_secs()
+        ),
+        (Some(why), true) => format!(
+            "preflight for {target} is running, retry in ~{} s\nA run was started: {why}.",
+            retry.as_secs()
+        ),
+        (Some(why), false) => format!(
+            "no fresh preflight results for {target}: {why}\nThis gate serves results from a fixed directory and cannot start a run."
+        ),
+    }
+}
+
+pub fn unknown_version(version: &str) -> String {
+    format!(
+        "cannot resolve version {version}: it is in neither status.availableUpdates nor status.conditionalUpdates\n\
+         Give the release image instead (oc adm upgrade --to-image <pullspec>), so the preflight knows what to check."
+    )
+}
+
+pub fn warning(check: &CheckResult) -> String {
+    format!("preflight warning: {}", &check_line(check)[2..])
+}
+
+pub fn accepted(check: &CheckResult) -> String {
+    format!(
+        "preflight check accepted as a risk: {}",
+        &check_line(check)[2..]
+    )
+}

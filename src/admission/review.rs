@@ -1,0 +1,381 @@
+//! The AdmissionReview wire format, parsed only as far as the decision needs,
+//! and the response that always echoes the request's uid.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::clusterversion::ClusterVersion;
+
+/// The kind of object this webhook reviews.
+pub const GROUP: &str = "config.openshift.io";
+pub const RESOURCE: &str = "clusterversions";
+
+/// The parts of an `AdmissionReview` request that the gate reads.
+#[derive(Debug)]
+pub struct Request {
+    pub uid: String,
+    pub api_version: String,
+    pub operation: Operation,
+    pub sub_resource: Option<String>,
+    pub name: String,
+    pub user: UserInfo,
+    pub dry_run: bool,
+    pub object: Option<ClusterVersion>,
+    pub old_object: Option<ClusterVersion>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+}
+
+impl Operation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "CREATE",
+            Self::Update => "UPDATE",
+            Self::Delete => "DELETE",
+            Self::Connect => "CONNECT",
+        }
+    }
+}
+
+/// The requesting user, as the API server authenticated it.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct UserInfo {
+    pub username: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+/// A review that cannot be decided on; the message says what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Malformed {
+    /// The uid, when it could still be read, so that the answer echoes it.
+    pub uid: String,
+    pub api_version: String,
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireReview<'a> {
+    api_version: Option<String>,
+    kind: Option<String>,
+    #[serde(borrow)]
+    request: Option<WireRequest<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireRequest<'a> {
+    #[serde(default)]
+    uid: String,
+    kind: Option<GroupVersionKind>,
+    resource: Option<GroupVersionResource>,
+    #[serde(default)]
+    sub_resource: Option<String>,
+    #[serde(default)]
+    name: String,
+    operation: Option<Operation>,
+    #[serde(default)]
+    user_info: UserInfo,
+    #[serde(default)]
+    dry_run: Option<bool>,
+    #[serde(borrow, default)]
+    object: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    old_object: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct GroupVersionKind {
+    #[serde(default)]
+    group: String,
+    #[serde(default)]
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct GroupVersionResource {
+    #[serde(default)]
+    group: String,
+    #[serde(default)]
+    resource: String,
+}
+
+/// The uid alone, for answering a review that does not parse as a whole.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UidOnly {
+    api_version: Option<String>,
+    request: Option<UidOnlyRequest>,
+}
+
+#[derive(Deserialize)]
+struct UidOnlyRequest {
+    uid: Option<String>,
+}
+
+const V1: &str = "admission.k8s.io/v1";
+
+/// Parses a review body. Status history, risks and every other field the
+/// decision does not read are skipped, not built.
+pub fn parse(body: &[u8]) -> Result<Request, Malformed> {
+    let wire: WireReview = serde_json::from_slice(body).map_err(|e| {
+        let (uid, api_version) = salvage_uid(body);
+        Malformed {
+            uid,
+            api_version,
+            message: format!("the AdmissionReview is not valid JSON of the expected shape: {e}"),
+        }
+    })?;
+    let api_version = wire.api_version.unwrap_or_else(|| V1.to_owned());
+    let malformed = |uid: &str, message: String| Malformed {
+        uid: uid.to_owned(),
+        api_version: api_version.clone(),
+        message,
+    };
+    if wire.kind.as_deref() != Some("AdmissionReview") {
+        let uid = wire.request.as_ref().map_or("", |r| r.uid.as_str());
+        return Err(malformed(uid, "the body is not an AdmissionReview".into()));
+    }
+    let Some(request) = wire.request else {
+        return Err(malformed("", "the AdmissionReview has no request".into()));
+    };
+    let uid = request.uid.as_str();
+    if uid.is_empty() {
+        return Err(malformed(
+            uid,
+            "the AdmissionReview request has no uid".into(),
+        ));
+    }
+    let (group, resource) = match (&request.resource, &request.kind) {
+        (Some(r), _) => (r.group.as_str(), r.resource.as_str()),
+        (None, Some(k)) if k.kind == "ClusterVersion" => (k.group.as_str(), RESOURCE),
+        _ => ("", ""),
+    };
+    if group != GROUP || resource != RESOURCE {
+        return Err(malformed(
+            uid,
+            format!(
+                "preflight-gate reviews only {RESOURCE}.{GROUP}, not {}",
+                if resource.is_empty() {
+                    "an unnamed resource".to_owned()
+                } else if group.is_empty() {
+                    resource.to_owned()
+                } else {
+                    format!("{resource}.{group}")
+                }
+            ),
+        ));
+    }
+    let Some(operation) = request.operation else {
+        return Err(malformed(
+            uid,
+            "the AdmissionReview request has no operation".into(),
+        ));
+    };
+    let object = parse_object(request.object, "object").map_err(|m| malformed(uid, m))?;
+    let old_object =
+        parse_object(request.old_object, "oldObject").map_err(|m| malformed(uid, m))?;
+    Ok(Request {
+        uid: request.uid,
+        api_version,
+        operation,
+        sub_resource: request.sub_resource.filter(|s| !s.is_empty()),
+        name: request.name,
+        user: request.user_info,
+        dry_run: request.dry_run.unwrap_or(false),
+        object,
+        old_object,
+    })
+}
+
+fn parse_object(raw: Option<&RawValue>, field: &str) -> Result<Option<ClusterVersion>, String> {
+    match raw {
+        None => Ok(None),
+        Some(raw) if raw.get() == "null" => Ok(None),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map(Some)
+            .map_err(|e| format!("request.{field} is not a ClusterVersion: {e}")),
+    }
+}
+
+fn salvage_uid(body: &[u8]) -> (String, String) {
+    match serde_json::from_slice::<UidOnly>(body) {
+        Ok(UidOnly {
+            api_version,
+            request,
+        }) => (
+            request.and_then(|r| r.uid).unwrap_or_default(),
+            api_version.unwrap_or_else(|| V1.to_owned()),
+        ),
+        Err(_) => (String::new(), V1.to_owned()),
+    }
+}
+
+/// The answer to a review.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Response {
+    pub api_version: String,
+    pub kind: &'static str,
+    pub response: ResponseBody,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResponseBody {
+    pub uid: String,
+    pub allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub audit_annotations: BTreeMap<String, String>,
+}
+
+/// The `metav1.Status` of a denial.
+#[derive(Debug, Serialize)]
+pub struct Status {
+    pub code: u16,
+    pub message: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub reason: &'static str,
+}
+
+impl Response {
+    pub fn new(api_version: &str, body: ResponseBody) -> Self {
+        Self {
+            api_version: if api_version.is_empty() {
+                V1.to_owned()
+            } else {
+                api_version.to_owned()
+            },
+            kind: "AdmissionReview",
+            response: body,
+        }
+    }
+
+    /// The answer to a decided review.
+    pub fn decided(request: &Request, verdict: &super::Verdict) -> Self {
+        Self::new(
+            &request.api_version,
+            ResponseBody {
+                uid: request.uid.clone(),
+                allowed: verdict.allowed,
+                status: (!verdict.allowed).then(|| Status {
+                    code: verdict.code,
+                    message: verdict.message.clone(),
+                    reason: if verdict.code == 400 {
+                        "BadRequest"
+                    } else {
+                        "Forbidden"
+                    },
+                }),
+                warnings: verdict.warnings.clone(),
+                audit_annotations: verdict.audit.clone(),
+            },
+        )
+    }
+
+    /// A denial for a review that could not be read.
+    pub fn malformed(err: &Malformed) -> Self {
+        Self::new(
+            &err.api_version,
+            ResponseBody {
+                uid: err.uid.clone(),
+                allowed: false,
+                status: Some(Status {
+                    code: 400,
+                    message: err.message.clone(),
+                    reason: "BadRequest",
+                }),
+                warnings: Vec::new(),
+                audit_annotations: BTreeMap::new(),
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    const GOOD: &str = include_str!("../../examples/reviews/update-to-4.15.3.json");
+
+    #[test]
+    fn parses_a_real_review() {
+        let r = parse(GOOD.as_bytes()).unwrap();
+        assert_eq!(r.uid, "0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a00");
+        assert_eq!(r.operation, Operation::Update);
+        assert_eq!(r.user.username, "system:admin");
+        assert!(!r.dry_run);
+        let new = r.object.unwrap();
+        let du = new.spec.desired_update.unwrap();
+        assert_eq!(du.version.as_deref(), Some("4.15.3"));
+        assert_eq!(new.status.available_updates.len(), 2);
+        assert_eq!(new.status.conditional_updates.len(), 1);
+    }
+
+    #[rstest]
+    #[case::not_json("{", "", "not valid JSON")]
+    #[case::array("[]", "", "not valid JSON")]
+    #[case::not_a_review(
+        r#"{"kind":"Pod","request":{"uid":"u1"}}"#,
+        "u1",
+        "not an AdmissionReview"
+    )]
+    #[case::no_request(r#"{"kind":"AdmissionReview"}"#, "", "has no request")]
+    #[case::no_uid(
+        r#"{"kind":"AdmissionReview","request":{"operation":"UPDATE"}}"#,
+        "",
+        "has no uid"
+    )]
+    #[case::wrong_kind(
+        r#"{"kind":"AdmissionReview","request":{"uid":"u2","operation":"UPDATE","resource":{"group":"","version":"v1","resource":"pods"}}}"#,
+        "u2",
+        "not pods"
+    )]
+    #[case::bad_object(
+        r#"{"kind":"AdmissionReview","request":{"uid":"u3","operation":"UPDATE","resource":{"group":"config.openshift.io","resource":"clusterversions"},"object":{"spec":"x"}}}"#,
+        "u3",
+        "request.object is not a ClusterVersion"
+    )]
+    #[case::bad_type_keeps_uid(
+        r#"{"kind":"AdmissionReview","request":{"uid":"u4","operation":7}}"#,
+        "u4",
+        "not valid JSON"
+    )]
+    #[case::no_operation(
+        r#"{"kind":"AdmissionReview","request":{"uid":"u5","resource":{"group":"config.openshift.io","resource":"clusterversions"}}}"#,
+        "u5",
+        "no operation"
+    )]
+    fn malformed_reviews_say_what_is_wrong(
+        #[case] body: &str,
+        #[case] uid: &str,
+        #[case] message: &str,
+    ) {
+        let err = parse(body.as_bytes()).unwrap_err();
+        assert_eq!(err.uid, uid);
+        assert!(err.message.contains(message), "{}", err.message);
+        let json = serde_json::to_value(Response::malformed(&err)).unwrap();
+        assert_eq!(json["response"]["uid"], uid);
+        assert_eq!(json["response"]["allowed"], false);
+        assert_eq!(json["response"]["status"]["code"], 400);
+        assert_eq!(json["kind"], "AdmissionReview");
+    }
+}

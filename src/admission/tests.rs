@@ -1,0 +1,682 @@
+//! Table-driven tests of the decision contract, through the real parser.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use rstest::rstest;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::preflight::{Lookup, ResultCache, ResultSource, RunRequest, UpdatePreflight};
+use crate::release::ReleaseKey;
+
+const IMG_PASS: &str = "quay.io/ocp/release@sha256:1111";
+const IMG_FAIL: &str = "quay.io/ocp/release@sha256:2222";
+const IMG_COND: &str = "quay.io/ocp/release@sha256:3333";
+const IMG_CURRENT: &str = "quay.io/ocp/release@sha256:0000";
+
+fn now() -> Timestamp {
+    "2026-11-30T12:00:00Z".parse().unwrap()
+}
+
+/// A cache-backed source whose trust and run behaviour a test sets.
+struct TestSource {
+    cache: ResultCache,
+    trusted: bool,
+    runs: bool,
+}
+
+impl ResultSource for TestSource {
+    fn lookup(&self, key: &ReleaseKey) -> Lookup {
+        Lookup {
+            result: self.cache.get(key),
+            trusted: self.trusted,
+            expires: true,
+        }
+    }
+    fn is_ready(&self) -> bool {
+        true
+    }
+    fn runs_on_miss(&self) -> bool {
+        self.runs
+    }
+    fn request_run(&self, _: RunRequest) {}
+}
+
+fn result(name: &str, image: &str, phase: &str, completed: &str, checks: Value) -> UpdatePreflight {
+    serde_json::from_value(json!({
+        "apiVersion": "preflight.dev/v1alpha1", "kind": "UpdatePreflight",
+        "metadata": {"name": name, "generation": 1},
+        "spec": {"image": image},
+        "status": {"phase": phase, "completionTime": completed, "observedGeneration": 1,
+                   "results": checks}
+    }))
+    .unwrap()
+}
+
+fn check(name: &str, severity: &str, outcome: &str) -> Value {
+    json!({"name": name, "severity": severity, "outcome": outcome,
+           "message": format!("{name} says {outcome}"),
+           "remediationURL": format!("https://docs.example/{name}")})
+}
+
+fn source() -> TestSource {
+    let cache = ResultCache::default();
+    cache.apply(result(
+        "pass",
+        IMG_PASS,
+        "Passed",
+        "2026-11-30T11:00:00Z",
+        json!([
+            check("ClusterOperatorsHealthy", "Blocking", "Pass"),
+            check("CertificatesExpiringSoon", "Warning", "Fail"),
+        ]),
+    ));
+    cache.apply(result(
+        "fail",
+        IMG_FAIL,
+        "Failed",
+        "2026-11-30T11:00:00Z",
+        json!([
+            check("ClusterOperatorsHealthy", "Blocking", "Fail"),
+            check("NodesReady", "Blocking", "Fail"),
+            check("EtcdHealthy", "Blocking", "Pass"),
+            check("CriticalAlertsFiring", "Warning", "Fail"),
+        ]),
+    ));
+    TestSource {
+        cache,
+        trusted: true,
+        runs: true,
+    }
+}
+
+/// The ClusterVersion the tests start from: at 4.14.1, offered 4.14.12
+/// (passes), 4.15.3 (fails), and 4.15.16 conditionally (no results).
+fn cluster_version() -> Value {
+    json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+        "metadata": {"name": "version"},
+        "spec": {"channel": "stable-4.15", "clusterID": "c0ffee"},
+        "status": {
+            "desired": {"version": "4.14.1", "image": IMG_CURRENT},
+            "history": [{"state": "Completed", "version": "4.14.1", "image": IMG_CURRENT}],
+            "availableUpdates": [
+                {"version": "4.14.12", "image": IMG_PASS},
+                {"version": "4.15.3", "image": IMG_FAIL},
+            ],
+            "conditionalUpdates": [{
+                "release": {"version": "4.15.16", "image": IMG_COND},
+                "risks": [{"name": "SomeRisk", "url": "https://x", "message": "m", "matchingRules": [{"type": "Always"}]}],
+                "conditions": [{"type": "Recommended", "status": "False"}]
+            }],
+        }
+    })
+}
+
+/// A review builder: starts as an UPDATE of `version` that changes nothing.
+struct Review {
+    body: Value,
+}
+
+impl Review {
+    fn new() -> Self {
+        Self {
+            body: json!({
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "request": {
+                    "uid": "uid-1",
+                    "kind": {"group": "config.openshift.io", "version": "v1", "kind": "ClusterVersion"},
+                    "resource": {"group": "config.openshift.io", "version": "v1", "resource": "clusterversions"},
+                    "name": "version", "operation": "UPDATE",
+                    "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+                    "object": cluster_version(), "oldObject": cluster_version(),
+                }
+            }),
+        }
+    }
+    fn new_obj(&mut self) -> &mut Value {
+        &mut self.body["request"]["object"]
+    }
+    fn old_obj(&mut self) -> &mut Value {
+        &mut self.body["request"]["oldObject"]
+    }
+    fn to(mut self, update: Value) -> Self {
+        self.new_obj()["spec"]["desiredUpdate"] = update;
+        self
+    }
+    fn from(mut self, update: Value) -> Self {
+        self.old_obj()["spec"]["desiredUpdate"] = update;
+        self
+    }
+    fn version(self, v: &str) -> Self {
+        self.to(json!({"version": v}))
+    }
+    fn annotate(mut self, key: &str, value: &str) -> Self {
+        self.new_obj()["metadata"]["annotations"][key] = json!(value);
+        self
+    }
+    fn create(mut self) -> Self {
+        self.body["request"]["operation"] = json!("CREATE");
+        self.body["request"]["oldObject"] = Value::Null;
+        self
+    }
+    fn set(mut self, pointer: &str, value: Value) -> Self {
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        self.body.pointer_mut(parent).unwrap()[key] = value;
+        self
+    }
+    fn parse(&self) -> Request {
+        review::parse(self.body.to_string().as_bytes()).unwrap()
+    }
+}
+
+fn decide_with(review: &Review, source: &TestSource, policy: &Policy) -> Decision {
+    decide(&review.parse(), source, policy, now())
+}
+
+fn verdict(review: Review) -> Verdict {
+    decide_with(&review, &source(), &Policy::default())
+        .into_final()
+        .expect("no authorization needed")
+}
+
+fn runs(v: &Verdict) -> Vec<&str> {
+    v.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Run(r) => Some(r.image.as_str()),
+            Effect::Event(_) => None,
+        })
+        .collect()
+}
+
+#[rstest]
+#[case::channel_only(Review::new().set("/request/object/spec/channel", json!("fast-4.15")), Reason::NoTargetChange)]
+#[case::annotation_only(Review::new().version("4.15.3").from(json!({"version": "4.15.3"})).annotate("x/y", "z"), Reason::NoTargetChange)]
+#[case::accept_risks_only(
+    Review::new().to(json!({"version": "4.15.3", "acceptRisks": [{"name": "NodesReady"}]})).from(json!({"version": "4.15.3"})),
+    Reason::NoTargetChange
+)]
+#[case::image_added_to_same_version(
+    Review::new().to(json!({"version": "4.15.3", "image": IMG_FAIL})).from(json!({"version": "4.15.3"})),
+    Reason::NoTargetChange
+)]
+#[case::cleared(Review::new().from(json!({"version": "4.15.3"})), Reason::Cleared)]
+#[case::status_subresource(Review::new().version("4.15.3").set("/request/subResource", json!("status")), Reason::NotGated)]
+#[case::other_object(Review::new().version("4.15.3").set("/request/name", json!("other")), Reason::NotGated)]
+#[case::delete(Review::new().set("/request/operation", json!("DELETE")), Reason::NotGated)]
+#[case::passing(Review::new().version("4.14.12"), Reason::Passed)]
+#[case::passing_by_image_in_a_mirror(Review::new().to(json!({"image": "mirror.local/ocp@sha256:1111"})), Reason::Passed)]
+#[case::failing(Review::new().version("4.15.3"), Reason::Failed)]
+#[case::failing_on_create(Review::new().create().version("4.15.3"), Reason::Failed)]
+#[case::retarget(Review::new().version("4.15.3").from(json!({"version": "4.14.12"})), Reason::Failed)]
+#[case::missing(Review::new().version("4.15.16"), Reason::Pending)]
+#[case::unknown_version(Review::new().version("4.99.0"), Reason::UnknownVersion)]
+fn decides_each_row_of_the_contract(#[case] review: Review, #[case] reason: Reason) {
+    let v = verdict(review);
+    assert_eq!(v.reason, reason, "{v:?}");
+    let allowed = matches!(
+        reason,
+        Reason::NoTargetChange | Reason::Cleared | Reason::NotGated | Reason::Passed
+    );
+    assert_eq!(v.allowed, allowed, "{v:?}");
+    if allowed {
+        assert!(v.message.is_empty());
+    } else {
+        assert!(!v.message.is_empty());
+    }
+}
+
+#[test]
+fn no_op_changes_do_no_lookup_and_trigger_nothing() {
+    let v = verdict(
+        Review::new()
+            .version("4.15.16")
+            .from(json!({"version": "4.15.16"})),
+    );
+    assert_eq!(v.reason, Reason::NoTargetChange);
+    assert!(v.effects.is_empty());
+    assert!(v.audit.is_empty());
+}
+
+#[test]
+fn a_failing_target_is_denied_with_each_reason_and_the_way_out() {
+    let v = verdict(Review::new().version("4.15.3"));
+    assert_eq!(v.code, 403);
+    let lines: Vec<&str> = v.message.lines().collect();
+    assert_eq!(
+        lines[0],
+        "preflight for 4.15.3 failed: 2 blocking checks failed"
+    );
+    assert_eq!(
+        lines[1],
+        "- ClusterOperatorsHealthy: ClusterOperatorsHealthy says Fail (https://docs.example/ClusterOperatorsHealthy)"
+    );
+    assert!(lines[2].starts_with("- NodesReady: "));
+    assert!(v.message.contains("oc get updatepreflight fail -o yaml"));
+    assert!(
+        v.message
+            .contains("preflight.dev/accept=ClusterOperatorsHealthy,NodesReady")
+    );
+    assert!(v.message.contains("preflight.dev/override=4.15.3"));
+    assert!(
+        !v.message.contains("EtcdHealthy"),
+        "passing checks are not listed"
+    );
+    assert_eq!(
+        v.warnings,
+        [
+            "preflight warning: CriticalAlertsFiring: CriticalAlertsFiring says Fail (https://docs.example/CriticalAlertsFiring)"
+        ]
+    );
+    assert_eq!(v.audit.get("target").map(String::as_str), Some("4.15.3"));
+    assert!(matches!(&v.effects[..], [Effect::Event(e)] if e.reason == "UpdateBlockedByPreflight"));
+}
+
+#[test]
+fn a_passing_target_carries_warnings_for_warning_findings() {
+    let v = verdict(Review::new().version("4.14.12"));
+    assert!(v.allowed);
+    assert_eq!(v.warnings.len(), 1);
+    assert!(v.warnings[0].starts_with("preflight warning: CertificatesExpiringSoon"));
+    assert!(v.effects.is_empty());
+}
+
+#[test]
+fn many_failures_are_cut_to_the_first_few() {
+    let source = source();
+    let checks: Vec<Value> = (0..8)
+        .map(|i| check(&format!("Check{i}"), "Blocking", "Fail"))
+        .collect();
+    source.cache.apply(result(
+        "many",
+        IMG_FAIL,
+        "Failed",
+        "2026-11-30T11:00:00Z",
+        json!(checks),
+    ));
+    let v = decide_with(
+        &Review::new().version("4.15.3"),
+        &source,
+        &Policy::default(),
+    )
+    .into_final()
+    .unwrap();
+    assert!(
+        v.message
+            .starts_with("preflight for 4.15.3 failed: 8 blocking checks failed\n")
+    );
+    assert_eq!(
+        v.message
+            .lines()
+            .filter(|l| l.starts_with("- Check"))
+            .count(),
+        message::MAX_LISTED
+    );
+    assert!(v.message.contains("\nand 3 more\n"));
+}
+
+#[rstest]
+#[case::missing("4.15.16", "no results yet", true)]
+fn a_missing_result_triggers_a_run(
+    #[case] version: &str,
+    #[case] why: &str,
+    #[case] runs_on_miss: bool,
+) {
+    let mut s = source();
+    s.runs = runs_on_miss;
+    let v = decide_with(&Review::new().version(version), &s, &Policy::default())
+        .into_final()
+        .unwrap();
+    assert_eq!(v.reason, Reason::Pending);
+    assert_eq!(runs(&v), [IMG_COND]);
+    assert_eq!(
+        message::first_line(&v.message),
+        "preflight for 4.15.16 is running, retry in ~60 s"
+    );
+    assert!(v.message.contains(why));
+}
+
+#[test]
+fn a_fixed_directory_says_it_cannot_run() {
+    let mut s = source();
+    s.runs = false;
+    let v = decide_with(&Review::new().version("4.15.16"), &s, &Policy::default())
+        .into_final()
+        .unwrap();
+    assert_eq!(v.reason, Reason::Pending);
+    assert!(runs(&v).is_empty());
+    assert!(
+        v.message
+            .starts_with("no fresh preflight results for 4.15.16: no results yet")
+    );
+}
+
+#[rstest]
+#[case::stale(
+    "Passed",
+    "2026-11-29T12:00:00Z",
+    1,
+    true,
+    true,
+    "the results are 1d0h old"
+)]
+#[case::older_spec("Passed", "2026-11-30T11:00:00Z", 2, true, true, "older spec")]
+#[case::untrusted_cache(
+    "Passed",
+    "2026-11-30T11:00:00Z",
+    1,
+    false,
+    true,
+    "cache is out of date"
+)]
+#[case::running("Running", "2026-11-30T11:00:00Z", 1, true, false, "is running")]
+#[case::pending("Pending", "2026-11-30T11:00:00Z", 1, true, false, "is running")]
+fn stale_and_running_results_are_pending(
+    #[case] phase: &str,
+    #[case] completed: &str,
+    #[case] generation: i64,
+    #[case] trusted: bool,
+    #[case] triggers: bool,
+    #[case] says: &str,
+) {
+    let mut s = source();
+    s.trusted = trusted;
+    let mut r = result(
+        "cond",
+        IMG_COND,
+        phase,
+        completed,
+        json!([check("A", "Blocking", "Pass")]),
+    );
+    r.metadata.generation = Some(generation);
+    s.cache.apply(r);
+    let v = decide_with(&Review::new().version("4.15.16"), &s, &Policy::default())
+        .into_final()
+        .unwrap();
+    assert_eq!(v.reason, Reason::Pending, "{v:?}");
+    assert!(v.message.contains(says), "{}", v.message);
+    assert_eq!(!runs(&v).is_empty(), triggers);
+}
+
+#[test]
+fn on_pending_allow_lets_it_through_with_a_warning() {
+    let policy = Policy {
+        on_pending: OnPending::Allow,
+        ..Policy::default()
+    };
+    let v = decide_with(&Review::new().version("4.15.16"), &source(), &policy)
+        .into_final()
+        .unwrap();
+    assert!(v.allowed);
+    assert_eq!(v.reason, Reason::PendingAllowed);
+    assert!(v.warnings[0].contains("allowed by --on-pending=allow"));
+    assert_eq!(runs(&v), [IMG_COND]);
+}
+
+#[rstest]
+#[case::fail_closed(None, &[], false)]
+#[case::fail_open_by_result(Some("FailOpen"), &[], true)]
+#[case::fail_open_by_flag(None, &["Flaky"], true)]
+fn an_errored_check_counts_as_failed_unless_fail_open(
+    #[case] policy_field: Option<&str>,
+    #[case] fail_open: &[&str],
+    #[case] allowed: bool,
+) {
+    let s = source();
+    let mut c = check("Flaky", "Blocking", "Error");
+    if let Some(p) = policy_field {
+        c["failurePolicy"] = json!(p);
+    }
+    s.cache.apply(result(
+        "cond",
+        IMG_COND,
+        "Failed",
+        "2026-11-30T11:00:00Z",
+        json!([c]),
+    ));
+    let policy = Policy {
+        fail_open_checks: fail_open
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<BTreeSet<_>>(),
+        ..Policy::default()
+    };
+    let v = decide_with(&Review::new().version("4.15.16"), &s, &policy)
+        .into_final()
+        .unwrap();
+    assert_eq!(v.allowed, allowed, "{v:?}");
+    if allowed {
+        assert!(v.warnings[0].contains("Flaky (check errored)"));
+    } else {
+        assert!(v.message.contains("- Flaky (check errored): "));
+    }
+}
+
+#[test]
+fn a_run_that_errored_as_a_whole_is_denied() {
+    let s = source();
+    let mut r = result("cond", IMG_COND, "Error", "2026-11-30T11:00:00Z", json!([]));
+    r.status.as_mut().unwrap().conditions.push(
+        serde_json::from_value(json!({
+            "type": "Passed", "status": "False", "reason": "RunFailed",
+            "message": "cannot list nodes: forbidden", "lastTransitionTime": "2026-11-30T11:00:00Z"
+        }))
+        .unwrap(),
+    );
+    s.cache.apply(r);
+    let v = decide_with(&Review::new().version("4.15.16"), &s, &Policy::default())
+        .into_final()
+        .unwrap();
+    assert_eq!(v.reason, Reason::Failed);
+    assert!(
+        v.message
+            .starts_with("preflight for 4.15.16 errored: cannot list nodes: forbidden")
+    );
+}
+
+fn pending_override(review: Review, policy: &Policy) -> PendingOverride {
+    match decide_with(&review, &source(), policy) {
+        Decision::NeedsAuthorization(p) => p,
+        Decision::Final(v) => panic!("expected an authorization question, got {v:?}"),
+    }
+}
+
+fn forced(review: Review) -> Review {
+    review
+        .annotate("preflight.dev/override", "4.15.3")
+        .annotate(
+            "preflight.dev/override-reason",
+            "CVE fix, MCO degradation understood",
+        )
+}
+
+#[test]
+fn an_authorized_force_override_is_allowed_audited_and_evented() {
+    let p = pending_override(forced(Review::new().version("4.15.3")), &Policy::default());
+    assert_eq!(p.user.username, "alice");
+    let v = p.resolve(Authorization::Allowed);
+    assert!(v.allowed);
+    assert_eq!(v.reason, Reason::Overridden);
+    assert_eq!(v.override_kind, Some(OverrideKind::Force));
+    assert_eq!(v.audit["override-by"], "alice");
+    assert_eq!(
+        v.audit["override-reason"],
+        "CVE fix, MCO degradation understood"
+    );
+    assert_eq!(v.audit["overridden-checks"], "*");
+    assert!(
+        v.warnings
+            .iter()
+            .any(|w| w.contains("override by alice for 4.15.3"))
+    );
+    assert!(
+        v.effects
+            .iter()
+            .any(|e| matches!(e, Effect::Event(n) if n.reason == "PreflightOverridden"))
+    );
+}
+
+#[rstest]
+#[case::not_allowed(
+    Authorization::Denied,
+    "user \"alice\" is not allowed the \"override\" verb"
+)]
+#[case::unavailable(Authorization::Unavailable("timed out".into()), "could not be authorized: timed out")]
+fn an_unauthorized_force_override_is_refused(#[case] auth: Authorization, #[case] says: &str) {
+    let v =
+        pending_override(forced(Review::new().version("4.15.3")), &Policy::default()).resolve(auth);
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::Failed);
+    assert!(v.message.contains(says), "{}", v.message);
+    assert!(v.audit.get("override-by").is_none());
+}
+
+#[test]
+fn a_force_override_covers_a_missing_result_and_still_starts_the_run() {
+    let review = Review::new()
+        .version("4.15.16")
+        .annotate("preflight.dev/override", IMG_COND)
+        .annotate("preflight.dev/override-reason", "urgent");
+    let v = pending_override(review, &Policy::default()).resolve(Authorization::Allowed);
+    assert_eq!(v.reason, Reason::Overridden);
+    assert_eq!(runs(&v), [IMG_COND]);
+}
+
+#[rstest]
+#[case::wrong_target(&[("preflight.dev/override", "4.14.12"), ("preflight.dev/override-reason", "r")], "names 4.14.12, not this target 4.15.3")]
+#[case::no_reason(&[("preflight.dev/override", "4.15.3")], "needs a reason in preflight.dev/override-reason")]
+#[case::expired(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r"), ("preflight.dev/override-until", "2026-11-30T11:59:59Z")], "has passed")]
+#[case::bad_until(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r"), ("preflight.dev/override-until", "tomorrow")], "is not an RFC 3339 time")]
+fn an_invalid_force_annotation_is_ignored_and_says_why(
+    #[case] annotations: &[(&str, &str)],
+    #[case] says: &str,
+) {
+    let mut review = Review::new().version("4.15.3");
+    for (k, v) in annotations {
+        review = review.annotate(k, v);
+    }
+    let v = verdict(review);
+    assert!(!v.allowed);
+    assert!(
+        v.message.contains(&format!("Override ignored: ")),
+        "{}",
+        v.message
+    );
+    assert!(v.message.contains(says), "{}", v.message);
+}
+
+#[test]
+fn a_force_override_within_its_time_limit_is_honoured() {
+    let review = forced(Review::new().version("4.15.3"))
+        .annotate("preflight.dev/override-until", "2026-12-01T00:00:00Z");
+    let v = pending_override(review, &Policy::default()).resolve(Authorization::Allowed);
+    assert!(v.allowed);
+}
+
+#[test]
+fn desired_update_force_needs_the_flag() {
+    let review = || Review::new().to(json!({"version": "4.15.3", "force": true}));
+    let v = verdict(review());
+    assert!(!v.allowed);
+    assert!(
+        v.message
+            .contains("spec.desiredUpdate.force does not bypass preflight")
+    );
+
+    let policy = Policy {
+        honor_desired_update_force: true,
+        ..Policy::default()
+    };
+    let v = pending_override(review(), &policy).resolve(Authorization::Allowed);
+    assert_eq!(v.override_kind, Some(OverrideKind::DesiredUpdateForce));
+}
+
+#[rstest]
+#[case::accept_risks(Review::new().to(json!({"version": "4.15.3", "acceptRisks": [{"name": "ClusterOperatorsHealthy"}, {"name": "NodesReady"}]})))]
+#[case::annotation(Review::new().version("4.15.3").annotate("preflight.dev/accept", "NodesReady, ClusterOperatorsHealthy"))]
+#[case::both(Review::new().to(json!({"version": "4.15.3", "acceptRisks": [{"name": "NodesReady"}]})).annotate("preflight.dev/accept", "ClusterOperatorsHealthy"))]
+fn accepting_every_failing_check_allows_when_authorized(#[case] review: Review) {
+    let p = pending_override(review, &Policy::default());
+    let v = p.clone().resolve(Authorization::Allowed);
+    assert!(v.allowed);
+    assert_eq!(v.reason, Reason::RisksAccepted);
+    assert_eq!(
+        v.audit["overridden-checks"],
+        "ClusterOperatorsHealthy,NodesReady"
+    );
+    assert_eq!(v.audit["override-by"], "alice");
+    assert_eq!(
+        v.warnings
+            .iter()
+            .filter(|w| w.starts_with("preflight check accepted as a risk"))
+            .count(),
+        2
+    );
+
+    let refused = p.resolve(Authorization::Denied);
+    assert!(!refused.allowed);
+    assert!(
+        refused
+            .message
+            .contains("Accepted as risks: ClusterOperatorsHealthy, NodesReady")
+    );
+    assert!(refused.message.contains("Override ignored"));
+}
+
+#[test]
+fn accepting_some_failing_checks_still_denies_the_rest() {
+    let v = verdict(
+        Review::new()
+            .version("4.15.3")
+            .annotate("preflight.dev/accept", "NodesReady"),
+    );
+    assert!(!v.allowed);
+    assert!(v.message.starts_with(
+        "preflight for 4.15.3 failed: 1 blocking check failed\n- ClusterOperatorsHealthy"
+    ));
+    assert!(v.message.contains("Accepted as risks: NodesReady"));
+}
+
+#[test]
+fn preflight_mode_is_allowed_and_triggers_a_run() {
+    let v = verdict(Review::new().to(json!({"version": "4.15.16", "mode": "Preflight"})));
+    assert!(v.allowed);
+    assert_eq!(v.reason, Reason::PreflightMode);
+    assert_eq!(runs(&v), [IMG_COND]);
+}
+
+#[test]
+fn the_response_echoes_uid_warnings_and_audit() {
+    let review = Review::new().version("4.15.3");
+    let request = review.parse();
+    let v = verdict(review);
+    let json = serde_json::to_value(Response::decided(&request, &v)).unwrap();
+    assert_eq!(json["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(json["response"]["uid"], "uid-1");
+    assert_eq!(json["response"]["allowed"], false);
+    assert_eq!(json["response"]["status"]["code"], 403);
+    assert_eq!(json["response"]["status"]["reason"], "Forbidden");
+    assert_eq!(json["response"]["auditAnnotations"]["target"], "4.15.3");
+    assert_eq!(json["response"]["warnings"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn result_age_uses_the_policy() {
+    let s = source();
+    let policy = Policy {
+        max_result_age: Duration::from_secs(30 * 60),
+        ..Policy::default()
+    };
+    let v = decide_with(&Review::new().version("4.15.3"), &s, &policy)
+        .into_final()
+        .unwrap();
+    assert_eq!(v.reason, Reason::Pending);
+    assert!(
+        v.message.contains("the results are 1h0m old"),
+        "{}",
+        v.message
+    );
+}

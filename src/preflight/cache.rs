@@ -1,0 +1,163 @@
+//! An in-memory index of `UpdatePreflight` objects by release key.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use super::UpdatePreflight;
+use crate::release::ReleaseKey;
+
+/// Objects indexed by the release they describe. Several objects may describe
+/// one release (one made by an administrator, one by the gate); `get` returns
+/// the one with the newest completed result.
+#[derive(Default)]
+pub struct ResultCache {
+    by_release: RwLock<HashMap<ReleaseKey, BTreeMap<String, Arc<UpdatePreflight>>>>,
+}
+
+impl ResultCache {
+    /// Inserts or replaces an object.
+    pub fn apply(&self, object: UpdatePreflight) {
+        let name = object.metadata.name.clone().unwrap_or_default();
+        let key = ReleaseKey::from_image(&object.spec.image);
+        let mut map = self.by_release.write().unwrap_or_else(|e| e.into_inner());
+        // The image of an object may have been edited: drop the old entry.
+        for objects in map.values_mut() {
+            objects.remove(&name);
+        }
+        map.retain(|_, objects| !objects.is_empty());
+        map.entry(key).or_default().insert(name, Arc::new(object));
+    }
+
+    /// Removes an object by name.
+    pub fn delete(&self, name: &str) {
+        let mut map = self.by_release.write().unwrap_or_else(|e| e.into_inner());
+        for objects in map.values_mut() {
+            objects.remove(name);
+        }
+        map.retain(|_, objects| !objects.is_empty());
+    }
+
+    /// Replaces the whole content, as after a relist.
+    pub fn replace(&self, objects: impl IntoIterator<Item = UpdatePreflight>) {
+        let mut fresh: HashMap<ReleaseKey, BTreeMap<String, Arc<UpdatePreflight>>> = HashMap::new();
+        for object in objects {
+            let name = object.metadata.name.clone().unwrap_or_default();
+            fresh
+                .entry(ReleaseKey::from_image(&object.spec.image))
+                .or_default()
+                .insert(name, Arc::new(object));
+        }
+        *self.by_release.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+    }
+
+    /// The most recently completed result for a release, if any.
+    pub fn get(&self, key: &ReleaseKey) -> Option<Arc<UpdatePreflight>> {
+        let map = self.by_release.read().unwrap_or_else(|e| e.into_inner());
+        map.get(key)?
+            .values()
+            .max_by_key(|o| {
+                o.status
+                    .as_ref()
+                    .and_then(|s| s.completion_time.as_ref())
+                    .map(|t| t.0)
+            })
+            .cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        let map = self.by_release.read().unwrap_or_else(|e| e.into_inner());
+        map.values().map(BTreeMap::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preflight::{Phase, UpdatePreflightSpec, UpdatePreflightStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn object(name: &str, image: &str, completed: Option<&str>) -> UpdatePreflight {
+        let mut o = UpdatePreflight::new(
+            name,
+            UpdatePreflightSpec {
+                image: image.into(),
+                ..Default::default()
+            },
+        );
+        o.status = Some(UpdatePreflightStatus {
+            phase: Some(Phase::Passed),
+            completion_time: completed.map(|t| Time(t.parse().unwrap())),
+            ..Default::default()
+        });
+        o
+    }
+
+    #[test]
+    fn apply_get_delete() {
+        let cache = ResultCache::default();
+        let key = ReleaseKey::from_image("q.io/r@sha256:aa");
+        assert!(cache.get(&key).is_none());
+        cache.apply(object("a", "q.io/r@sha256:aa", None));
+        assert_eq!(cache.get(&key).unwrap().metadata.name.as_deref(), Some("a"));
+        cache.delete("a");
+        assert!(cache.get(&key).is_none());
+        assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn newest_result_wins_among_objects_for_one_release() {
+        let cache = ResultCache::default();
+        cache.apply(object(
+            "old",
+            "q.io/r@sha256:aa",
+            Some("2026-01-01T00:00:00Z"),
+        ));
+        cache.apply(object(
+            "new",
+            "mirror.local/r@sha256:aa",
+            Some("2026-02-01T00:00:00Z"),
+        ));
+        cache.apply(object("none", "q.io/r@sha256:aa", None));
+        let key = ReleaseKey::from_image("x@sha256:aa");
+        assert_eq!(
+            cache.get(&key).unwrap().metadata.name.as_deref(),
+            Some("new")
+        );
+        assert_eq!(cache.len(), 3);
+    }
+
+    #[test]
+    fn editing_the_image_moves_the_object() {
+        let cache = ResultCache::default();
+        cache.apply(object("a", "q.io/r@sha256:aa", None));
+        cache.apply(object("a", "q.io/r@sha256:bb", None));
+        assert!(
+            cache
+                .get(&ReleaseKey::from_image("q.io/r@sha256:aa"))
+                .is_none()
+        );
+        assert!(
+            cache
+                .get(&ReleaseKey::from_image("q.io/r@sha256:bb"))
+                .is_some()
+        );
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn replace_drops_what_is_gone() {
+        let cache = ResultCache::default();
+        cache.apply(object("a", "q.io/r@sha256:aa", None));
+        cache.replace([object("b", "q.io/r@sha256:bb", None)]);
+        assert!(
+            cache
+                .get(&ReleaseKey::from_image("q.io/r@sha256:aa"))
+                .is_none()
+        );
+        assert_eq!(cache.len(), 1);
+    }
+}

@@ -1,0 +1,11 @@
+// Command kubectl is the upstream kubectl, built from Go modules.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubectl/pkg/cmd"
+)
+
+func main() { os.Exit(cli.Run(cmd.NewDefaultKubectlCommand())) }
