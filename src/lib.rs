@@ -4,5 +4,11 @@
 //! See `docs/ARCHITECTURE.md` for the map.
 
 pub mod admission;
+pub mod certs;
+pub mod cli;
+pub mod cluster;
+pub mod metrics;
 pub mod preflight;
 pub mod release;
+pub mod run;
+pub mod server;

@@ -1,1 +1,32 @@
-fn main() {}
+//! The `preflight-gate` binary: parse flags, set up logging, run.
+
+use clap::Parser;
+use preflight_gate::cli::{Cli, Command, LogFormat};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().init(),
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+
+    let result = match cli.command {
+        Command::Certs(args) => preflight_gate::run::certs(&args),
+        Command::Serve(args) => tokio::runtime::Runtime::new()
+            .map_err(anyhow::Error::from)
+            .and_then(|rt| rt.block_on(preflight_gate::run::serve(*args))),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -21,6 +21,7 @@ pub struct ClusterVersion {
 #[serde(default)]
 pub struct Metadata {
     pub name: String,
+    pub uid: String,
     #[serde(deserialize_with = "null_as_default")]
     pub annotations: BTreeMap<String, String>,
 }

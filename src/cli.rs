@@ -1,0 +1,162 @@
+//! Command-line interface. Every flag can also be set by an environment
+//! variable `PREFLIGHT_GATE_<FLAG>`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::admission::OnPending;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "preflight-gate",
+    version,
+    about = "Keeps an OpenShift cluster from starting an update whose preflight checks fail"
+)]
+pub struct Cli {
+    /// Log format.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "PREFLIGHT_GATE_LOG_FORMAT")]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the validating admission webhook.
+    Serve(Box<ServeArgs>),
+    /// Write a development CA and serving certificate, and print the caBundle.
+    Certs(CertsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Server")]
+pub struct ServerArgs {
+    /// Address of the TLS webhook.
+    #[arg(
+        long,
+        default_value = "0.0.0.0:8443",
+        env = "PREFLIGHT_GATE_WEBHOOK_ADDR"
+    )]
+    pub webhook_addr: SocketAddr,
+    /// Address of the plain-HTTP admin server (/metrics, /healthz, /readyz).
+    #[arg(
+        long,
+        default_value = "0.0.0.0:9090",
+        env = "PREFLIGHT_GATE_ADMIN_ADDR"
+    )]
+    pub admin_addr: SocketAddr,
+    /// Reviews answered at once; more wait their turn.
+    #[arg(long, default_value_t = 256, env = "PREFLIGHT_GATE_MAX_CONCURRENCY")]
+    pub max_concurrency: usize,
+    /// Time allowed for a TLS handshake.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_HANDSHAKE_TIMEOUT")]
+    pub handshake_timeout: Duration,
+    /// Time allowed to read a request's headers.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_HEADER_READ_TIMEOUT")]
+    pub header_read_timeout: Duration,
+    /// After SIGTERM, how long to stay up but unready so endpoints update.
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_SHUTDOWN_DELAY")]
+    pub shutdown_delay: Duration,
+    /// After that, how long in-flight reviews get to finish.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_SHUTDOWN_GRACE")]
+    pub shutdown_grace: Duration,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "TLS")]
+pub struct TlsArgs {
+    /// Serving certificate (PEM, leaf first, chain allowed). Without it,
+    /// certs/tls.crt is used, and made with a development CA if missing.
+    #[arg(long, requires = "tls_key", env = "PREFLIGHT_GATE_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// Serving key (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC).
+    #[arg(long, requires = "tls_cert", env = "PREFLIGHT_GATE_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// CA bundle to verify client certificates against; clients must present one.
+    #[arg(long, env = "PREFLIGHT_GATE_CLIENT_CA")]
+    pub client_ca: Option<PathBuf>,
+    /// How often to poll the certificate files, besides watching them.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_TLS_RELOAD_INTERVAL")]
+    pub tls_reload_interval: Duration,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Cluster and results")]
+pub struct ClusterArgs {
+    /// Directory of UpdatePreflight YAML/JSON to serve results from. Without
+    /// it, the sample results compiled in from examples/results/ are used.
+    #[arg(long, env = "PREFLIGHT_GATE_RESULTS_DIR")]
+    pub results_dir: Option<PathBuf>,
+    /// Kubeconfig for override authorization and Events. Without it,
+    /// KUBECONFIG or the in-cluster service account is used if present;
+    /// with neither, the gate runs without a cluster and refuses overrides.
+    #[arg(long, env = "PREFLIGHT_GATE_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Name of this instance in Events (the pod name in a cluster).
+    #[arg(long, env = "PREFLIGHT_GATE_INSTANCE")]
+    pub instance: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Policy")]
+pub struct PolicyArgs {
+    /// What to do while results are missing, stale or running.
+    #[arg(long, value_enum, default_value_t = OnPending::Deny, env = "PREFLIGHT_GATE_ON_PENDING")]
+    pub on_pending: OnPending,
+    /// Let spec.desiredUpdate.force act as an override (still needs the override verb).
+    #[arg(long, env = "PREFLIGHT_GATE_HONOR_DESIRED_UPDATE_FORCE")]
+    pub honor_desired_update_force: bool,
+    /// Completed results older than this are stale and rerun.
+    #[arg(long, default_value = "6h", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_MAX_RESULT_AGE")]
+    pub max_result_age: Duration,
+    /// Checks whose errors count as passes (comma-separated).
+    #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_FAIL_OPEN_CHECKS")]
+    pub fail_open_checks: Vec<String>,
+    /// Retry hint given while a run is pending.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_RETRY_AFTER")]
+    pub retry_after: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct CertsArgs {
+    /// Directory to write ca.crt, ca.key, tls.crt and tls.key into.
+    #[arg(long, default_value = "certs", env = "PREFLIGHT_GATE_CERTS_OUT")]
+    pub out: PathBuf,
+    /// DNS names or IP addresses of the serving certificate (localhost,
+    /// 127.0.0.1 and ::1 are always included).
+    #[arg(long = "dns", env = "PREFLIGHT_GATE_CERTS_DNS", value_delimiter = ',')]
+    pub names: Vec<String>,
+}
+
+impl PolicyArgs {
+    pub fn policy(&self) -> crate::admission::Policy {
+        crate::admission::Policy {
+            on_pending: self.on_pending,
+            honor_desired_update_force: self.honor_desired_update_force,
+            max_result_age: self.max_result_age,
+            fail_open_checks: self.fail_open_checks.iter().cloned().collect(),
+            retry_after: self.retry_after,
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! Talking to the API server: the client, override authorization by
+//! SubjectAccessReview, and Events on the ClusterVersion. Nothing here runs
+//! on the decision's path except the authorization question.
+
+mod authz;
+mod events;
+
+use std::path::Path;
+
+pub use authz::{NoCluster, OverrideAuthorizer, SubjectAccessReviewer};
+pub use events::EventRecorder;
+
+/// A client from `--kubeconfig`, or else `KUBECONFIG`, `~/.kube/config`, or
+/// the in-cluster service account.
+pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
+        }
+        None => kube::Config::infer().await?,
+    };
+    Ok(kube::Client::try_from(config)?)
+}

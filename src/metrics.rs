@@ -1,0 +1,106 @@
+//! The gate's Prometheus metrics. One registry is built in `serve`; every
+//! label comes from a bounded set (never a user, an object name or an error).
+
+use prometheus::{
+    Gauge, Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
+
+const PREFIX: &str = "preflight_gate";
+
+/// Decision latency buckets: 100 µs up to the API server's 10 s webhook limit.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// Metrics of the webhook and its TLS.
+#[derive(Clone)]
+pub struct Metrics {
+    pub registry: Registry,
+    /// Reviews by operation, decision (allowed/denied) and reason.
+    pub reviews: IntCounterVec,
+    /// Time from a body being read to its answer being ready.
+    pub decision_seconds: Histogram,
+    pub in_flight: IntGauge,
+    /// Honoured overrides by kind.
+    pub overrides: IntCounterVec,
+    /// Certificate reloads by result (`success`, `failure`).
+    pub tls_reloads: IntCounterVec,
+    /// `notAfter` of the serving certificate, as a Unix timestamp.
+    pub tls_cert_expiry: Gauge,
+    /// Side effects (runs, Events) that could not be carried out, by kind.
+    pub effect_failures: IntCounterVec,
+}
+
+impl Metrics {
+    pub fn new() -> prometheus::Result<Self> {
+        let registry = Registry::new();
+        let counter =
+            |name: &str, help: &str, labels: &[&str]| -> prometheus::Result<IntCounterVec> {
+                let c = IntCounterVec::new(Opts::new(name, help).namespace(PREFIX), labels)?;
+                registry.register(Box::new(c.clone()))?;
+                Ok(c)
+            };
+        let reviews = counter(
+            "admission_reviews_total",
+            "Admission reviews answered, by operation, decision and reason.",
+            &["operation", "decision", "reason"],
+        )?;
+        let overrides = counter(
+            "overrides_total",
+            "Overrides honoured, by kind (force, desired_update_force, accept_risks).",
+            &["kind"],
+        )?;
+        let tls_reloads = counter(
+            "tls_reloads_total",
+            "Serving certificate reloads, by result (success, failure).",
+            &["result"],
+        )?;
+        let effect_failures = counter(
+            "side_effect_failures_total",
+            "Runs or Events asked for by a decision that could not be carried out, by kind.",
+            &["kind"],
+        )?;
+        let decision_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "admission_duration_seconds",
+                "Time to answer an admission review, from body read to answer.",
+            )
+            .namespace(PREFIX)
+            .buckets(LATENCY_BUCKETS.to_vec()),
+        )?;
+        registry.register(Box::new(decision_seconds.clone()))?;
+        let in_flight = IntGauge::with_opts(
+            Opts::new("admission_in_flight", "Admission reviews being answered.").namespace(PREFIX),
+        )?;
+        registry.register(Box::new(in_flight.clone()))?;
+        let tls_cert_expiry = Gauge::with_opts(
+            Opts::new(
+                "tls_certificate_expiry_timestamp_seconds",
+                "notAfter of the serving certificate in use, as a Unix timestamp.",
+            )
+            .namespace(PREFIX),
+        )?;
+        registry.register(Box::new(tls_cert_expiry.clone()))?;
+        for result in ["success", "failure"] {
+            tls_reloads.with_label_values(&[result]);
+        }
+        Ok(Self {
+            registry,
+            reviews,
+            decision_seconds,
+            in_flight,
+            overrides,
+            tls_reloads,
+            tls_cert_expiry,
+            effect_failures,
+        })
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self) -> String {
+        TextEncoder::new()
+            .encode_to_string(&self.registry.gather())
+            .unwrap_or_else(|e| format!("# encoding failed: {e}\n"))
+    }
+}

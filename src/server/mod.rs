@@ -1,0 +1,113 @@
+//! The servers: the TLS webhook (axum over rustls, with certificate reload
+//! and request limits) and the plain admin port.
+
+pub mod admin;
+pub mod tls;
+pub mod webhook;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
+use hyper_util::rt::TokioTimer;
+use tracing::{Instrument, info, info_span};
+
+pub use admin::Health;
+pub use tls::{CertFiles, ReloadingCert};
+pub use webhook::{Gate, app};
+
+/// Listening and limits.
+#[derive(Debug)]
+pub struct Listen {
+    pub webhook: std::net::TcpListener,
+    pub admin: std::net::TcpListener,
+    pub max_concurrency: usize,
+    pub handshake_timeout: Duration,
+    pub header_read_timeout: Duration,
+    /// How long to stay up but unready after SIGTERM, so endpoints update.
+    pub shutdown_delay: Duration,
+    /// How long in-flight reviews get to finish.
+    pub shutdown_grace: Duration,
+}
+
+/// Runs both servers until `shutdown` completes, then drains: readiness
+/// turns false, new connections stop after `shutdown_delay`, and in-flight
+/// reviews get `shutdown_grace` to finish.
+pub async fn run(
+    listen: Listen,
+    tls: rustls::ServerConfig,
+    gate: Arc<Gate>,
+    health: Arc<Health>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let webhook_addr = listen.webhook.local_addr()?;
+    let admin_addr = listen.admin.local_addr()?;
+    listen.webhook.set_nonblocking(true)?;
+    listen.admin.set_nonblocking(true)?;
+
+    let handle = axum_server::Handle::<SocketAddr>::new();
+    let acceptor = RustlsAcceptor::new(RustlsConfig::from_config(Arc::new(tls)))
+        .handshake_timeout(listen.handshake_timeout);
+    let mut server = axum_server::from_tcp(listen.webhook)?
+        .acceptor(acceptor)
+        .handle(handle.clone());
+    server
+        .http_builder()
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(listen.header_read_timeout);
+    let webhook = tokio::spawn(
+        server
+            .serve(app(gate, listen.max_concurrency).into_make_service())
+            .instrument(info_span!("webhook")),
+    );
+
+    let admin_listener = tokio::net::TcpListener::from_std(listen.admin)?;
+    let (admin_stop, admin_stopped) = tokio::sync::oneshot::channel::<()>();
+    let admin = tokio::spawn(
+        axum::serve(admin_listener, admin::app(health.clone()))
+            .with_graceful_shutdown(async {
+                let _ = admin_stopped.await;
+            })
+            .into_future()
+            .instrument(info_span!("admin")),
+    );
+    info!(%webhook_addr, %admin_addr, path = webhook::PATH, "serving");
+
+    shutdown.await;
+    health.shutting_down.store(true, Ordering::Relaxed);
+    info!(delay = ?listen.shutdown_delay, "shutting down: unready, then draining");
+    tokio::time::sleep(listen.shutdown_delay).await;
+    handle.graceful_shutdown(Some(listen.shutdown_grace));
+    webhook
+        .await
+        .context("webhook server task")?
+        .context("webhook server")?;
+    let _ = admin_stop.send(());
+    admin
+        .await
+        .context("admin server task")?
+        .context("admin server")?;
+    info!("stopped");
+    Ok(())
+}
+
+/// Completes on SIGTERM or SIGINT.
+pub async fn signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot listen for SIGTERM");
+            return std::future::pending().await;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => info!("SIGTERM"),
+        _ = tokio::signal::ctrl_c() => info!("SIGINT"),
+    }
+}

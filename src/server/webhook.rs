@@ -1,0 +1,212 @@
+//! The webhook endpoint: read the review, decide, ask about an override when
+//! one is claimed, carry out side effects, answer. Everything but the
+//! authorization question is answered from memory.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use jiff::Timestamp;
+use tower::limit::GlobalConcurrencyLimitLayer;
+use tracing::{Span, debug, field::Empty, info, instrument};
+
+use crate::admission::{
+    self, Authorization, Decision, Effect, Policy, Reason, review, review::Request,
+};
+use crate::cluster::{EventRecorder, OverrideAuthorizer};
+use crate::metrics::Metrics;
+use crate::preflight::ResultSource;
+
+/// The webhook's path.
+pub const PATH: &str = "/validate/clusterversion";
+
+/// The largest review body accepted (the API server's own request limit is 3 MiB
+/// of object, twice over for old and new).
+pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
+
+/// The API server's longest webhook timeout, used when it sends none.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything a review is decided with.
+pub struct Gate {
+    pub source: Arc<dyn ResultSource>,
+    pub authorizer: Arc<dyn OverrideAuthorizer>,
+    pub events: Option<EventRecorder>,
+    pub policy: Policy,
+    pub metrics: Metrics,
+}
+
+/// The webhook's router. It needs no socket, so tests drive it directly.
+pub fn app(gate: Arc<Gate>, max_concurrency: usize) -> Router {
+    Router::new()
+        .route(PATH, post(validate))
+        .layer(GlobalConcurrencyLimitLayer::new(max_concurrency))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(gate)
+}
+
+/// How long the answer may take: the API server's `?timeout=` less a margin.
+fn budget(query: Option<&str>) -> Duration {
+    let timeout = query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .find_map(|pair| pair.strip_prefix("timeout="))
+        .and_then(|v| humantime::parse_duration(v).ok())
+        .unwrap_or(DEFAULT_TIMEOUT)
+        .min(DEFAULT_TIMEOUT);
+    let margin = (timeout / 10).max(Duration::from_millis(100));
+    timeout.saturating_sub(margin)
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+}
+
+#[instrument(name = "review", skip_all, fields(uid = Empty, operation = Empty, target = Empty, decision = Empty, reason = Empty))]
+async fn validate(
+    State(gate): State<Arc<Gate>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if !is_json(&headers) {
+        return (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "an AdmissionReview must be sent as application/json\n",
+        )
+            .into_response();
+    }
+    let started = Instant::now();
+    let deadline = started + budget(query.as_deref());
+    let metrics = &gate.metrics;
+    let _in_flight = InFlight::enter(&metrics.in_flight);
+
+    let request = match review::parse(&body) {
+        Ok(request) => request,
+        Err(malformed) => {
+            Span::current().record("uid", malformed.uid.as_str());
+            info!(error = %malformed.message, "malformed review");
+            metrics
+                .reviews
+                .with_label_values(&["unknown", "denied", Reason::Malformed.as_str()])
+                .inc();
+            metrics
+                .decision_seconds
+                .observe(started.elapsed().as_secs_f64());
+            return Json(review::Response::malformed(&malformed)).into_response();
+        }
+    };
+    let span = Span::current();
+    span.record("uid", request.uid.as_str());
+    span.record("operation", request.operation.as_str());
+
+    let verdict = match admission::decide(&request, &*gate.source, &gate.policy, Timestamp::now()) {
+        Decision::Final(verdict) => verdict,
+        Decision::NeedsAuthorization(pending) => {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let asked = gate.authorizer.may_override(&pending.user);
+            let authorization = tokio::time::timeout(remaining, asked)
+                .await
+                .unwrap_or_else(|_| {
+                    Authorization::Unavailable("the access review timed out".into())
+                });
+            pending.resolve(authorization)
+        }
+    };
+
+    let decision = if verdict.allowed { "allowed" } else { "denied" };
+    span.record("decision", decision);
+    span.record("reason", verdict.reason.as_str());
+    if let Some(target) = &verdict.target {
+        span.record("target", target.as_str());
+    }
+    metrics
+        .reviews
+        .with_label_values(&[
+            request.operation.as_str(),
+            decision,
+            verdict.reason.as_str(),
+        ])
+        .inc();
+    if !request.dry_run {
+        carry_out(&gate, &request, &verdict);
+    }
+    if verdict.target.is_some() {
+        info!(user = %request.user.username, dry_run = request.dry_run, "decided");
+    } else {
+        debug!("not a target change");
+    }
+    let response = review::Response::decided(&request, &verdict);
+    metrics
+        .decision_seconds
+        .observe(started.elapsed().as_secs_f64());
+    Json(response).into_response()
+}
+
+/// Starts runs, publishes Events and counts overrides. Never waits.
+fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
+    if let Some(kind) = verdict.override_kind {
+        gate.metrics
+            .overrides
+            .with_label_values(&[kind.as_str()])
+            .inc();
+        info!(
+            user = %request.user.username,
+            kind = kind.as_str(),
+            reason = verdict.audit.get("override-reason").map(String::as_str).unwrap_or(""),
+            checks = verdict.audit.get("overridden-checks").map(String::as_str).unwrap_or(""),
+            "override honoured"
+        );
+    }
+    let (name, uid) = request.object.as_ref().map_or(("version", ""), |o| {
+        (o.metadata.name.as_str(), o.metadata.uid.as_str())
+    });
+    for effect in &verdict.effects {
+        match effect {
+            Effect::Run(run) => gate.source.request_run(run.clone()),
+            Effect::Event(note) => match &gate.events {
+                Some(events) => events.publish(note.clone(), name, uid),
+                None => debug!(reason = note.reason, "no cluster: Event not published"),
+            },
+        }
+    }
+}
+
+/// Counts a review in flight for as long as it lives.
+struct InFlight(prometheus::IntGauge);
+
+impl InFlight {
+    fn enter(gauge: &prometheus::IntGauge) -> Self {
+        gauge.inc();
+        Self(gauge.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_leaves_a_margin_before_the_api_servers_timeout() {
+        assert_eq!(budget(Some("timeout=5s")), Duration::from_millis(4500));
+        assert_eq!(budget(Some("x=1&timeout=1s")), Duration::from_millis(900));
+        assert_eq!(budget(Some("timeout=30s")), Duration::from_secs(9));
+        assert_eq!(budget(None), Duration::from_secs(9));
+        assert_eq!(budget(Some("timeout=garbage")), Duration::from_secs(9));
+    }
+}
