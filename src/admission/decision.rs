@@ -187,7 +187,7 @@ pub enum Decision {
     Final(Verdict),
     /// An override was claimed: the verdict depends on whether the requester
     /// is allowed the `override` verb on `updatepreflights.preflight.dev`.
-    NeedsAuthorization(PendingOverride),
+    NeedsAuthorization(Box<PendingOverride>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -505,11 +505,11 @@ fn gate(
 }
 
 fn needs_authorization(request: &Request, granted: Verdict, refused: Verdict) -> Decision {
-    Decision::NeedsAuthorization(PendingOverride {
+    Decision::NeedsAuthorization(Box::new(PendingOverride {
         user: request.user.clone(),
         granted,
         refused,
-    })
+    }))
 }
 
 /// The verdict while results are missing, stale or being computed.

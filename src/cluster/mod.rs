@@ -7,7 +7,7 @@ mod events;
 
 use std::path::Path;
 
-pub use authz::{NoCluster, OverrideAuthorizer, SubjectAccessReviewer};
+pub use authz::{BoxFuture, NoCluster, OverrideAuthorizer, SubjectAccessReviewer};
 pub use events::EventRecorder;
 
 /// A client from `--kubeconfig`, or else `KUBECONFIG`, `~/.kube/config`, or

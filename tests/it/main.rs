@@ -1,0 +1,7 @@
+//! Integration tests, in one binary to keep link time down.
+
+mod harness;
+mod reviews;
+mod router;
+mod shutdown;
+mod tls;

@@ -1,0 +1,211 @@
+//! The webhook's Router driven without a socket: every answer is a
+//! well-formed AdmissionReview, and dryRun has no side effects.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use preflight_gate::admission::Authorization;
+use preflight_gate::server::app;
+use serde_json::Value;
+use tower::ServiceExt;
+
+use crate::harness::{FixedAuthorizer, gate, sum_metric};
+use crate::reviews::Review;
+
+async fn call(
+    router: axum::Router,
+    method: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (StatusCode, Value) {
+    let request = Request::builder()
+        .method(method)
+        .uri("/validate/clusterversion?timeout=5s")
+        .header("content-type", content_type)
+        .body(Body::from(body))
+        .unwrap();
+    let response = router.oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let json = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    (status, json)
+}
+
+async fn review(body: Vec<u8>) -> Value {
+    let (g, _) = gate(FixedAuthorizer::new(Authorization::Denied));
+    let (status, json) = call(app(g, 8), "POST", "application/json", body).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(json["kind"], "AdmissionReview", "{json}");
+    assert_eq!(json["apiVersion"], "admission.k8s.io/v1");
+    json["response"].clone()
+}
+
+#[tokio::test]
+async fn every_malformed_review_gets_a_well_formed_answer_that_echoes_its_uid() {
+    let cases: Vec<(Vec<u8>, &str, &str)> = vec![
+        (b"{not json".to_vec(), "", "not valid JSON"),
+        (b"".to_vec(), "", "not valid JSON"),
+        (br#"{"kind":"AdmissionReview","request":{"uid":"abc","operation":"UPDATE","resource":{"group":"apps","resource":"deployments"}}}"#.to_vec(), "abc", "not deployments.apps"),
+        (br#"{"kind":"AdmissionReview","request":{"uid":"def","operation":"UPDATE","resource":{"group":"config.openshift.io","resource":"clusterversions"},"object":[1,2]}}"#.to_vec(), "def", "not a ClusterVersion"),
+        (br#"{"kind":"AdmissionReview","request":{"uid":"ghi","operation":"PATCH"}}"#.to_vec(), "ghi", "not valid JSON"),
+        (Review::merge_patch_to("4.15.3").uid("").body(), "", "has no uid"),
+    ];
+    for (body, uid, says) in cases {
+        let response = review(body).await;
+        assert_eq!(response["uid"], uid);
+        assert_eq!(response["allowed"], false);
+        assert_eq!(response["status"]["code"], 400);
+        assert!(
+            response["status"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(says),
+            "{response}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_decided_review_carries_uid_warnings_and_audit_annotations() {
+    let response = review(Review::merge_patch_to("4.15.3").uid("u-1").body()).await;
+    assert_eq!(response["uid"], "u-1");
+    assert_eq!(response["allowed"], false);
+    assert_eq!(response["status"]["code"], 403);
+    assert!(
+        response["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("CriticalAlertsFiring")
+    );
+    assert_eq!(response["auditAnnotations"]["target"], "4.15.3");
+
+    let response = review(Review::json_patch_to("4.14.12").uid("u-2").body()).await;
+    assert_eq!(response["uid"], "u-2");
+    assert_eq!(response["allowed"], true);
+    assert!(response.get("status").is_none());
+}
+
+#[tokio::test]
+async fn transport_faults_are_http_errors() {
+    let (g, _) = gate(FixedAuthorizer::new(Authorization::Denied));
+    let body = Review::merge_patch_to("4.15.3").body();
+    let (status, _) = call(app(g.clone(), 8), "GET", "application/json", Vec::new()).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    let (status, _) = call(app(g.clone(), 8), "POST", "text/plain", body).await;
+    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let (status, _) = call(
+        app(g, 8),
+        "POST",
+        "application/json",
+        vec![b' '; 8 * 1024 * 1024],
+    )
+    .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+#[tokio::test]
+async fn a_missing_result_starts_a_run_but_a_dry_run_does_not() {
+    let (g, source) = gate(FixedAuthorizer::new(Authorization::Denied));
+    let (_, json) = call(
+        app(g.clone(), 8),
+        "POST",
+        "application/json",
+        Review::merge_patch_to("4.15.16").dry_run().body(),
+    )
+    .await;
+    assert_eq!(json["response"]["allowed"], false);
+    assert!(
+        json["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("preflight for 4.15.16 is running, retry in ~60 s")
+    );
+    assert!(source.runs().is_empty(), "dryRun must not start a run");
+
+    let (_, again) = call(
+        app(g, 8),
+        "POST",
+        "application/json",
+        Review::merge_patch_to("4.15.16").body(),
+    )
+    .await;
+    assert_eq!(
+        again["response"]["status"], json["response"]["status"],
+        "the same verdict"
+    );
+    let runs = source.runs();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].version.as_deref(), Some("4.15.16"));
+}
+
+#[tokio::test]
+async fn an_override_is_asked_about_once_and_counted_only_when_honoured() {
+    let authorizer = FixedAuthorizer::new(Authorization::Allowed);
+    let (g, _) = gate(authorizer.clone());
+    let body = Review::merge_patch_to("4.15.3")
+        .annotate("preflight.dev/override", "4.15.3")
+        .annotate("preflight.dev/override-reason", "tested in staging")
+        .body();
+    let (_, json) = call(app(g.clone(), 8), "POST", "application/json", body).await;
+    let response = &json["response"];
+    assert_eq!(response["allowed"], true, "{response}");
+    assert_eq!(response["auditAnnotations"]["override-by"], "system:admin");
+    assert_eq!(
+        response["auditAnnotations"]["override-reason"],
+        "tested in staging"
+    );
+    assert_eq!(*authorizer.asked.lock().unwrap(), ["system:admin"]);
+    let text = g.metrics.render();
+    assert_eq!(
+        sum_metric(
+            &text,
+            "preflight_gate_overrides_total",
+            &[r#"kind="force""#]
+        ),
+        1.0
+    );
+    assert_eq!(
+        sum_metric(
+            &text,
+            "preflight_gate_admission_reviews_total",
+            &[r#"decision="allowed""#, r#"reason="overridden""#]
+        ),
+        1.0
+    );
+}
+
+#[tokio::test]
+async fn an_access_review_that_outlives_the_budget_refuses_the_override_in_time() {
+    let (g, _) = gate(FixedAuthorizer::slow(
+        Authorization::Allowed,
+        Duration::from_secs(30),
+    ));
+    let body = Review::merge_patch_to("4.15.3")
+        .annotate("preflight.dev/override", "4.15.3")
+        .annotate("preflight.dev/override-reason", "r")
+        .body();
+    let request = Request::builder()
+        .method("POST")
+        .uri("/validate/clusterversion?timeout=1s")
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap();
+    let started = std::time::Instant::now();
+    let response = app(g, 8).oneshot(request).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "answered before the API server's timeout"
+    );
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let json: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(json["response"]["allowed"], false);
+    assert!(
+        json["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the access review timed out")
+    );
+}

@@ -1,0 +1,134 @@
+//! Shutdown: readiness turns false, in-flight reviews finish, the process exits.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use preflight_gate::admission::Authorization;
+
+use crate::harness::{FixedAuthorizer, Options, start};
+use crate::reviews::Review;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_flight_reviews_finish_after_shutdown_begins() {
+    // An access review that takes a second keeps an override review in flight.
+    let mut gate = start(Options {
+        authorizer: FixedAuthorizer::slow(Authorization::Allowed, Duration::from_secs(1)),
+        shutdown_delay: Duration::from_millis(300),
+        ..Options::default()
+    })
+    .await;
+    let client = gate.client();
+    let body = Review::merge_patch_to("4.15.3")
+        .annotate("preflight.dev/override", "4.15.3")
+        .annotate("preflight.dev/override-reason", "drain test")
+        .body();
+    let url = gate.url.clone();
+    let in_flight = tokio::spawn(async move {
+        client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    gate.trigger_stop();
+    // Unready while draining.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let ready = reqwest::get(format!("{}/readyz", gate.admin))
+        .await
+        .unwrap();
+    assert_eq!(ready.status().as_u16(), 503);
+
+    let response = in_flight
+        .await
+        .unwrap()
+        .expect("the in-flight review is answered");
+    assert_eq!(response.status().as_u16(), 200);
+    let json: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(json["response"]["allowed"], true, "{json}");
+    gate.stop().await.expect("a clean stop");
+    assert!(
+        std::net::TcpStream::connect(gate.addr).is_err(),
+        "no longer listening"
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn the_binary_drains_and_exits_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let (webhook, admin) = (free_port(), free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_preflight-gate"))
+        .args(["serve", "--shutdown-delay", "1s"])
+        .args(["--webhook-addr", &format!("127.0.0.1:{webhook}")])
+        .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
+        .current_dir(dir.path())
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let readyz = format!("http://127.0.0.1:{admin}/readyz");
+    let status = |url: &str| -> Option<u16> {
+        let mut stream =
+            std::net::TcpStream::connect(url.trim_start_matches("http://").split('/').next()?)
+                .ok()?;
+        use std::io::{Read, Write};
+        write!(
+            stream,
+            "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut reply = String::new();
+        stream.read_to_string(&mut reply).ok()?;
+        reply.split(' ').nth(1)?.parse().ok()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while status(&readyz) != Some(200) {
+        assert!(Instant::now() < deadline, "never became ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        dir.path().join("certs/tls.crt").exists(),
+        "development certificates were made"
+    );
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        status(&readyz),
+        Some(503),
+        "unready during the shutdown delay"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(Instant::now() < deadline, "did not exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(exit.success(), "{exit:?}");
+    let mut logs = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut logs)
+        .unwrap();
+    assert!(logs.contains("SIGTERM"), "{logs}");
+    assert!(logs.contains("stopped"), "{logs}");
+}
