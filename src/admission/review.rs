@@ -66,18 +66,20 @@ pub struct Malformed {
     pub message: String,
 }
 
+/// The review on the wire. `O` is the object type: [`ClusterVersion`] for
+/// the single-pass fast path, [`RawValue`] to diagnose a review that did not
+/// parse that way.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireReview<'a> {
+struct WireReview<O> {
     api_version: Option<String>,
     kind: Option<String>,
-    #[serde(borrow)]
-    request: Option<WireRequest<'a>>,
+    request: Option<WireRequest<O>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireRequest<'a> {
+struct WireRequest<O> {
     #[serde(default)]
     uid: String,
     kind: Option<GroupVersionKind>,
@@ -91,10 +93,10 @@ struct WireRequest<'a> {
     user_info: UserInfo,
     #[serde(default)]
     dry_run: Option<bool>,
-    #[serde(borrow, default)]
-    object: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    old_object: Option<&'a RawValue>,
+    #[serde(default = "Option::default")]
+    object: Option<O>,
+    #[serde(default = "Option::default")]
+    old_object: Option<O>,
 }
 
 #[derive(Deserialize)]
@@ -129,9 +131,13 @@ struct UidOnlyRequest {
 const V1: &str = "admission.k8s.io/v1";
 
 /// Parses a review body. Status history, risks and every other field the
-/// decision does not read are skipped, not built.
+/// decision does not read are skipped, not built. The body is read once; only
+/// a review that fails that way is read again, to say precisely what is wrong.
 pub fn parse(body: &[u8]) -> Result<Request, Malformed> {
-    let wire: WireReview = serde_json::from_slice(body).map_err(|e| {
+    if let Ok(wire) = serde_json::from_slice::<WireReview<ClusterVersion>>(body) {
+        return check(wire, Ok);
+    }
+    let wire: WireReview<&RawValue> = serde_json::from_slice(body).map_err(|e| {
         let (uid, api_version) = salvage_uid(body);
         Malformed {
             uid,
@@ -139,6 +145,17 @@ pub fn parse(body: &[u8]) -> Result<Request, Malformed> {
             message: format!("the AdmissionReview is not valid JSON of the expected shape: {e}"),
         }
     })?;
+    check(wire, |raw: &RawValue| {
+        serde_json::from_str(raw.get()).map_err(|e| e.to_string())
+    })
+}
+
+/// Checks that a review asks about clusterversions, then reads its objects
+/// with `read`.
+fn check<O>(
+    wire: WireReview<O>,
+    read: impl Fn(O) -> Result<ClusterVersion, String>,
+) -> Result<Request, Malformed> {
     let api_version = wire.api_version.unwrap_or_else(|| V1.to_owned());
     let malformed = |uid: &str, message: String| Malformed {
         uid: uid.to_owned(),
@@ -185,9 +202,14 @@ pub fn parse(body: &[u8]) -> Result<Request, Malformed> {
             "the AdmissionReview request has no operation".into(),
         ));
     };
-    let object = parse_object(request.object, "object").map_err(|m| malformed(uid, m))?;
-    let old_object =
-        parse_object(request.old_object, "oldObject").map_err(|m| malformed(uid, m))?;
+    let read_field = |value: Option<O>, field: &str| -> Result<Option<ClusterVersion>, Malformed> {
+        value
+            .map(&read)
+            .transpose()
+            .map_err(|e| malformed(uid, format!("request.{field} is not a ClusterVersion: {e}")))
+    };
+    let object = read_field(request.object, "object")?;
+    let old_object = read_field(request.old_object, "oldObject")?;
     Ok(Request {
         uid: request.uid,
         api_version,
@@ -199,16 +221,6 @@ pub fn parse(body: &[u8]) -> Result<Request, Malformed> {
         object,
         old_object,
     })
-}
-
-fn parse_object(raw: Option<&RawValue>, field: &str) -> Result<Option<ClusterVersion>, String> {
-    match raw {
-        None => Ok(None),
-        Some(raw) if raw.get() == "null" => Ok(None),
-        Some(raw) => serde_json::from_str(raw.get())
-            .map(Some)
-            .map_err(|e| format!("request.{field} is not a ClusterVersion: {e}")),
-    }
 }
 
 fn salvage_uid(body: &[u8]) -> (String, String) {
