@@ -2,7 +2,9 @@
 //! Run with `PREFLIGHT_GATE_BLESS=1` to rewrite it.
 
 use clap::CommandFactory;
+use kube::CustomResourceExt;
 use preflight_gate::cli::Cli;
+use preflight_gate::preflight::UpdatePreflight;
 
 fn help(subcommand: &str) -> String {
     let mut cli = Cli::command().term_width(0);
@@ -11,17 +13,58 @@ fn help(subcommand: &str) -> String {
         .find_subcommand_mut(subcommand)
         .expect("a subcommand")
         .clone();
-    let text = sub.bin_name(format!("preflight-gate {subcommand}")).render_help().to_string();
-    text.lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
+    let text = sub
+        .bin_name(format!("preflight-gate {subcommand}"))
+        .render_help()
+        .to_string();
+    text.lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Replaces the block between the markers for `name` in `text`.
 fn splice(text: &str, name: &str, body: &str) -> String {
     let begin = format!("<!-- BEGIN GENERATED: {name} -->\n");
     let end = "<!-- END GENERATED -->";
-    let start = text.find(&begin).unwrap_or_else(|| panic!("no marker for {name}")) + begin.len();
+    let start = text
+        .find(&begin)
+        .unwrap_or_else(|| panic!("no marker for {name}"))
+        + begin.len();
     let stop = start + text[start..].find(end).expect("an end marker");
-    format!("{}```text\n{}\n```\n{}", &text[..start], body.trim_end(), &text[stop..])
+    format!(
+        "{}```text\n{}\n```\n{}",
+        &text[..start],
+        body.trim_end(),
+        &text[stop..]
+    )
+}
+
+fn bless() -> bool {
+    std::env::var_os("PREFLIGHT_GATE_BLESS").is_some()
+}
+
+/// Compares a checked-in file with what the code generates, or rewrites it.
+fn check_file(relative: &str, generated: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
+    if bless() {
+        std::fs::write(&path, generated).unwrap();
+        return;
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "{relative} is stale: run PREFLIGHT_GATE_BLESS=1 cargo test --test it generated"
+    );
+}
+
+#[test]
+fn the_crd_yaml_is_generated_from_the_rust_types() {
+    let yaml = serde_saphyr::to_string(&UpdatePreflight::crd()).unwrap();
+    check_file(
+        "deploy/crds/updatepreflights.preflight.dev.yaml",
+        &format!("# Generated from src/preflight/crd.rs; do not edit.\n{yaml}"),
+    );
 }
 
 #[test]
@@ -30,11 +73,12 @@ fn the_readme_lists_every_flag_as_help_prints_it() {
     let readme = std::fs::read_to_string(path).unwrap();
     let mut expected = readme.clone();
     for sub in ["serve", "certs"] {
-        expected = splice(&expected, &format!("preflight-gate {sub} --help"), &help(sub));
+        expected = splice(
+            &expected,
+            &format!("preflight-gate {sub} --help"),
+            &help(sub),
+        );
     }
-    if std::env::var_os("PREFLIGHT_GATE_BLESS").is_some() {
-        std::fs::write(path, &expected).unwrap();
-        return;
-    }
-    assert!(readme == expected, "README.md's flag reference is stale: run PREFLIGHT_GATE_BLESS=1 cargo test --test it generated");
+    let _ = readme;
+    check_file("README.md", &expected);
 }
