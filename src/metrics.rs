@@ -28,6 +28,8 @@ pub struct Metrics {
     pub tls_reloads: IntCounterVec,
     /// `notAfter` of the serving certificate, as a Unix timestamp.
     pub tls_cert_expiry: Gauge,
+    /// Side effects (runs, Events) started for non-dry-run reviews, by kind.
+    pub effects: IntCounterVec,
     /// Side effects (runs, Events) that could not be carried out, by kind.
     pub effect_failures: IntCounterVec,
 }
@@ -55,6 +57,11 @@ impl Metrics {
             "tls_reloads_total",
             "Serving certificate reloads, by result (success, failure).",
             &["result"],
+        )?;
+        let effects = counter(
+            "side_effects_total",
+            "Runs and Events asked for by decisions on non-dry-run reviews, by kind (run, event).",
+            &["kind"],
         )?;
         let effect_failures = counter(
             "side_effect_failures_total",
@@ -93,6 +100,7 @@ impl Metrics {
             overrides,
             tls_reloads,
             tls_cert_expiry,
+            effects,
             effect_failures,
         })
     }

@@ -172,9 +172,15 @@ fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
     });
     for effect in &verdict.effects {
         match effect {
-            Effect::Run(run) => gate.source.request_run(run.clone()),
+            Effect::Run(run) => {
+                gate.metrics.effects.with_label_values(&["run"]).inc();
+                gate.source.request_run(run.clone());
+            }
             Effect::Event(note) => match &gate.events {
-                Some(events) => events.publish(note.clone(), name, uid),
+                Some(events) => {
+                    gate.metrics.effects.with_label_values(&["event"]).inc();
+                    events.publish(note.clone(), name, uid);
+                }
                 None => debug!(reason = note.reason, "no cluster: Event not published"),
             },
         }

@@ -1,0 +1,481 @@
+//! The shared world of the end-to-end tests: the control plane, the CRDs,
+//! RBAC, the ClusterVersion `version`, the gate and its webhook
+//! registration. Set up once per run; tests take turns through `lock()`
+//! because they share the one ClusterVersion.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+pub const WEBHOOK: &str = "clusterversions.preflight.dev";
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Who runs a kubectl command.
+#[derive(Clone, Copy, Debug)]
+pub enum User {
+    /// `system:masters`.
+    Admin,
+    /// May patch the ClusterVersion, but not override.
+    Alice,
+    /// May patch the ClusterVersion and override.
+    Bob,
+}
+
+pub struct World {
+    env: HashMap<String, String>,
+    pub gate_port: u16,
+    pub admin_port: u16,
+    pub ca_bundle: String,
+    _dir: tempfile::TempDir,
+}
+
+pub struct Output {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+static WORLD: OnceLock<World> = OnceLock::new();
+static TURN: Mutex<()> = Mutex::new(());
+
+/// The world, set up on first use, and this test's turn with it. Every turn
+/// starts from the ClusterVersion at rest, with the webhook registered.
+pub fn lock() -> (MutexGuard<'static, ()>, &'static World) {
+    let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let world = WORLD.get_or_init(World::set_up);
+    world.reset();
+    (turn, world)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn run(command: &mut Command) -> Output {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    Output {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Reads the variables of the control plane's env file.
+fn read_env(file: &Path) -> HashMap<String, String> {
+    let out = run(Command::new("bash")
+        .args(["-c", "set -a; source \"$1\"; env", "env"])
+        .arg(file));
+    assert!(out.ok, "cannot read {}: {}", file.display(), out.stderr);
+    out.stdout
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+impl World {
+    fn set_up() -> World {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let up = run(&mut Command::new(format!("{ROOT}/tests/control-plane/up")));
+        assert!(up.ok, "the control plane did not come up:\n{}", up.stderr);
+        let env_file = up
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("source "))
+            .expect("up prints the env file")
+            .trim()
+            .to_owned();
+        let env = read_env(Path::new(&env_file));
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = World {
+            env,
+            gate_port: free_port(),
+            admin_port: free_port(),
+            ca_bundle: String::new(),
+            _dir: dir,
+        };
+        world.install_crds();
+        world.apply_rbac();
+        world.create_cluster_version();
+        world.ca_bundle = world.start_gate();
+        world.register_webhook();
+        world
+    }
+
+    fn var(&self, name: &str) -> &str {
+        self.env
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} is not in the control plane's env"))
+    }
+
+    fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+
+    pub fn kubectl<S: AsRef<std::ffi::OsStr>>(&self, user: User, args: &[S]) -> Output {
+        let kubeconfig = match user {
+            User::Admin => self.var("ADMIN_KUBECONFIG"),
+            User::Alice => self.var("ALICE_KUBECONFIG"),
+            User::Bob => self.var("BOB_KUBECONFIG"),
+        };
+        run(Command::new(self.var("KUBECTL"))
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(args))
+    }
+
+    /// kubectl that must succeed.
+    pub fn admin<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(&self, args: &[S]) -> String {
+        let out = self.kubectl(User::Admin, args);
+        assert!(out.ok, "kubectl {args:?} failed: {}", out.stderr);
+        out.stdout
+    }
+
+    pub fn apply_json(&self, object: &Value) {
+        let path = self.dir().join(format!("apply-{}.json", rand_suffix()));
+        std::fs::write(&path, serde_json::to_vec(object).unwrap()).unwrap();
+        self.admin(&[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            path.to_str().unwrap(),
+        ]);
+    }
+
+    fn install_crds(&self) {
+        // The real ClusterVersion CRD when the shared fixtures are there, so
+        // our objects are validated by the real schema; ours otherwise.
+        let shared = PathBuf::from(ROOT)
+            .join("../shared/fixtures/openshift-crds/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml");
+        let cluster_version = if shared.exists() {
+            shared
+        } else {
+            PathBuf::from(ROOT).join("tests/control-plane/crds/clusterversion.yaml")
+        };
+        let ours = PathBuf::from(ROOT).join("deploy/crds/updatepreflights.preflight.dev.yaml");
+        for crd in [&cluster_version, &ours] {
+            self.admin(&[
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "-f",
+                crd.to_str().unwrap(),
+            ]);
+        }
+        self.admin(&[
+            "wait",
+            "--for",
+            "condition=established",
+            "--timeout=60s",
+            "crd/clusterversions.config.openshift.io",
+            "crd/updatepreflights.preflight.dev",
+        ]);
+    }
+
+    fn apply_rbac(&self) {
+        let role = |name: &str, rules: Value| {
+            json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name}, "rules": rules})
+        };
+        let binding = |name: &str, role: &str, user: &str| {
+            json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]})
+        };
+        let editor = role(
+            "e2e-clusterversion-editor",
+            json!([{
+            "apiGroups": ["config.openshift.io"], "resources": ["clusterversions"],
+            "verbs": ["get", "list", "watch", "patch", "update"]}]),
+        );
+        // The same rule as deploy/'s preflight-gate-override ClusterRole.
+        let override_role = role(
+            "e2e-preflight-gate-override",
+            json!([{
+            "apiGroups": ["preflight.dev"], "resources": ["updatepreflights"], "verbs": ["override"]}]),
+        );
+        let bindings = [
+            binding("e2e-alice-editor", "e2e-clusterversion-editor", "alice"),
+            binding("e2e-bob-editor", "e2e-clusterversion-editor", "bob"),
+            binding("e2e-bob-override", "e2e-preflight-gate-override", "bob"),
+        ];
+        let mut items = vec![editor, override_role];
+        items.extend(bindings);
+        self.apply_json(&json!({"apiVersion": "v1", "kind": "List", "items": items}));
+    }
+
+    /// The example ClusterVersion (from examples/reviews/), whose offered
+    /// releases the sample results cover: 4.14.12 passes, 4.15.3 fails,
+    /// 4.15.16 has no results.
+    fn example_cluster_version() -> Value {
+        let review: Value = serde_json::from_str(include_str!(
+            "../../examples/reviews/update-to-4.14.12.json"
+        ))
+        .unwrap();
+        let mut cv = review["request"]["oldObject"].clone();
+        cv["metadata"] = json!({"name": "version"});
+        cv["status"]["versionHash"] = json!("XGjSjKwUh");
+        cv
+    }
+
+    fn create_cluster_version(&self) {
+        let cv = Self::example_cluster_version();
+        let exists = self
+            .kubectl(User::Admin, &["get", "clusterversion", "version"])
+            .ok;
+        if !exists {
+            let spec_only = json!({"apiVersion": cv["apiVersion"], "kind": cv["kind"], "metadata": cv["metadata"], "spec": cv["spec"]});
+            let path = self.dir().join("cv.json");
+            std::fs::write(&path, spec_only.to_string()).unwrap();
+            self.admin(&["create", "-f", path.to_str().unwrap()]);
+        }
+        // The CVO writes status through the subresource; so do we.
+        let status = json!({"status": cv["status"]}).to_string();
+        self.admin(&[
+            "patch",
+            "clusterversion",
+            "version",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &status,
+        ]);
+    }
+
+    /// Serves the gate in-process on a thread of its own, as `preflight-gate
+    /// serve` with the admin kubeconfig (for access reviews and Events).
+    fn start_gate(&self) -> String {
+        let certs = self.dir().join("certs");
+        let written = preflight_gate::certs::generate(&certs, &[]).unwrap();
+        let args = [
+            "preflight-gate".to_owned(),
+            "serve".into(),
+            "--webhook-addr".into(),
+            format!("127.0.0.1:{}", self.gate_port),
+            "--admin-addr".into(),
+            format!("127.0.0.1:{}", self.admin_port),
+            "--tls-cert".into(),
+            certs.join("tls.crt").display().to_string(),
+            "--tls-key".into(),
+            certs.join("tls.key").display().to_string(),
+            "--kubeconfig".into(),
+            self.var("ADMIN_KUBECONFIG").to_owned(),
+            "--shutdown-delay".into(),
+            "0s".into(),
+        ];
+        let cli = <preflight_gate::cli::Cli as clap::Parser>::try_parse_from(args).unwrap();
+        let preflight_gate::cli::Command::Serve(serve) = cli.command else {
+            unreachable!()
+        };
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            if let Err(e) = runtime.block_on(preflight_gate::run::serve(*serve)) {
+                eprintln!("the gate stopped: {e:#}");
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.scrape_status("/readyz") != Some(200) {
+            assert!(Instant::now() < deadline, "the gate never became ready");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        written.ca_bundle()
+    }
+
+    fn scrape_status(&self, path: &str) -> Option<u16> {
+        let (status, _) = self.http_get(path)?;
+        Some(status)
+    }
+
+    fn http_get(&self, path: &str) -> Option<(u16, String)> {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.admin_port)).ok()?;
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut reply = String::new();
+        stream.read_to_string(&mut reply).ok()?;
+        let status = reply.split(' ').nth(1)?.parse().ok()?;
+        let body = reply
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default();
+        Some((status, body))
+    }
+
+    /// The gate's metrics, as Prometheus would scrape them.
+    pub fn metrics(&self) -> String {
+        self.http_get("/metrics").expect("the admin port answers").1
+    }
+
+    /// The webhook configuration of deploy/base, pointed at `url`.
+    pub fn webhook_configuration(&self, url: &str) -> Value {
+        let yaml = std::fs::read_to_string(format!("{ROOT}/deploy/base/webhook.yaml")).unwrap();
+        let mut config: Value = serde_saphyr::from_str(&yaml).unwrap();
+        config["metadata"]["annotations"] = json!({});
+        for webhook in config["webhooks"].as_array_mut().unwrap() {
+            webhook["clientConfig"] = json!({"url": url, "caBundle": self.ca_bundle});
+        }
+        config
+    }
+
+    pub fn gate_url(&self) -> String {
+        format!(
+            "https://127.0.0.1:{}/validate/clusterversion",
+            self.gate_port
+        )
+    }
+
+    /// Registers the webhook and waits until the API server calls it.
+    pub fn register_webhook(&self) {
+        self.apply_json(&self.webhook_configuration(&self.gate_url()));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = self.kubectl(
+                User::Admin,
+                &merge_patch_args("4.15.3", &["--dry-run=server"]),
+            );
+            if !out.ok && out.stderr.contains("preflight for 4.15.3 failed") {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the webhook never took effect: {}",
+                out.stderr
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Back to rest: no target, no gate annotations, the webhook registered.
+    fn reset(&self) {
+        let registered = self.kubectl(
+            User::Admin,
+            &[
+                "get",
+                "validatingwebhookconfiguration",
+                "preflight-gate",
+                "-o",
+                "jsonpath={.webhooks[0].clientConfig.url}",
+            ],
+        );
+        if !registered.ok || registered.stdout != self.gate_url() {
+            self.register_webhook();
+        }
+        let cv = self.cluster_version();
+        if cv["spec"].get("desiredUpdate").is_some() {
+            self.admin(&[
+                "patch",
+                "clusterversion",
+                "version",
+                "--type=json",
+                "-p",
+                r#"[{"op":"remove","path":"/spec/desiredUpdate"}]"#,
+            ]);
+        }
+        let annotations: Vec<String> = cv["metadata"]["annotations"]
+            .as_object()
+            .map(|a| {
+                a.keys()
+                    .filter(|k| k.starts_with("preflight.dev/"))
+                    .map(|k| format!("{k}-"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !annotations.is_empty() {
+            let mut args = vec!["annotate", "clusterversion", "version"];
+            args.extend(annotations.iter().map(String::as_str));
+            self.admin(&args);
+        }
+    }
+
+    pub fn cluster_version(&self) -> Value {
+        serde_json::from_str(&self.admin(&["get", "clusterversion", "version", "-o", "json"]))
+            .unwrap()
+    }
+
+    /// Events about the ClusterVersion with `reason`, newest last.
+    pub fn events(&self, reason: &str) -> Vec<Value> {
+        let list: Value =
+            serde_json::from_str(&self.admin(&["get", "events.events.k8s.io", "-A", "-o", "json"]))
+                .unwrap();
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| {
+                e["reason"] == reason
+                    && e["regarding"]["name"] == "version"
+                    && e["regarding"]["kind"] == "ClusterVersion"
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Waits for an Event with `reason` whose note contains `text`.
+    pub fn wait_for_event(&self, reason: &str, text: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(e) = self
+                .events(reason)
+                .into_iter()
+                .find(|e| e["note"].as_str().unwrap_or("").contains(text))
+            {
+                return e;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {reason} Event mentioning {text:?}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The API server's audit log, when the control plane writes one.
+    pub fn audit_log(&self) -> Option<String> {
+        let path = self.env.get("AUDIT_LOG")?;
+        std::fs::read_to_string(path).ok()
+    }
+}
+
+fn rand_suffix() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    N.fetch_add(1, Ordering::Relaxed).to_string()
+}
+
+/// What `oc adm upgrade --to VERSION` sends: a JSON merge patch.
+pub fn merge_patch_args(version: &str, extra: &[&str]) -> Vec<String> {
+    let patch = json!({"spec": {"desiredUpdate": {"version": version}}}).to_string();
+    let mut args: Vec<String> = ["patch", "clusterversion", "version", "--type=merge", "-p"]
+        .map(String::from)
+        .to_vec();
+    args.push(patch);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+/// The sum of a metric's samples with all of `labels`.
+pub fn metric(text: &str, name: &str, labels: &[&str]) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.split(['{', ' ']).next() == Some(name))
+        .filter(|l| labels.iter().all(|label| l.contains(label)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}

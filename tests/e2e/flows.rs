@@ -1,0 +1,455 @@
+//! What users do, through the real API server, and what they see.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::cluster::{User, WEBHOOK, lock, merge_patch_args, metric};
+
+const DENIED: &str = "denied the request: ";
+
+fn reviews(metrics: &str) -> f64 {
+    metric(metrics, "preflight_gate_admission_reviews_total", &[])
+}
+
+#[test]
+fn oc_adm_upgrade_is_denied_with_each_failing_check_when_results_fail() {
+    let (_turn, world) = lock();
+    let out = world.kubectl(User::Admin, &merge_patch_args("4.15.3", &[]));
+    assert!(!out.ok, "{}", out.stdout);
+    let prefix = format!(
+        "admission webhook \"{WEBHOOK}\" {DENIED}preflight for 4.15.3 failed: 2 blocking checks failed"
+    );
+    assert!(out.stderr.contains(&prefix), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("- ClusterOperatorsHealthy: machine-config is Degraded"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("- MachineConfigPoolsHealthy: pool worker is Degraded"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("oc annotate clusterversion version preflight.dev/override=4.15.3")
+    );
+    assert!(
+        world.cluster_version()["spec"]
+            .get("desiredUpdate")
+            .is_none(),
+        "the target was not stored"
+    );
+    world.wait_for_event("UpdateBlockedByPreflight", "preflight for 4.15.3 failed");
+}
+
+#[test]
+fn oc_adm_upgrade_is_allowed_with_warnings_when_results_pass() {
+    let (_turn, world) = lock();
+    let out = world.kubectl(User::Admin, &merge_patch_args("4.14.12", &[]));
+    assert!(out.ok, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("Warning: preflight warning: CertificatesExpiringSoon"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        world.cluster_version()["spec"]["desiredUpdate"]["version"],
+        "4.14.12"
+    );
+}
+
+#[test]
+fn the_consoles_json_patch_is_gated_the_same_way() {
+    let (_turn, world) = lock();
+    let cv = world.cluster_version();
+    let offered = |v: &str| {
+        cv["status"]["availableUpdates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["version"] == v)
+            .unwrap()
+            .clone()
+    };
+    let add = |v: &str| {
+        let u = offered(v);
+        json!([{"op": "add", "path": "/spec/desiredUpdate", "value": {"version": u["version"], "image": u["image"], "force": false}}]).to_string()
+    };
+    let denied = world.kubectl(
+        User::Admin,
+        &[
+            "patch",
+            "clusterversion",
+            "version",
+            "--type=json",
+            "-p",
+            &add("4.15.3"),
+        ],
+    );
+    assert!(!denied.ok);
+    assert!(
+        denied
+            .stderr
+            .contains(&format!("{DENIED}preflight for 4.15.3 failed")),
+        "{}",
+        denied.stderr
+    );
+
+    let allowed = world.kubectl(
+        User::Admin,
+        &[
+            "patch",
+            "clusterversion",
+            "version",
+            "--type=json",
+            "-p",
+            &add("4.14.12"),
+        ],
+    );
+    assert!(allowed.ok, "{}", allowed.stderr);
+    let replace =
+        json!([{"op": "replace", "path": "/spec/desiredUpdate", "value": {"version": "4.15.3"}}])
+            .to_string();
+    let retarget = world.kubectl(
+        User::Admin,
+        &[
+            "patch",
+            "clusterversion",
+            "version",
+            "--type=json",
+            "-p",
+            &replace,
+        ],
+    );
+    assert!(
+        !retarget.ok && retarget.stderr.contains("preflight for 4.15.3 failed"),
+        "{}",
+        retarget.stderr
+    );
+
+    let remove = json!([{"op": "remove", "path": "/spec/desiredUpdate"}]).to_string();
+    let cleared = world.kubectl(
+        User::Admin,
+        &[
+            "patch",
+            "clusterversion",
+            "version",
+            "--type=json",
+            "-p",
+            &remove,
+        ],
+    );
+    assert!(
+        cleared.ok,
+        "oc adm upgrade --clear goes through: {}",
+        cleared.stderr
+    );
+}
+
+#[test]
+fn no_op_changes_go_through_and_status_writes_never_reach_the_gate() {
+    let (_turn, world) = lock();
+    let before = world.metrics();
+    let channel = world.kubectl(
+        User::Admin,
+        &[
+            "patch",
+            "clusterversion",
+            "version",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"channel":"fast-4.15"}}"#,
+        ],
+    );
+    assert!(channel.ok, "{}", channel.stderr);
+    let annotation = world.kubectl(
+        User::Admin,
+        &[
+            "annotate",
+            "--overwrite",
+            "clusterversion",
+            "version",
+            "example.com/owner=platform",
+        ],
+    );
+    assert!(annotation.ok, "{}", annotation.stderr);
+    // The CVO's way: the /status subresource.
+    let status = world.kubectl(
+        User::Admin,
+        &[
+            "patch",
+            "clusterversion",
+            "version",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"versionHash":"abc123"}}"#,
+        ],
+    );
+    assert!(status.ok, "{}", status.stderr);
+    let after = world.metrics();
+    assert_eq!(
+        reviews(&after),
+        reviews(&before),
+        "none of these reached the gate"
+    );
+
+    // acceptRisks only, with the target unchanged: the webhook is not even
+    // asked, or says the target did not change.
+    assert!(
+        world
+            .kubectl(User::Admin, &merge_patch_args("4.14.12", &[]))
+            .ok
+    );
+    let accept = json!({"spec": {"desiredUpdate": {"version": "4.14.12", "acceptRisks": [{"name": "NodesReady"}]}}}).to_string();
+    let accepted = world.kubectl(
+        User::Admin,
+        &[
+            "patch",
+            "clusterversion",
+            "version",
+            "--type=merge",
+            "-p",
+            &accept,
+        ],
+    );
+    assert!(accepted.ok, "{}", accepted.stderr);
+    let last = world.metrics();
+    assert_eq!(
+        metric(
+            &last,
+            "preflight_gate_admission_reviews_total",
+            &[r#"reason="failed""#]
+        ),
+        metric(
+            &after,
+            "preflight_gate_admission_reviews_total",
+            &[r#"reason="failed""#]
+        )
+    );
+    world.admin(&[
+        "patch",
+        "clusterversion",
+        "version",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"channel":"stable-4.15"}}"#,
+    ]);
+    world.admin(&[
+        "annotate",
+        "clusterversion",
+        "version",
+        "example.com/owner-",
+    ]);
+}
+
+#[test]
+fn a_server_dry_run_gets_the_verdict_and_triggers_nothing() {
+    let (_turn, world) = lock();
+    let effects = |m: &str| metric(m, "preflight_gate_side_effects_total", &[]);
+    let before = world.metrics();
+    let dry = world.kubectl(
+        User::Admin,
+        &merge_patch_args("4.15.3", &["--dry-run=server"]),
+    );
+    assert!(!dry.ok);
+    assert!(
+        dry.stderr
+            .contains("preflight for 4.15.3 failed: 2 blocking checks failed"),
+        "{}",
+        dry.stderr
+    );
+    let missing = world.kubectl(
+        User::Admin,
+        &merge_patch_args("4.15.16", &["--dry-run=server"]),
+    );
+    assert!(!missing.ok);
+    assert!(
+        missing
+            .stderr
+            .contains("no fresh preflight results for 4.15.16"),
+        "{}",
+        missing.stderr
+    );
+    let after = world.metrics();
+    assert_eq!(
+        reviews(&after),
+        reviews(&before) + 2.0,
+        "both reached the gate"
+    );
+    assert_eq!(
+        effects(&after),
+        effects(&before),
+        "neither triggered anything"
+    );
+
+    // The same request for real does leave its mark.
+    let real = world.kubectl(User::Admin, &merge_patch_args("4.15.3", &[]));
+    assert!(!real.ok);
+    assert_eq!(effects(&world.metrics()), effects(&before) + 1.0);
+    assert!(
+        world.cluster_version()["spec"]
+            .get("desiredUpdate")
+            .is_none()
+    );
+}
+
+#[test]
+fn the_force_annotation_needs_the_override_verb() {
+    let (_turn, world) = lock();
+    let annotate = |user: User| {
+        let out = world.kubectl(
+            user,
+            &[
+                "annotate",
+                "--overwrite",
+                "clusterversion",
+                "version",
+                "preflight.dev/override=4.15.3",
+                "preflight.dev/override-reason=CVE fix; MCO degradation understood",
+            ],
+        );
+        assert!(out.ok, "{}", out.stderr);
+    };
+
+    // alice may edit the ClusterVersion, but not override.
+    annotate(User::Alice);
+    let refused = world.kubectl(User::Alice, &merge_patch_args("4.15.3", &[]));
+    assert!(!refused.ok);
+    assert!(
+        refused.stderr.contains("preflight for 4.15.3 failed"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains(r#"Override ignored: user "alice" is not allowed the "override" verb on updatepreflights.preflight.dev."#),
+        "{}",
+        refused.stderr
+    );
+
+    // bob is bound to the override ClusterRole.
+    annotate(User::Bob);
+    let before = world.metrics();
+    let honoured = world.kubectl(User::Bob, &merge_patch_args("4.15.3", &[]));
+    assert!(honoured.ok, "{}", honoured.stderr);
+    assert!(
+        honoured
+            .stderr
+            .contains("Warning: preflight-gate: override by bob for 4.15.3"),
+        "{}",
+        honoured.stderr
+    );
+    assert_eq!(
+        world.cluster_version()["spec"]["desiredUpdate"]["version"],
+        "4.15.3"
+    );
+    let after = world.metrics();
+    assert_eq!(
+        metric(
+            &after,
+            "preflight_gate_overrides_total",
+            &[r#"kind="force""#]
+        ),
+        metric(
+            &before,
+            "preflight_gate_overrides_total",
+            &[r#"kind="force""#]
+        ) + 1.0
+    );
+    let event = world.wait_for_event(
+        "PreflightOverridden",
+        "bob overrode the preflight gate for 4.15.3",
+    );
+    assert_eq!(event["type"], "Warning");
+    assert!(event["note"].as_str().unwrap().contains("CVE fix"));
+
+    // The API server records the audit annotations under the webhook's name.
+    let audit = world
+        .audit_log()
+        .expect("the control plane writes an audit log");
+    let line = audit
+        .lines()
+        .filter(|l| l.contains(&format!("\"{WEBHOOK}/override-by\":\"bob\"")))
+        .last()
+        .unwrap_or_else(|| panic!("no audit event carries override-by=bob"));
+    assert!(
+        line.contains(&format!(
+            "\"{WEBHOOK}/override-reason\":\"CVE fix; MCO degradation understood\""
+        )),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("\"{WEBHOOK}/overridden-checks\":\"*\"")),
+        "{line}"
+    );
+}
+
+#[test]
+fn with_the_gate_down_updates_fail_closed_until_break_glass() {
+    let (_turn, world) = lock();
+    // The gate unreachable: the webhook points at a port nobody listens on.
+    let dead_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dead = world.webhook_configuration(&format!(
+        "https://127.0.0.1:{dead_port}/validate/clusterversion"
+    ));
+    world.apply_json(&dead);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let refused = loop {
+        let out = world.kubectl(User::Admin, &merge_patch_args("4.14.12", &[]));
+        if !out.ok && out.stderr.contains("failed calling webhook") {
+            break out;
+        }
+        if out.ok {
+            world.admin(&[
+                "patch",
+                "clusterversion",
+                "version",
+                "--type=json",
+                "-p",
+                r#"[{"op":"remove","path":"/spec/desiredUpdate"}]"#,
+            ]);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the dead webhook never took effect"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        refused.stderr.contains(&format!(
+            "Internal error occurred: failed calling webhook \"{WEBHOOK}\""
+        )),
+        "{}",
+        refused.stderr
+    );
+
+    // Break-glass: delete the webhook configuration.
+    world.admin(&["delete", "validatingwebhookconfiguration", "preflight-gate"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = world.kubectl(User::Admin, &merge_patch_args("4.15.3", &[]));
+        if out.ok {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "updates never went through: {}",
+            out.stderr
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        world.cluster_version()["spec"]["desiredUpdate"]["version"],
+        "4.15.3"
+    );
+    // The next test's turn re-registers the gate.
+}

@@ -1,0 +1,6 @@
+//! End-to-end tests: a real etcd and kube-apiserver (tests/control-plane/),
+//! the gate served on loopback, and kubectl acting as `oc adm upgrade`, the
+//! console and administrators would.
+
+mod cluster;
+mod flows;
