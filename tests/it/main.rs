@@ -2,6 +2,7 @@
 
 mod generated;
 mod harness;
+mod keys;
 mod reviews;
 mod router;
 mod shutdown;
