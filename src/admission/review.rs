@@ -390,4 +390,36 @@ mod tests {
         assert_eq!(json["response"]["status"]["code"], 400);
         assert_eq!(json["kind"], "AdmissionReview");
     }
+
+    /// Every truncation and many byte flips of a real review: no panic, and
+    /// an answer that names the uid whenever it could be read.
+    #[test]
+    fn damaged_reviews_never_panic() {
+        let body = GOOD.as_bytes();
+        let uid = "0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a00";
+        let mut checked = 0;
+        let mut check = |damaged: &[u8]| {
+            checked += 1;
+            match parse(damaged) {
+                Ok(request) => assert!(!request.uid.is_empty()),
+                Err(err) => {
+                    assert!(err.uid.is_empty() || err.uid == uid, "{err:?}");
+                    assert!(!err.message.is_empty());
+                }
+            }
+        };
+        for end in (0..body.len()).step_by(7) {
+            check(&body[..end]);
+        }
+        let mut flipped = body.to_vec();
+        for i in (0..body.len()).step_by(13) {
+            for byte in [b'"', b'{', b']', b'\\', 0xff, b'0'] {
+                let original = flipped[i];
+                flipped[i] = byte;
+                check(&flipped);
+                flipped[i] = original;
+            }
+        }
+        assert!(checked > 3000);
+    }
 }
