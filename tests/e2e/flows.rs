@@ -374,8 +374,7 @@ fn the_force_annotation_needs_the_override_verb() {
         .expect("the control plane writes an audit log");
     let line = audit
         .lines()
-        .filter(|l| l.contains(&format!("\"{WEBHOOK}/override-by\":\"bob\"")))
-        .last()
+        .rfind(|l| l.contains(&format!("\"{WEBHOOK}/override-by\":\"bob\"")))
         .unwrap_or_else(|| panic!("no audit event carries override-by=bob"));
     assert!(
         line.contains(&format!(
