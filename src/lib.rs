@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod certs;
+pub mod checks;
 pub mod cli;
 pub mod cluster;
 pub mod metrics;

@@ -1,14 +1,20 @@
-//! Talking to the API server: the client, override authorization by
-//! SubjectAccessReview, and Events on the ClusterVersion. Nothing here runs
-//! on the decision's path except the authorization question.
+//! The cluster: the read-only `ClusterView` checks run over, loaded live or
+//! from a snapshot; the client; override authorization by
+//! SubjectAccessReview; Events on the ClusterVersion. Nothing here runs on
+//! the decision's path except the authorization question.
 
 mod authz;
 mod events;
+pub mod live;
+pub mod openshift;
+pub mod snapshot;
+mod view;
 
 use std::path::Path;
 
 pub use authz::{BoxFuture, NoCluster, OverrideAuthorizer, SubjectAccessReviewer};
 pub use events::EventRecorder;
+pub use view::ClusterView;
 
 /// A client from `--kubeconfig`, or else `KUBECONFIG`, `~/.kube/config`, or
 /// the in-cluster service account.

@@ -1,5 +1,6 @@
 //! Integration tests, in one binary to keep link time down.
 
+mod checks;
 mod generated;
 mod harness;
 mod keys;

@@ -1,0 +1,63 @@
+//! ClusterVersionState: the cluster-version operator is not Failing, and an
+//! update in progress is only retargeted within its minor version.
+
+use super::{Check, Context, Finding, since};
+use crate::cluster::openshift::{condition, is_true};
+use crate::preflight::Severity;
+use crate::release::Version;
+
+pub struct ClusterVersionState;
+
+const URL: &str = "https://docs.openshift.com/container-platform/latest/updating/troubleshooting_updates/gathering-data-cluster-update.html";
+
+impl Check for ClusterVersionState {
+    fn name(&self) -> &'static str {
+        "ClusterVersionState"
+    }
+
+    fn severity(&self) -> Severity {
+        Severity::Blocking
+    }
+
+    fn run(&self, ctx: &Context) -> Finding {
+        let Some(cv) = &ctx.view.cluster_version else {
+            return Finding::error("no ClusterVersion in the cluster data");
+        };
+        let conditions = &cv.status.conditions;
+        if let Some(failing) = condition(conditions, "Failing").filter(|c| c.status == "True") {
+            return Finding::fail(format!(
+                "the ClusterVersion is Failing for {}: {}",
+                since(failing.last_transition_time, ctx.now),
+                failing.message.as_deref().unwrap_or("no message")
+            ))
+            .with_url(URL);
+        }
+        let in_progress = cv.status.history.first().filter(|h| h.state == "Partial");
+        if is_true(conditions, "Progressing")
+            && let Some(update) = in_progress
+        {
+            let updating_to = Version::parse(&update.version);
+            return match (&updating_to, &ctx.target.version) {
+                (Some(from), Some(to)) if from.minor_line() == to.minor_line() => Finding::pass(format!(
+                    "an update to {from} is in progress; retargeting within {} is allowed",
+                    from.minor_line()
+                )),
+                (Some(from), Some(to)) => Finding::fail(format!(
+                    "an update to {from} is in progress (since {}); retargeting within {} is allowed, but moving to {to} changes the minor version mid-update: let the update finish first",
+                    since(update.started_time, ctx.now),
+                    from.minor_line()
+                ))
+                .with_url(URL),
+                _ => Finding::fail(format!(
+                    "an update to {} is in progress; the target's minor version cannot be compared",
+                    update.version
+                ))
+                .with_url(URL),
+            };
+        }
+        Finding::pass(format!(
+            "the ClusterVersion is at {} and not Failing",
+            cv.status.desired.version
+        ))
+    }
+}

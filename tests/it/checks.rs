@@ -1,0 +1,101 @@
+//! The built-in checks over real cluster captures (../shared/fixtures/real-clusters).
+
+use std::path::PathBuf;
+
+use jiff::Timestamp;
+use preflight_gate::checks::{self, Context, Target};
+use preflight_gate::cluster::snapshot;
+use preflight_gate::preflight::Outcome;
+use preflight_gate::release::Version;
+use rstest::rstest;
+
+fn capture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/real-clusters")
+        .join(name)
+}
+
+/// Runs the catalogue on a capture for an update to `to`.
+fn outcomes(name: &str, to: &str) -> Vec<(String, Outcome, String)> {
+    let view = snapshot::load(&capture(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let target = Target {
+        image: format!("quay.io/ocp/release:{to}"),
+        version: Version::parse(to),
+    };
+    let now: Timestamp = "2026-11-30T12:00:00Z".parse().unwrap();
+    let ctx = Context::new(&view, &target, now);
+    checks::run(&checks::catalogue(), &ctx, &[])
+        .into_iter()
+        .map(|r| (r.name, r.outcome, r.message))
+        .collect()
+}
+
+fn find<'a>(
+    results: &'a [(String, Outcome, String)],
+    check: &str,
+) -> &'a (String, Outcome, String) {
+    results
+        .iter()
+        .find(|r| r.0 == check)
+        .unwrap_or_else(|| panic!("no {check} in {results:?}"))
+}
+
+#[rstest]
+#[case::healthy_at_rest("not-upgrading", "4.14.5", Outcome::Pass, Outcome::Pass)]
+#[case::degraded_mid_update("4.14.1-degraded", "4.14.3", Outcome::Fail, Outcome::Fail)]
+#[case::retarget_within_the_minor(
+    "4.14.1-paused-worker-pool",
+    "4.14.2",
+    Outcome::Pass,
+    Outcome::Pass
+)]
+#[case::minor_change_mid_update(
+    "4.14.1-paused-worker-pool",
+    "4.15.0",
+    Outcome::Fail,
+    Outcome::Pass
+)]
+#[case::mco_unavailable(
+    "4.15.0-ec2-unavailable-mco-20m",
+    "4.15.0-ec.3",
+    Outcome::Pass,
+    Outcome::Fail
+)]
+#[case::failing_after_update(
+    "4.16.0-ec2-control-plane-updated-pdb-prohibits-draining",
+    "4.16.0-ec.4",
+    Outcome::Fail,
+    Outcome::Fail
+)]
+fn real_clusters(
+    #[case] name: &str,
+    #[case] to: &str,
+    #[case] cluster_version: Outcome,
+    #[case] operators: Outcome,
+) {
+    let results = outcomes(name, to);
+    let cv = find(&results, "ClusterVersionState");
+    assert_eq!(cv.1, cluster_version, "{name}: {}", cv.2);
+    let co = find(&results, "ClusterOperatorsHealthy");
+    assert_eq!(co.1, operators, "{name}: {}", co.2);
+}
+
+#[test]
+fn messages_name_the_objects_and_the_rules() {
+    let degraded = outcomes("4.14.1-degraded", "4.14.3");
+    let co = &find(&degraded, "ClusterOperatorsHealthy").2;
+    for operator in [
+        "control-plane-machine-set is not Available",
+        "etcd is Degraded",
+        "kube-apiserver is Degraded",
+    ] {
+        assert!(co.contains(operator), "{co}");
+    }
+    let minor = outcomes("4.14.1-paused-worker-pool", "4.15.0");
+    let cv = &find(&minor, "ClusterVersionState").2;
+    assert!(cv.contains("retargeting within 4.14 is allowed"), "{cv}");
+    assert!(
+        cv.contains("moving to 4.15.0 changes the minor version mid-update"),
+        "{cv}"
+    );
+}
