@@ -35,6 +35,9 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Write a development CA and serving certificate, and print the caBundle.
     Certs(CertsArgs),
+    /// Run the preflight checks for an update and print the report. Exit
+    /// codes: 0 all pass, 3 blocking failures, 4 warnings only, 1 or 2 errors.
+    Check(CheckArgs),
 }
 
 #[derive(Debug, Args)]
@@ -147,6 +150,28 @@ pub struct CertsArgs {
     /// 127.0.0.1 and ::1 are always included).
     #[arg(long = "dns", env = "PREFLIGHT_GATE_CERTS_DNS", value_delimiter = ',')]
     pub names: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Target release: a version (looked up in the ClusterVersion's
+    /// availableUpdates and conditionalUpdates) or a release image pullspec.
+    #[arg(long, env = "PREFLIGHT_GATE_TO")]
+    pub to: String,
+    /// Snapshot directory: `oc get -o yaml` output or a must-gather, and an
+    /// optional alerts.json. Without it and --kubeconfig, the sample snapshot
+    /// compiled in from examples/snapshot/ is used.
+    #[arg(long, conflicts_with = "kubeconfig", env = "PREFLIGHT_GATE_SNAPSHOT")]
+    pub snapshot: Option<PathBuf>,
+    /// Kubeconfig of a live cluster to read (read-only).
+    #[arg(long, env = "PREFLIGHT_GATE_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = crate::report::Format::Table, env = "PREFLIGHT_GATE_OUTPUT")]
+    pub output: crate::report::Format,
+    /// Checks whose failures to accept as warnings (comma-separated).
+    #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_ACCEPT")]
+    pub accept: Vec<String>,
 }
 
 impl PolicyArgs {

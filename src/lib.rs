@@ -11,5 +11,6 @@ pub mod cluster;
 pub mod metrics;
 pub mod preflight;
 pub mod release;
+pub mod report;
 pub mod run;
 pub mod server;

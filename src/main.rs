@@ -18,6 +18,7 @@ fn main() -> std::process::ExitCode {
 
     let result = match cli.command {
         Command::Certs(args) => preflight_gate::run::certs(&args),
+        Command::Check(args) => return preflight_gate::report::command::run(&args),
         Command::Serve(args) => tokio::runtime::Runtime::new()
             .map_err(anyhow::Error::from)
             .and_then(|rt| rt.block_on(preflight_gate::run::serve(*args))),

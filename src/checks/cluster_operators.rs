@@ -1,7 +1,7 @@
 //! ClusterOperatorsHealthy: every ClusterOperator is Available and not
 //! Degraded. The message names each one, how long it has been down, and why.
 
-use super::{Check, Context, Finding, list, since};
+use super::{Check, Context, Finding, list, require, since};
 use crate::cluster::openshift::condition;
 use crate::preflight::Severity;
 
@@ -19,6 +19,9 @@ impl Check for ClusterOperatorsHealthy {
     }
 
     fn run(&self, ctx: &Context) -> Finding {
+        if let Err(skip) = require(ctx.view, &["ClusterOperator"]) {
+            return skip;
+        }
         let operators = &ctx.view.cluster_operators;
         if operators.is_empty() {
             return Finding::error("no ClusterOperators in the cluster data");

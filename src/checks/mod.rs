@@ -2,8 +2,27 @@
 //! [`ClusterView`], one module per check. [`run`] runs a selection of the
 //! catalogue and returns the results an `UpdatePreflight` records.
 
+mod admin_acks;
+mod certificates_expiring;
 mod cluster_operators;
 mod cluster_version;
+mod critical_alerts;
+mod drain_capacity;
+mod etcd;
+mod ingress_certificate;
+mod machine_config_pools;
+mod nodes_ready;
+mod olm_operators;
+mod operators_upgradeable;
+mod pod_disruption_budgets;
+mod precheck_alerts;
+mod removed_apis;
+mod target_recommended;
+mod update_path;
+mod x509;
+
+#[cfg(test)]
+mod fixture;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
@@ -17,8 +36,54 @@ use crate::release::{UpdateKind, Version};
 /// The release a run checks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
+    /// The pullspec; empty when only the version is known.
     pub image: String,
     pub version: Option<Version>,
+}
+
+impl Target {
+    /// Resolves what a person asked for (`4.16.3`, or a pullspec) against
+    /// the ClusterVersion, as the CVO does: an image stands for itself and
+    /// its version is looked up; a version is looked up in
+    /// `availableUpdates`, then `conditionalUpdates`, then the current
+    /// release. A version found in none is still checked, by version only.
+    pub fn resolve(view: &ClusterView, to: &str) -> Self {
+        let to = to.trim();
+        let releases: Vec<&crate::cluster::openshift::Release> = view
+            .cluster_version
+            .iter()
+            .flat_map(|cv| {
+                let s = &cv.status;
+                s.available_updates
+                    .iter()
+                    .chain(s.conditional_updates.iter().map(|c| &c.release))
+                    .chain(std::iter::once(&s.desired))
+            })
+            .collect();
+        let is_image = to.contains('/') || to.contains('@');
+        if is_image {
+            let key = crate::release::ReleaseKey::from_image(to);
+            let version = releases
+                .iter()
+                .find(|r| crate::release::ReleaseKey::from_image(&r.image) == key)
+                .and_then(|r| Version::parse(&r.version));
+            return Self {
+                image: to.to_owned(),
+                version,
+            };
+        }
+        let version = Version::parse(to);
+        let image = releases
+            .iter()
+            .find(|r| {
+                !r.image.is_empty()
+                    && (r.version == to
+                        || Version::parse(&r.version) == version && version.is_some())
+            })
+            .map(|r| r.image.clone())
+            .unwrap_or_default();
+        Self { image, version }
+    }
 }
 
 /// What every check is given.
@@ -66,6 +131,10 @@ pub struct Finding {
     pub outcome: Outcome,
     pub message: String,
     pub url: Option<String>,
+    /// A severity for this finding other than the check's own: a Blocking
+    /// check may find something that only warrants a warning (a paused
+    /// pool, a target unknown to the update graph, no alert data).
+    pub severity: Option<Severity>,
 }
 
 impl Finding {
@@ -74,6 +143,7 @@ impl Finding {
             outcome: Outcome::Pass,
             message: message.into(),
             url: None,
+            severity: None,
         }
     }
     pub fn fail(message: impl Into<String>) -> Self {
@@ -81,6 +151,7 @@ impl Finding {
             outcome: Outcome::Fail,
             message: message.into(),
             url: None,
+            severity: None,
         }
     }
     /// The check could not decide, e.g. for want of data.
@@ -89,6 +160,7 @@ impl Finding {
             outcome: Outcome::Error,
             message: message.into(),
             url: None,
+            severity: None,
         }
     }
     pub fn skipped(message: impl Into<String>) -> Self {
@@ -96,6 +168,14 @@ impl Finding {
             outcome: Outcome::Skipped,
             message: message.into(),
             url: None,
+            severity: None,
+        }
+    }
+    /// A failure that only warns, whatever the check's severity.
+    pub fn warn(message: impl Into<String>) -> Self {
+        Self {
+            severity: Some(Severity::Warning),
+            ..Self::fail(message)
         }
     }
     pub fn with_url(mut self, url: &str) -> Self {
@@ -120,7 +200,22 @@ pub trait Check: Send + Sync {
 pub fn catalogue() -> Vec<Box<dyn Check>> {
     vec![
         Box::new(cluster_version::ClusterVersionState),
+        Box::new(update_path::UpdatePath),
+        Box::new(target_recommended::TargetRecommended),
         Box::new(cluster_operators::ClusterOperatorsHealthy),
+        Box::new(operators_upgradeable::ClusterOperatorsUpgradeable),
+        Box::new(olm_operators::OlmOperatorsCompatible),
+        Box::new(nodes_ready::NodesReady),
+        Box::new(machine_config_pools::MachineConfigPoolsHealthy),
+        Box::new(pod_disruption_budgets::PodDisruptionBudgetsAllowDrain),
+        Box::new(drain_capacity::DrainCapacity),
+        Box::new(removed_apis::RemovedApisInUse),
+        Box::new(admin_acks::AdminAcksMissing),
+        Box::new(critical_alerts::CriticalAlertsFiring),
+        Box::new(precheck_alerts::PrecheckAlertsFiring),
+        Box::new(etcd::EtcdHealthy),
+        Box::new(ingress_certificate::IngressCertificateCompatible),
+        Box::new(certificates_expiring::CertificatesExpiringSoon),
     ]
 }
 
@@ -142,7 +237,7 @@ pub fn run(checks: &[Box<dyn Check>], ctx: &Context, selection: &[String]) -> Ve
             };
             CheckResult {
                 name: check.name().to_owned(),
-                severity: check.severity(),
+                severity: finding.severity.unwrap_or_else(|| check.severity()),
                 outcome: finding.outcome,
                 message: finding.message,
                 remediation_url: finding.url,
@@ -195,5 +290,25 @@ pub fn since(then: Option<Timestamp>, now: Timestamp) -> String {
             crate::admission::message::short_duration(now.duration_since(then).unsigned_abs())
         }
         None => "an unknown time".to_owned(),
+    }
+}
+
+/// Skips a check whose data was not loaded: `Err(Skipped)` naming the
+/// first missing kind.
+pub fn require(view: &ClusterView, kinds: &[&str]) -> Result<(), Finding> {
+    match kinds.iter().find(|k| !view.has(k)) {
+        Some(kind) => Err(Finding::skipped(format!(
+            "no {kind} objects in the cluster data"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `namespace/name`.
+pub fn qualified(namespace: &str, name: &str) -> String {
+    if namespace.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{namespace}/{name}")
     }
 }

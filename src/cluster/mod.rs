@@ -1,12 +1,17 @@
 //! The cluster: the read-only `ClusterView` checks run over, loaded live or
-//! from a snapshot; the client; override authorization by
+//! from a snapshot, with its lean object types (`openshift`, `k8s`,
+//! `alerts`); the client; override authorization by
 //! SubjectAccessReview; Events on the ClusterVersion. Nothing here runs on
 //! the decision's path except the authorization question.
 
+pub mod alerts;
 mod authz;
 mod events;
+pub mod k8s;
 pub mod live;
 pub mod openshift;
+pub mod quantity;
+pub mod selector;
 pub mod snapshot;
 mod view;
 
@@ -14,7 +19,7 @@ use std::path::Path;
 
 pub use authz::{BoxFuture, NoCluster, OverrideAuthorizer, SubjectAccessReviewer};
 pub use events::EventRecorder;
-pub use view::ClusterView;
+pub use view::{CONFIG_MAPS, ClusterView, KINDS};
 
 /// A client from `--kubeconfig`, or else `KUBECONFIG`, `~/.kube/config`, or
 /// the in-cluster service account.

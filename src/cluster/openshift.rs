@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use serde::{Deserialize, Deserializer};
 
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Default + Deserialize<'de>,
@@ -143,4 +143,233 @@ pub struct ClusterOperator {
 pub struct ClusterOperatorStatus {
     #[serde(deserialize_with = "null_as_default")]
     pub conditions: Vec<Condition>,
+}
+
+/// `machineconfiguration.openshift.io/v1` MachineConfigPool.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct MachineConfigPool {
+    pub metadata: Metadata,
+    pub spec: MachineConfigPoolSpec,
+    pub status: MachineConfigPoolStatus,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct MachineConfigPoolSpec {
+    pub paused: bool,
+    pub node_selector: Option<super::selector::LabelSelector>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct MachineConfigPoolStatus {
+    #[serde(deserialize_with = "null_as_default")]
+    pub conditions: Vec<Condition>,
+    pub machine_count: i64,
+    pub updated_machine_count: i64,
+    pub degraded_machine_count: i64,
+    pub unavailable_machine_count: i64,
+}
+
+impl MachineConfigPool {
+    /// Whether the pool's node selector selects a node with these labels.
+    /// A pool without a selector selects nothing.
+    pub fn selects(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.spec
+            .node_selector
+            .as_ref()
+            .is_some_and(|s| !s.is_empty() && s.matches(labels))
+    }
+}
+
+/// `apiserver.openshift.io/v1` APIRequestCount, reduced to its removal
+/// release and its callers over the last 24 hours.
+#[derive(Clone, Debug, Default)]
+pub struct ApiRequestCount {
+    /// `resource.version.group`, e.g. `flowschemas.v1beta2.flowcontrol.apiserver.k8s.io`.
+    pub name: String,
+    /// The Kubernetes release that removes the API, e.g. `1.29`.
+    pub removed_in_release: Option<String>,
+    /// Requests over the last 24 hours.
+    pub request_count: u64,
+    /// Callers over the last 24 hours, the busiest first.
+    pub callers: Vec<Caller>,
+}
+
+/// Who called an API, and how often.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Caller {
+    pub username: String,
+    pub user_agent: String,
+    pub request_count: u64,
+}
+
+/// How many callers each APIRequestCount keeps.
+const CALLERS_KEPT: usize = 10;
+
+/// Reads an APIRequestCount, summing its per-hour, per-node callers.
+pub fn read_api_request_count<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<ApiRequestCount, D::Error> {
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Raw {
+        metadata: Metadata,
+        status: RawStatus,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct RawStatus {
+        removed_in_release: Option<String>,
+        request_count: u64,
+        #[serde(deserialize_with = "null_as_default")]
+        last24h: Vec<Hour>,
+        current_hour: Hour,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct Hour {
+        #[serde(deserialize_with = "null_as_default")]
+        by_node: Vec<ByNode>,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct ByNode {
+        #[serde(deserialize_with = "null_as_default")]
+        by_user: Vec<ByUser>,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct ByUser {
+        username: String,
+        user_agent: String,
+        request_count: u64,
+    }
+
+    let raw = Raw::deserialize(deserializer)?;
+    let mut totals: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let hours = if raw.status.last24h.is_empty() {
+        std::slice::from_ref(&raw.status.current_hour)
+    } else {
+        &raw.status.last24h[..]
+    };
+    for user in hours
+        .iter()
+        .flat_map(|h| &h.by_node)
+        .flat_map(|n| &n.by_user)
+    {
+        *totals
+            .entry((user.username.clone(), user.user_agent.clone()))
+            .or_default() += user.request_count;
+    }
+    let mut callers: Vec<Caller> = totals
+        .into_iter()
+        .map(|((username, user_agent), request_count)| Caller {
+            username,
+            user_agent,
+            request_count,
+        })
+        .collect();
+    callers.sort_by_key(|c| std::cmp::Reverse(c.request_count));
+    callers.truncate(CALLERS_KEPT);
+    let counted: u64 = callers.iter().map(|c| c.request_count).sum();
+    Ok(ApiRequestCount {
+        name: raw.metadata.name,
+        removed_in_release: raw
+            .status
+            .removed_in_release
+            .filter(|r| !r.trim().is_empty()),
+        request_count: raw.status.request_count.max(counted),
+        callers,
+    })
+}
+
+/// `operators.coreos.com/v1alpha1` ClusterServiceVersion, reduced to what
+/// OLM's own upgrade check reads.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterServiceVersion {
+    pub namespace: String,
+    pub name: String,
+    /// `olm.maxOpenShiftVersion` from the `olm.properties` annotation.
+    pub max_openshift_version: Option<String>,
+}
+
+/// Reads a CSV; returns `None` for the copies OLM places in every watched
+/// namespace (labelled `olm.copiedFrom`).
+pub fn read_cluster_service_version<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ClusterServiceVersion>, D::Error> {
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Raw {
+        metadata: RawMeta,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct RawMeta {
+        name: String,
+        namespace: String,
+        #[serde(deserialize_with = "null_as_default")]
+        labels: BTreeMap<String, String>,
+        annotations: RawAnnotations,
+    }
+    /// Only this annotation is read; `alm-examples` and the rest are skipped.
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct RawAnnotations {
+        #[serde(rename = "olm.properties")]
+        properties: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Property {
+        #[serde(rename = "type")]
+        type_: String,
+        value: serde_json::Value,
+    }
+
+    let raw = Raw::deserialize(deserializer)?;
+    if raw.metadata.labels.contains_key("olm.copiedFrom") {
+        return Ok(None);
+    }
+    // A malformed olm.properties is OLM's problem to report; it reads as no limit here.
+    let max_openshift_version = raw
+        .metadata
+        .annotations
+        .properties
+        .and_then(|p| serde_json::from_str::<Vec<Property>>(&p).ok())
+        .and_then(|props| {
+            props
+                .into_iter()
+                .find(|p| p.type_ == "olm.maxOpenShiftVersion")
+        })
+        .map(|p| match p.value {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        });
+    Ok(Some(ClusterServiceVersion {
+        namespace: raw.metadata.namespace,
+        name: raw.metadata.name,
+        max_openshift_version,
+    }))
+}
+
+/// `operator.openshift.io/v1` IngressController, for its default certificate.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct IngressController {
+    pub metadata: Metadata,
+    pub spec: IngressControllerSpec,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct IngressControllerSpec {
+    pub default_certificate: Option<LocalObjectReference>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct LocalObjectReference {
+    pub name: String,
 }

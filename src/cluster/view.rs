@@ -1,14 +1,63 @@
 //! A read-only view of a cluster, loaded once per preflight run from the API
 //! server (`live`) or from a snapshot directory (`snapshot`). Checks read
-//! only this.
+//! only this. Objects are kept in lean form (see `openshift`, `kube`), and
+//! the view records which kinds were loaded at all, so that a check can tell
+//! "none in the cluster" from "not in the data".
 
-use super::openshift::{ClusterOperator, ClusterVersion};
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Deserializer};
+
+use super::alerts::Alert;
+use super::k8s::{ConfigMap, Node, Pod, PodDisruptionBudget, TlsSecret, read_pod, read_tls_secret};
+use super::openshift::{
+    ApiRequestCount, ClusterOperator, ClusterServiceVersion, ClusterVersion, IngressController,
+    MachineConfigPool, read_api_request_count, read_cluster_service_version,
+};
+
+/// The ConfigMaps checks read: admin gates and the administrator's acks.
+pub const CONFIG_MAPS: &[(&str, &str)] = &[
+    ("openshift-config-managed", "admin-gates"),
+    ("openshift-config", "admin-acks"),
+];
+
+/// Every kind the view keeps.
+pub const KINDS: &[&str] = &[
+    "ClusterVersion",
+    "ClusterOperator",
+    "Node",
+    "Pod",
+    "PodDisruptionBudget",
+    "MachineConfigPool",
+    "APIRequestCount",
+    "ConfigMap",
+    "Secret",
+    "IngressController",
+    "ClusterServiceVersion",
+];
 
 /// Everything the checks read.
 #[derive(Clone, Debug, Default)]
 pub struct ClusterView {
     pub cluster_version: Option<ClusterVersion>,
     pub cluster_operators: Vec<ClusterOperator>,
+    pub nodes: Vec<Node>,
+    /// Pods that have not finished.
+    pub pods: Vec<Pod>,
+    pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
+    pub machine_config_pools: Vec<MachineConfigPool>,
+    pub api_request_counts: Vec<ApiRequestCount>,
+    /// Only those named in [`CONFIG_MAPS`].
+    pub config_maps: Vec<ConfigMap>,
+    /// Only `kubernetes.io/tls` Secrets, without their keys.
+    pub tls_secrets: Vec<TlsSecret>,
+    pub ingress_controllers: Vec<IngressController>,
+    /// Without OLM's copies.
+    pub cluster_service_versions: Vec<ClusterServiceVersion>,
+    /// `None` when no alert data was loaded at all.
+    pub alerts: Option<Vec<Alert>>,
+    /// The kinds that were loaded, even when there were none of them.
+    pub loaded: BTreeSet<String>,
 }
 
 impl ClusterView {
@@ -19,17 +68,122 @@ impl ClusterView {
         kind: &str,
         object: serde_json::Value,
     ) -> Result<bool, serde_json::Error> {
-        match kind {
+        self.add_from(kind, object)
+    }
+
+    /// Adds one object read from any serde deserializer, so that a large
+    /// snapshot is read straight into the lean types.
+    pub fn add_from<'de, D: Deserializer<'de>>(
+        &mut self,
+        kind: &str,
+        object: D,
+    ) -> Result<bool, D::Error> {
+        let kept = match kind {
             "ClusterVersion" => {
-                let cv: ClusterVersion = serde_json::from_value(object)?;
+                let cv = ClusterVersion::deserialize(object)?;
                 // The CVO acts only on `version`.
                 if cv.metadata.name == "version" || self.cluster_version.is_none() {
                     self.cluster_version = Some(cv);
                 }
+                true
             }
-            "ClusterOperator" => self.cluster_operators.push(serde_json::from_value(object)?),
+            "ClusterOperator" => push(
+                &mut self.cluster_operators,
+                Some(Deserialize::deserialize(object)?),
+            ),
+            "Node" => push(&mut self.nodes, Some(Deserialize::deserialize(object)?)),
+            "Pod" => push(&mut self.pods, read_pod(object)?),
+            "PodDisruptionBudget" => push(
+                &mut self.pod_disruption_budgets,
+                Some(Deserialize::deserialize(object)?),
+            ),
+            "MachineConfigPool" => push(
+                &mut self.machine_config_pools,
+                Some(Deserialize::deserialize(object)?),
+            ),
+            "APIRequestCount" => push(
+                &mut self.api_request_counts,
+                Some(read_api_request_count(object)?),
+            ),
+            "ConfigMap" => {
+                let cm = ConfigMap::deserialize(object)?;
+                let wanted = CONFIG_MAPS.iter().any(|(ns, name)| {
+                    cm.metadata.namespace.as_deref() == Some(ns) && cm.metadata.name == *name
+                });
+                push(&mut self.config_maps, wanted.then_some(cm))
+            }
+            "Secret" => push(&mut self.tls_secrets, read_tls_secret(object)?),
+            "IngressController" => push(
+                &mut self.ingress_controllers,
+                Some(Deserialize::deserialize(object)?),
+            ),
+            "ClusterServiceVersion" => push(
+                &mut self.cluster_service_versions,
+                read_cluster_service_version(object)?,
+            ),
             _ => return Ok(false),
+        };
+        self.loaded.insert(kind.to_owned());
+        Ok(kept)
+    }
+
+    /// Records that `kind` was loaded, e.g. from an empty List.
+    pub fn mark_loaded(&mut self, kind: &str) {
+        if KINDS.contains(&kind) {
+            self.loaded.insert(kind.to_owned());
         }
-        Ok(true)
+    }
+
+    /// Whether objects of `kind` were loaded (possibly none).
+    pub fn has(&self, kind: &str) -> bool {
+        self.loaded.contains(kind)
+    }
+
+    /// Adds alerts; several sources add up.
+    pub fn add_alerts(&mut self, alerts: Vec<Alert>) {
+        self.alerts.get_or_insert_with(Vec::new).extend(alerts);
+    }
+
+    /// A ConfigMap by namespace and name.
+    pub fn config_map(&self, namespace: &str, name: &str) -> Option<&ConfigMap> {
+        self.config_maps.iter().find(|cm| {
+            cm.metadata.namespace.as_deref() == Some(namespace) && cm.metadata.name == name
+        })
+    }
+}
+
+impl ClusterView {
+    /// The MachineConfigPool a node belongs to: the pool whose selector
+    /// matches it, preferring a custom pool over `worker`, as the
+    /// machine-config operator does.
+    pub fn pool_of(&self, node: &Node) -> Option<&MachineConfigPool> {
+        let mut pools = self
+            .machine_config_pools
+            .iter()
+            .filter(|p| p.selects(&node.metadata.labels));
+        let first = pools.next()?;
+        if first.metadata.name != "worker" {
+            return Some(first);
+        }
+        Some(pools.next().unwrap_or(first))
+    }
+
+    /// Whether an update drains `node`: it is in a pool that is not paused,
+    /// or, with no MachineConfigPools in the data, always.
+    pub fn drains(&self, node: &Node) -> bool {
+        if self.machine_config_pools.is_empty() {
+            return true;
+        }
+        self.pool_of(node).is_some_and(|p| !p.spec.paused)
+    }
+}
+
+fn push<T>(list: &mut Vec<T>, item: Option<T>) -> bool {
+    match item {
+        Some(item) => {
+            list.push(item);
+            true
+        }
+        None => false,
     }
 }

@@ -4,6 +4,7 @@ mod checks;
 mod generated;
 mod harness;
 mod keys;
+mod report;
 mod reviews;
 mod router;
 mod shutdown;

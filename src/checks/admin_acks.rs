@@ -1,0 +1,165 @@
+//! AdminAcksMissing: every admin gate that applies to the current version
+//! (`ack-<current minor>-...` in the `admin-gates` ConfigMap of
+//! `openshift-config-managed`) has been acknowledged with `"true"` in the
+//! `admin-acks` ConfigMap of `openshift-config`. The CVO holds minor
+//! updates until it has. Without the ConfigMaps, the ClusterVersion's own
+//! `Upgradeable=False` with reason `AdminAckRequired` is read instead.
+
+use super::{Check, Context, Finding, list};
+use crate::cluster::ClusterView;
+use crate::cluster::openshift::condition;
+use crate::preflight::Severity;
+use crate::release::UpdateKind;
+
+pub struct AdminAcksMissing;
+
+const URL: &str = "https://docs.openshift.com/container-platform/latest/updating/preparing_for_updates/updating-cluster-prepare.html#update-preparing-ack_updating-cluster-prepare";
+
+pub const GATES: (&str, &str) = ("openshift-config-managed", "admin-gates");
+pub const ACKS: (&str, &str) = ("openshift-config", "admin-acks");
+
+/// The minor version an admin gate applies to: `ack-4.12-kube-...` → `4.12`.
+pub fn gate_version(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix("ack-")?;
+    let version = rest.split('-').next()?;
+    let (major, minor) = version.split_once('.')?;
+    (major.parse::<u64>().is_ok() && minor.parse::<u64>().is_ok()).then_some(version)
+}
+
+/// Whether the administrator acknowledged `gate`.
+pub fn acknowledged(view: &ClusterView, gate: &str) -> bool {
+    view.config_map(ACKS.0, ACKS.1)
+        .and_then(|cm| cm.data.get(gate))
+        .is_some_and(|v| v.trim() == "true")
+}
+
+impl Check for AdminAcksMissing {
+    fn name(&self) -> &'static str {
+        "AdminAcksMissing"
+    }
+
+    fn severity(&self) -> Severity {
+        Severity::Blocking
+    }
+
+    fn applies_to(&self) -> &'static [UpdateKind] {
+        &[UpdateKind::Minor, UpdateKind::Major]
+    }
+
+    fn run(&self, ctx: &Context) -> Finding {
+        let Some(gates) = ctx.view.config_map(GATES.0, GATES.1) else {
+            return from_cluster_version(ctx);
+        };
+        let Some(current) = &ctx.current else {
+            return Finding::error("the cluster's current version is unknown");
+        };
+        let line = current.minor_line();
+        let missing: Vec<String> = gates
+            .data
+            .iter()
+            .filter(|(key, _)| gate_version(key) == Some(line.as_str()))
+            .filter(|(key, _)| !acknowledged(ctx.view, key))
+            .map(|(key, description)| format!("{key} ({})", description.trim()))
+            .collect();
+        if missing.is_empty() {
+            Finding::pass(format!("every admin gate for {line} is acknowledged"))
+        } else {
+            Finding::fail(format!(
+                "admin acks missing in {}/{}: {}",
+                ACKS.0,
+                ACKS.1,
+                list(&missing, 5)
+            ))
+            .with_url(URL)
+        }
+    }
+}
+
+fn from_cluster_version(ctx: &Context) -> Finding {
+    let Some(cv) = &ctx.view.cluster_version else {
+        return Finding::skipped("no admin-gates ConfigMap or ClusterVersion in the cluster data");
+    };
+    match condition(&cv.status.conditions, "Upgradeable")
+        .filter(|c| c.status == "False" && c.reason.as_deref() == Some("AdminAckRequired"))
+    {
+        Some(c) => Finding::fail(format!(
+            "the ClusterVersion requires an admin ack: {}",
+            c.message
+                .as_deref()
+                .unwrap_or("no message")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        ))
+        .with_url(URL),
+        None => Finding::pass(
+            "the ClusterVersion requires no admin ack (no admin-gates ConfigMap in the cluster data)",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::fixture::{self, condition};
+    use crate::preflight::Outcome;
+    use rstest::rstest;
+    use serde_json::{Value, json};
+
+    const GATE: &str = "ack-4.12-kube-1.26-api-removals-in-4.13";
+
+    fn gates() -> Value {
+        json!({"kind": "ConfigMap", "metadata": {"name": "admin-gates", "namespace": "openshift-config-managed"},
+               "data": {GATE: "Kubernetes 1.26 removes APIs.", "ack-4.11-kube-1.25-api-removals-in-4.12": "old"}})
+    }
+
+    fn acks(value: &str) -> Value {
+        json!({"kind": "ConfigMap", "metadata": {"name": "admin-acks", "namespace": "openshift-config"},
+               "data": {GATE: value}})
+    }
+
+    #[rstest]
+    #[case::missing(vec![gates()], Outcome::Fail, "ack-4.12-kube-1.26-api-removals-in-4.13 (Kubernetes 1.26 removes APIs.)")]
+    #[case::given(vec![gates(), acks("true")], Outcome::Pass, "every admin gate for 4.12")]
+    #[case::not_true(vec![gates(), acks("yes")], Outcome::Fail, "admin acks missing")]
+    fn acks_table(#[case] objects: Vec<Value>, #[case] outcome: Outcome, #[case] says: &str) {
+        let mut all = vec![fixture::cluster_version("4.12.16")];
+        all.extend(objects);
+        let finding = fixture::run(&AdminAcksMissing, &fixture::view(all), "4.13.1");
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
+        assert!(
+            !finding.message.contains("4.11-kube"),
+            "{}",
+            finding.message
+        );
+    }
+
+    #[test]
+    fn falls_back_on_the_cluster_versions_condition() {
+        let mut cv = fixture::cluster_version("4.12.16");
+        cv["status"]["conditions"] = json!([condition(
+            "Upgradeable",
+            "False",
+            "Kubernetes 1.26 removes APIs"
+        )]);
+        cv["status"]["conditions"][0]["reason"] = json!("AdminAckRequired");
+        let finding = fixture::run(&AdminAcksMissing, &fixture::view(vec![cv]), "4.13.1");
+        assert_eq!(finding.outcome, Outcome::Fail);
+        assert!(
+            finding
+                .message
+                .contains("requires an admin ack: Kubernetes 1.26"),
+            "{}",
+            finding.message
+        );
+    }
+
+    #[rstest]
+    #[case(GATE, Some("4.12"))]
+    #[case("ack-x-y", None)]
+    #[case("something", None)]
+    fn gate_versions(#[case] key: &str, #[case] version: Option<&str>) {
+        assert_eq!(gate_version(key), version);
+    }
+}

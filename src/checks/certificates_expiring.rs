@@ -1,0 +1,101 @@
+//! CertificatesExpiringSoon: no serving certificate (a `kubernetes.io/tls`
+//! Secret) expires within the update window, when operators restart and
+//! nodes reboot and a rotation is most likely to be missed.
+
+use std::time::Duration;
+
+use super::x509::leaf;
+use super::{Check, Context, Finding, list, qualified, require};
+use crate::preflight::Severity;
+
+pub struct CertificatesExpiringSoon;
+
+/// How long an update is assumed to take, node reboots included.
+pub const UPDATE_WINDOW: Duration = Duration::from_secs(72 * 3600);
+
+const URL: &str = "https://docs.openshift.com/container-platform/latest/security/certificate_types_descriptions/index.html";
+
+impl Check for CertificatesExpiringSoon {
+    fn name(&self) -> &'static str {
+        "CertificatesExpiringSoon"
+    }
+
+    fn severity(&self) -> Severity {
+        Severity::Warning
+    }
+
+    fn run(&self, ctx: &Context) -> Finding {
+        if let Err(skip) = require(ctx.view, &["Secret"]) {
+            return skip;
+        }
+        let Ok(horizon) = ctx.now.checked_add(UPDATE_WINDOW) else {
+            return Finding::error("the update window is out of range");
+        };
+        let mut expiring: Vec<(jiff::Timestamp, String)> = ctx
+            .view
+            .tls_secrets
+            .iter()
+            .filter_map(|s| {
+                let cert = leaf(&s.certificate).ok()?;
+                (cert.not_after <= horizon).then(|| {
+                    let name = qualified(&s.namespace, &s.name);
+                    let when = if cert.not_after <= ctx.now {
+                        format!("expired at {}", cert.not_after)
+                    } else {
+                        format!("expires at {}", cert.not_after)
+                    };
+                    (cert.not_after, format!("{name} {when}"))
+                })
+            })
+            .collect();
+        expiring.sort();
+        let hours = UPDATE_WINDOW.as_secs() / 3600;
+        if expiring.is_empty() {
+            Finding::pass(format!(
+                "none of {} TLS certificates expires within {hours} hours",
+                ctx.view.tls_secrets.len()
+            ))
+        } else {
+            let names: Vec<String> = expiring.into_iter().map(|(_, n)| n).collect();
+            Finding::fail(format!(
+                "certificates that expire within the {hours}-hour update window: {}",
+                list(&names, 5)
+            ))
+            .with_url(URL)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::fixture;
+    use crate::preflight::Outcome;
+    use base64::Engine;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn secret(not_after: (i32, u8, u8)) -> serde_json::Value {
+        let mut params = rcgen::CertificateParams::new(vec!["api.example".into()]).unwrap();
+        params.not_before = rcgen::date_time_ymd(2026, 1, 1);
+        params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let pem = params.self_signed(&key).unwrap().pem();
+        json!({"kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": "serving", "namespace": "app"},
+               "data": {"tls.crt": base64::engine::general_purpose::STANDARD.encode(pem)}})
+    }
+
+    #[rstest]
+    #[case::far((2027, 6, 1), Outcome::Pass, "none of 1 TLS certificates expires within 72 hours")]
+    #[case::within_window((2026, 12, 2), Outcome::Fail, "app/serving expires at 2026-12-02T00:00:00Z")]
+    #[case::expired((2026, 11, 1), Outcome::Fail, "app/serving expired at 2026-11-01")]
+    fn expiry(#[case] not_after: (i32, u8, u8), #[case] outcome: Outcome, #[case] says: &str) {
+        let finding = fixture::run(
+            &CertificatesExpiringSoon,
+            &fixture::view(vec![secret(not_after)]),
+            "4.15.4",
+        );
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
+    }
+}

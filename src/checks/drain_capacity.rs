@@ -1,0 +1,158 @@
+//! DrainCapacity: for each MachineConfigPool, the pods of its busiest node
+//! can be rescheduled on the pool's other Ready, schedulable nodes. Only
+//! requests count; DaemonSet and static (mirror) pods stay where they are.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{Check, Context, Finding, list, require};
+use crate::cluster::k8s::Node;
+use crate::cluster::quantity::Resources;
+use crate::preflight::Severity;
+
+pub struct DrainCapacity;
+
+const URL: &str = "https://docs.openshift.com/container-platform/latest/nodes/clusters/nodes-cluster-resource-configure.html";
+
+/// What a node holds.
+#[derive(Default, Clone, Copy)]
+struct Load {
+    /// Requests of every pod on it.
+    used: Resources,
+    /// Requests of the pods a drain moves elsewhere.
+    moving: Resources,
+}
+
+impl Check for DrainCapacity {
+    fn name(&self) -> &'static str {
+        "DrainCapacity"
+    }
+
+    fn severity(&self) -> Severity {
+        Severity::Blocking
+    }
+
+    fn run(&self, ctx: &Context) -> Finding {
+        if let Err(skip) = require(ctx.view, &["Node", "Pod"]) {
+            return skip;
+        }
+        let view = ctx.view;
+        let mut load: HashMap<&str, Load> = HashMap::with_capacity(view.nodes.len());
+        for pod in &view.pods {
+            if pod.node_name.is_empty() {
+                continue;
+            }
+            let l = load.entry(pod.node_name.as_str()).or_default();
+            l.used = l.used + pod.requests;
+            if pod.moves_on_drain() && pod.owner_kind.as_deref() != Some("Node") {
+                l.moving = l.moving + pod.requests;
+            }
+        }
+        let mut pools: BTreeMap<String, Vec<&Node>> = BTreeMap::new();
+        for node in &view.nodes {
+            let pool = if view.machine_config_pools.is_empty() {
+                Some("all nodes".to_owned())
+            } else {
+                view.pool_of(node)
+                    .filter(|p| !p.spec.paused)
+                    .map(|p| p.metadata.name.clone())
+            };
+            if let Some(pool) = pool {
+                pools.entry(pool).or_default().push(node);
+            }
+        }
+        let mut short = Vec::new();
+        for (pool, nodes) in &pools {
+            if let Some(problem) = pool_shortfall(pool, nodes, &load) {
+                short.push(problem);
+            }
+        }
+        if short.is_empty() {
+            Finding::pass(format!(
+                "in each of {} pools the busiest node can be drained onto the others",
+                pools.len()
+            ))
+        } else {
+            Finding::fail(list(&short, 5)).with_url(URL)
+        }
+    }
+}
+
+/// Whether the node with the most to move, per resource, fits on the
+/// free capacity of the rest of its pool.
+fn pool_shortfall(pool: &str, nodes: &[&Node], load: &HashMap<&str, Load>) -> Option<String> {
+    let load_of = |n: &Node| load.get(n.name()).copied().unwrap_or_default();
+    let usable = |n: &Node| n.ready() && !n.spec.unschedulable;
+    let free = |n: &Node| n.status.allocatable.saturating_sub(load_of(n).used);
+    type Pick = fn(Resources) -> u64;
+    let resources: [(&str, Pick); 2] = [("CPU", |r| r.cpu_millis), ("memory", |r| r.memory_bytes)];
+    for (resource, pick) in resources {
+        let busiest = nodes
+            .iter()
+            .max_by_key(|n| (pick(load_of(n).moving), n.name()))?;
+        let need = pick(load_of(busiest).moving);
+        if need == 0 {
+            continue;
+        }
+        let room: u64 = nodes
+            .iter()
+            .filter(|n| n.name() != busiest.name() && usable(n))
+            .map(|n| pick(free(n)))
+            .sum();
+        if room < need {
+            let (need, room) = match resource {
+                "CPU" => (format!("{need}m"), format!("{room}m")),
+                _ => (gib(need), gib(room)),
+            };
+            return Some(format!(
+                "pool {pool}: draining {} needs {need} {resource} requested elsewhere, the other {} nodes have {room} free",
+                busiest.name(),
+                nodes.len() - 1
+            ));
+        }
+    }
+    None
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.1}Gi", bytes as f64 / f64::from(1u32 << 30))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::fixture;
+    use crate::preflight::Outcome;
+    use rstest::rstest;
+    use serde_json::{Value, json};
+
+    fn node(name: &str, cpu: &str, ready: &str) -> Value {
+        json!({"kind": "Node", "metadata": {"name": name, "labels": {"node-role.kubernetes.io/worker": ""}},
+               "status": {"allocatable": {"cpu": cpu, "memory": "16Gi"},
+                          "conditions": [{"type": "Ready", "status": ready}]}})
+    }
+
+    fn pod(name: &str, node: &str, cpu: &str, owner: &str) -> Value {
+        json!({"kind": "Pod", "metadata": {"name": name, "namespace": "x",
+                                            "ownerReferences": [{"kind": owner, "controller": true}]},
+               "spec": {"nodeName": node, "containers": [{"resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}})
+    }
+
+    fn pool() -> Value {
+        json!({"kind": "MachineConfigPool", "metadata": {"name": "worker"},
+               "spec": {"nodeSelector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}}}})
+    }
+
+    #[rstest]
+    #[case::fits(vec![node("a", "4", "True"), node("b", "4", "True"), pod("p", "a", "3", "ReplicaSet")], Outcome::Pass, "busiest node can be drained")]
+    #[case::does_not_fit(vec![node("a", "4", "True"), node("b", "2", "True"), pod("p", "a", "3", "ReplicaSet")], Outcome::Fail, "pool worker: draining a needs 3000m CPU requested elsewhere, the other 1 nodes have 2000m free")]
+    #[case::daemonsets_stay(vec![node("a", "4", "True"), node("b", "2", "True"), pod("p", "a", "3", "DaemonSet")], Outcome::Pass, "drained")]
+    #[case::not_ready_nodes_do_not_count(vec![node("a", "4", "True"), node("b", "8", "False"), pod("p", "a", "3", "ReplicaSet")], Outcome::Fail, "0m free")]
+    #[case::other_pods_use_room(vec![node("a", "4", "True"), node("b", "4", "True"), pod("p", "a", "3", "ReplicaSet"), pod("q", "b", "2", "DaemonSet")], Outcome::Fail, "2000m free")]
+    fn capacity(#[case] objects: Vec<Value>, #[case] outcome: Outcome, #[case] says: &str) {
+        let mut all = vec![pool()];
+        all.extend(objects);
+        let finding = fixture::run(&DrainCapacity, &fixture::view(all), "4.15.4");
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
+    }
+}

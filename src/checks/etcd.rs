@@ -1,0 +1,113 @@
+//! EtcdHealthy: the etcd ClusterOperator is Available and not Degraded,
+//! and its members report healthy. An update rolls etcd members one at a
+//! time, so it needs every member healthy to keep quorum.
+
+use super::{Check, Context, Finding, require, since};
+use crate::cluster::openshift::condition;
+use crate::preflight::Severity;
+
+pub struct EtcdHealthy;
+
+const URL: &str = "https://docs.openshift.com/container-platform/latest/backup_and_restore/control_plane_backup_and_restore/disaster_recovery/about-disaster-recovery.html";
+
+impl Check for EtcdHealthy {
+    fn name(&self) -> &'static str {
+        "EtcdHealthy"
+    }
+
+    fn severity(&self) -> Severity {
+        Severity::Blocking
+    }
+
+    fn run(&self, ctx: &Context) -> Finding {
+        if let Err(skip) = require(ctx.view, &["ClusterOperator"]) {
+            return skip;
+        }
+        let Some(etcd) = ctx
+            .view
+            .cluster_operators
+            .iter()
+            .find(|co| co.metadata.name == "etcd")
+        else {
+            return Finding::skipped("no etcd ClusterOperator in the cluster data");
+        };
+        let conditions = &etcd.status.conditions;
+        let mut problems = Vec::new();
+        if let Some(c) = condition(conditions, "Available").filter(|c| c.status != "True") {
+            problems.push(format!(
+                "etcd is not Available for {}",
+                since(c.last_transition_time, ctx.now)
+            ));
+        }
+        if let Some(c) = condition(conditions, "Degraded").filter(|c| c.status == "True") {
+            // The operator's message has one line per controller; keep those that complain.
+            let lines: Vec<&str> = c
+                .message
+                .as_deref()
+                .unwrap_or("")
+                .lines()
+                .filter(|l| !l.contains(": No unhealthy") && !l.trim().is_empty())
+                .take(3)
+                .collect();
+            problems.push(format!(
+                "etcd is Degraded for {}: {}",
+                since(c.last_transition_time, ctx.now),
+                if lines.is_empty() {
+                    "no message".to_owned()
+                } else {
+                    lines.join("; ")
+                }
+            ));
+        }
+        let members = condition(conditions, "Available")
+            .and_then(|c| c.message.as_deref())
+            .and_then(|m| m.lines().find(|l| l.starts_with("EtcdMembersAvailable:")))
+            .map(|l| {
+                l.trim_start_matches("EtcdMembersAvailable:")
+                    .trim()
+                    .to_owned()
+            });
+        if problems.is_empty() {
+            Finding::pass(match members {
+                Some(m) => format!("etcd is Available and not Degraded; {m}"),
+                None => "etcd is Available and not Degraded".to_owned(),
+            })
+        } else {
+            Finding::fail(problems.join("; ")).with_url(URL)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::fixture::{self, condition};
+    use crate::preflight::Outcome;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn etcd(available: &str, degraded: &str) -> serde_json::Value {
+        json!({"kind": "ClusterOperator", "metadata": {"name": "etcd"}, "status": {"conditions": [
+            condition("Available", available, "StaticPodsAvailable: 3 nodes are active\nEtcdMembersAvailable: 3 members are available"),
+            condition("Degraded", degraded, "NodeControllerDegraded: All master nodes are ready\nEtcdMembersDegraded: No unhealthy members found\nEtcdEndpointsDegraded: cannot evaluate quorum"),
+        ]}})
+    }
+
+    #[rstest]
+    #[case::healthy(etcd("True", "False"), Outcome::Pass, "3 members are available")]
+    #[case::degraded(
+        etcd("True", "True"),
+        Outcome::Fail,
+        "etcd is Degraded for 2h0m: NodeControllerDegraded: All master nodes are ready; EtcdEndpointsDegraded: cannot evaluate quorum"
+    )]
+    #[case::unavailable(
+        etcd("False", "False"),
+        Outcome::Fail,
+        "etcd is not Available for 2h0m"
+    )]
+    fn etcd_health(#[case] co: serde_json::Value, #[case] outcome: Outcome, #[case] says: &str) {
+        let finding = fixture::run(&EtcdHealthy, &fixture::view(vec![co]), "4.15.4");
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
+    }
+}

@@ -1,0 +1,49 @@
+//! Test fixtures: cluster views built from JSON objects, and a context for
+//! an update between two versions.
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use super::{Check, Context, Finding, Target};
+use crate::cluster::ClusterView;
+use crate::release::Version;
+
+pub const NOW: &str = "2026-11-30T12:00:00Z";
+
+/// A view of `objects`, each with its `kind`.
+pub fn view(objects: Vec<Value>) -> ClusterView {
+    let mut view = ClusterView::default();
+    for object in objects {
+        let kind = object["kind"].as_str().unwrap().to_owned();
+        view.add(&kind, object).unwrap();
+    }
+    view
+}
+
+/// A ClusterVersion at rest at `version`.
+pub fn cluster_version(version: &str) -> Value {
+    json!({
+        "kind": "ClusterVersion",
+        "metadata": {"name": "version"},
+        "status": {
+            "desired": {"version": version, "image": format!("quay.io/ocp/release:{version}")},
+            "history": [{"state": "Completed", "version": version}],
+        }
+    })
+}
+
+/// Runs `check` on `view` for an update to `to`.
+pub fn run(check: &dyn Check, view: &ClusterView, to: &str) -> Finding {
+    let target = Target {
+        image: format!("quay.io/ocp/release:{to}"),
+        version: Version::parse(to),
+    };
+    let now: Timestamp = NOW.parse().unwrap();
+    check.run(&Context::new(view, &target, now))
+}
+
+/// A condition.
+pub fn condition(type_: &str, status: &str, message: &str) -> Value {
+    json!({"type": type_, "status": status, "message": message,
+           "lastTransitionTime": "2026-11-30T10:00:00Z"})
+}

@@ -1,0 +1,163 @@
+//! MachineConfigPoolsHealthy: no pool is Degraded or still Updating, and no
+//! pool is paused. A paused pool alone is a warning: pausing worker pools
+//! is the EUS practice (update the control plane across two minor
+//! versions, then unpause the workers once), but paused nodes do not
+//! update, and certificates on them can expire if they stay paused.
+
+use super::{Check, Context, Finding, list, require, since};
+use crate::cluster::openshift::{Condition, condition, is_true};
+use crate::preflight::Severity;
+
+pub struct MachineConfigPoolsHealthy;
+
+const URL: &str = "https://docs.openshift.com/container-platform/latest/updating/updating_a_cluster/eus-eus-update.html";
+const HEALTH_URL: &str =
+    "https://docs.openshift.com/container-platform/latest/machine_configuration/index.html";
+
+impl Check for MachineConfigPoolsHealthy {
+    fn name(&self) -> &'static str {
+        "MachineConfigPoolsHealthy"
+    }
+
+    fn severity(&self) -> Severity {
+        Severity::Blocking
+    }
+
+    fn run(&self, ctx: &Context) -> Finding {
+        if let Err(skip) = require(ctx.view, &["MachineConfigPool"]) {
+            return skip;
+        }
+        let pools = &ctx.view.machine_config_pools;
+        let mut problems = Vec::new();
+        let mut paused = Vec::new();
+        for pool in pools {
+            let name = &pool.metadata.name;
+            let status = &pool.status;
+            if let Some(c) =
+                condition(&status.conditions, "Degraded").filter(|c| c.status == "True")
+            {
+                problems.push(format!(
+                    "{name} is Degraded for {} ({} of {} machines degraded): {}",
+                    since(c.last_transition_time, ctx.now),
+                    status.degraded_machine_count,
+                    status.machine_count,
+                    degraded_message(&status.conditions, c)
+                ));
+            }
+            if is_true(&status.conditions, "Updating") {
+                problems.push(format!(
+                    "{name} is Updating ({} of {} machines updated)",
+                    status.updated_machine_count, status.machine_count
+                ));
+            }
+            if pool.spec.paused {
+                paused.push(name.clone());
+            }
+        }
+        let paused_note = (!paused.is_empty()).then(|| {
+            format!(
+                "{} paused: its nodes will not update. Pausing worker pools is the EUS practice for a control-plane-only update; unpause before certificates on the nodes expire and before the next minor update",
+                list(&paused, 5)
+            )
+        });
+        match (problems.is_empty(), paused_note) {
+            (true, None) => Finding::pass(format!(
+                "all {} MachineConfigPools are updated and not paused",
+                pools.len()
+            )),
+            (true, Some(note)) => Finding::warn(note).with_url(URL),
+            (false, note) => {
+                let mut message = list(&problems, 5);
+                if let Some(note) = note {
+                    message = format!("{message}; {note}");
+                }
+                Finding::fail(message).with_url(HEALTH_URL)
+            }
+        }
+    }
+}
+
+/// The first line of the Degraded message, or of the more specific
+/// NodeDegraded or RenderDegraded one when Degraded says nothing.
+fn degraded_message(conditions: &[Condition], degraded: &Condition) -> String {
+    [
+        Some(degraded),
+        condition(conditions, "NodeDegraded"),
+        condition(conditions, "RenderDegraded"),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|c| c.message.as_deref())
+    .map(|m| m.lines().next().unwrap_or("").trim())
+    .find(|m| !m.is_empty())
+    .unwrap_or("no message")
+    .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::fixture::{self, condition};
+    use crate::preflight::Outcome;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn pool(name: &str, paused: bool, degraded: &str, updating: &str) -> serde_json::Value {
+        json!({"kind": "MachineConfigPool", "metadata": {"name": name},
+               "spec": {"paused": paused},
+               "status": {"machineCount": 3, "updatedMachineCount": 1, "degradedMachineCount": 1,
+                          "conditions": [condition("Degraded", degraded, "Node w1 is reporting: drain failed"),
+                                         condition("Updating", updating, "")]}})
+    }
+
+    #[rstest]
+    #[case::healthy(
+        pool("worker", false, "False", "False"),
+        Outcome::Pass,
+        None,
+        "all 1 MachineConfigPools"
+    )]
+    #[case::degraded(
+        pool("worker", false, "True", "False"),
+        Outcome::Fail,
+        None,
+        "worker is Degraded for 2h0m (1 of 3 machines degraded): Node w1 is reporting: drain failed"
+    )]
+    #[case::updating(
+        pool("worker", false, "False", "True"),
+        Outcome::Fail,
+        None,
+        "worker is Updating (1 of 3 machines updated)"
+    )]
+    #[case::paused(
+        pool("worker", true, "False", "False"),
+        Outcome::Fail,
+        Some(Severity::Warning),
+        "EUS practice"
+    )]
+    #[case::paused_and_updating(
+        pool("worker", true, "False", "True"),
+        Outcome::Fail,
+        None,
+        "worker paused"
+    )]
+    fn pools(
+        #[case] pool: serde_json::Value,
+        #[case] outcome: Outcome,
+        #[case] severity: Option<Severity>,
+        #[case] says: &str,
+    ) {
+        let finding = fixture::run(
+            &MachineConfigPoolsHealthy,
+            &fixture::view(vec![fixture::cluster_version("4.15.3"), pool]),
+            "4.15.4",
+        );
+        assert_eq!(
+            (finding.outcome, finding.severity),
+            (outcome, severity),
+            "{}",
+            finding.message
+        );
+        assert!(finding.message.contains(says), "{}", finding.message);
+    }
+}

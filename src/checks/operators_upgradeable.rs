@@ -1,0 +1,106 @@
+//! ClusterOperatorsUpgradeable: no ClusterOperator says `Upgradeable=False`.
+//! The CVO enforces this for minor and major updates only, so does this check.
+
+use super::{Check, Context, Finding, list, require};
+use crate::cluster::openshift::condition;
+use crate::preflight::Severity;
+use crate::release::UpdateKind;
+
+pub struct ClusterOperatorsUpgradeable;
+
+const URL: &str = "https://docs.openshift.com/container-platform/latest/updating/preparing_for_updates/updating-cluster-prepare.html";
+
+impl Check for ClusterOperatorsUpgradeable {
+    fn name(&self) -> &'static str {
+        "ClusterOperatorsUpgradeable"
+    }
+
+    fn severity(&self) -> Severity {
+        Severity::Blocking
+    }
+
+    fn applies_to(&self) -> &'static [UpdateKind] {
+        &[UpdateKind::Minor, UpdateKind::Major]
+    }
+
+    fn run(&self, ctx: &Context) -> Finding {
+        if let Err(skip) = require(ctx.view, &["ClusterOperator"]) {
+            return skip;
+        }
+        let blocked: Vec<String> = ctx
+            .view
+            .cluster_operators
+            .iter()
+            .filter_map(|co| {
+                let c = condition(&co.status.conditions, "Upgradeable")
+                    .filter(|c| c.status == "False")?;
+                Some(format!(
+                    "{} ({}: {})",
+                    co.metadata.name,
+                    c.reason.as_deref().unwrap_or("no reason"),
+                    c.message
+                        .as_deref()
+                        .unwrap_or("no message")
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                ))
+            })
+            .collect();
+        if blocked.is_empty() {
+            Finding::pass(format!(
+                "no ClusterOperator blocks an update to {}",
+                ctx.target_name()
+            ))
+        } else {
+            Finding::fail(format!(
+                "Upgradeable=False blocks a minor update: {}",
+                list(&blocked, 5)
+            ))
+            .with_url(URL)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::fixture::{self, condition};
+    use crate::preflight::Outcome;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn operator(name: &str, upgradeable: &str) -> serde_json::Value {
+        json!({"kind": "ClusterOperator", "metadata": {"name": name},
+               "status": {"conditions": [condition("Upgradeable", upgradeable, "AdminAckRequired: ack it")]}})
+    }
+
+    #[rstest]
+    #[case::all_upgradeable(&[("dns", "True"), ("ingress", "True")], Outcome::Pass, "no ClusterOperator blocks")]
+    #[case::one_blocks(&[("dns", "True"), ("storage", "False")], Outcome::Fail, "storage (no reason: AdminAckRequired: ack it)")]
+    #[case::unknown_does_not_block(&[("dns", "Unknown")], Outcome::Pass, "no ClusterOperator")]
+    fn upgradeable(
+        #[case] operators: &[(&str, &str)],
+        #[case] outcome: Outcome,
+        #[case] says: &str,
+    ) {
+        let mut objects = vec![fixture::cluster_version("4.15.3")];
+        objects.extend(operators.iter().map(|(n, u)| operator(n, u)));
+        let finding = fixture::run(
+            &ClusterOperatorsUpgradeable,
+            &fixture::view(objects),
+            "4.16.0",
+        );
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    #[test]
+    fn patch_updates_are_not_its_business() {
+        assert!(
+            !ClusterOperatorsUpgradeable
+                .applies_to()
+                .contains(&UpdateKind::Patch)
+        );
+    }
+}

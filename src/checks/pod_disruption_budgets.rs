@@ -1,0 +1,175 @@
+//! PodDisruptionBudgetsAllowDrain: no PodDisruptionBudget at zero allowed
+//! disruptions protects pods on a node the update will drain. Such a PDB
+//! stalls the machine-config daemon's drain, and with it the update.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use super::{Check, Context, Finding, list, qualified, require};
+use crate::cluster::k8s::Pod;
+use crate::preflight::Severity;
+
+pub struct PodDisruptionBudgetsAllowDrain;
+
+const URL: &str = "https://docs.openshift.com/container-platform/latest/nodes/pods/nodes-pods-configuring.html#nodes-pods-pod-disruption-about_nodes-pods-configuring";
+
+impl Check for PodDisruptionBudgetsAllowDrain {
+    fn name(&self) -> &'static str {
+        "PodDisruptionBudgetsAllowDrain"
+    }
+
+    fn severity(&self) -> Severity {
+        Severity::Blocking
+    }
+
+    fn run(&self, ctx: &Context) -> Finding {
+        if let Err(skip) = require(ctx.view, &["PodDisruptionBudget"]) {
+            return skip;
+        }
+        let view = ctx.view;
+        let stuck: Vec<_> = view
+            .pod_disruption_budgets
+            .iter()
+            .filter(|p| p.status.disruptions_allowed <= 0 && p.spec.selector.is_some())
+            .collect();
+        let have_pods = view.has("Pod") && view.has("Node");
+        let namespaces: HashSet<&str> = stuck
+            .iter()
+            .filter_map(|p| p.metadata.namespace.as_deref())
+            .collect();
+        let mut pods_by_namespace: HashMap<&str, Vec<&Pod>> = HashMap::new();
+        if have_pods {
+            for pod in &view.pods {
+                if namespaces.contains(pod.namespace.as_str()) {
+                    pods_by_namespace
+                        .entry(&pod.namespace)
+                        .or_default()
+                        .push(pod);
+                }
+            }
+        }
+        let draining: HashSet<&str> = view
+            .nodes
+            .iter()
+            .filter(|n| view.drains(n))
+            .map(|n| n.name())
+            .collect();
+        let mut blocking = Vec::new();
+        for pdb in stuck {
+            let name = qualified(
+                pdb.metadata.namespace.as_deref().unwrap_or(""),
+                &pdb.metadata.name,
+            );
+            let Some(selector) = &pdb.spec.selector else {
+                continue;
+            };
+            if !have_pods {
+                if pdb.status.expected_pods > 0 {
+                    blocking.push(format!(
+                        "{name} allows no disruption of its {} pods",
+                        pdb.status.expected_pods
+                    ));
+                }
+                continue;
+            }
+            let ns = pdb.metadata.namespace.as_deref().unwrap_or("");
+            let nodes: BTreeSet<&str> = pods_by_namespace
+                .get(ns)
+                .into_iter()
+                .flatten()
+                .filter(|pod| {
+                    draining.contains(pod.node_name.as_str()) && selector.matches(&pod.labels)
+                })
+                .map(|pod| pod.node_name.as_str())
+                .collect();
+            if !nodes.is_empty() {
+                let nodes: Vec<String> = nodes.into_iter().map(str::to_owned).collect();
+                blocking.push(format!(
+                    "{name} allows no disruption and protects pods on {}",
+                    list(&nodes, 3)
+                ));
+            }
+        }
+        if blocking.is_empty() {
+            Finding::pass(format!(
+                "no PodDisruptionBudget blocks a drain ({} checked)",
+                view.pod_disruption_budgets.len()
+            ))
+        } else {
+            let count = blocking.len();
+            Finding::fail(format!(
+                "{count} PodDisruptionBudget{} would block node drains: {}",
+                if count == 1 { "" } else { "s" },
+                list(&blocking, 5)
+            ))
+            .with_url(URL)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::fixture;
+    use crate::preflight::Outcome;
+    use rstest::rstest;
+    use serde_json::{Value, json};
+
+    fn pdb(allowed: i64, app: &str) -> Value {
+        json!({"kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": "shop"},
+               "spec": {"selector": {"matchLabels": {"app": app}}},
+               "status": {"disruptionsAllowed": allowed, "expectedPods": 2}})
+    }
+
+    fn pod(node: &str) -> Value {
+        json!({"kind": "Pod", "metadata": {"name": "db-0", "namespace": "shop", "labels": {"app": "db"}},
+               "spec": {"nodeName": node}})
+    }
+
+    fn node(name: &str, role: &str) -> Value {
+        json!({"kind": "Node", "metadata": {"name": name, "labels": {format!("node-role.kubernetes.io/{role}"): ""}}})
+    }
+
+    fn pool(name: &str, paused: bool) -> Value {
+        json!({"kind": "MachineConfigPool", "metadata": {"name": name},
+               "spec": {"paused": paused, "nodeSelector": {"matchLabels": {format!("node-role.kubernetes.io/{name}"): ""}}}})
+    }
+
+    #[rstest]
+    #[case::allows_disruption(vec![pdb(1, "db"), pod("w1")], Outcome::Pass, "no PodDisruptionBudget blocks")]
+    #[case::at_zero(vec![pdb(0, "db"), pod("w1")], Outcome::Fail, "shop/db allows no disruption and protects pods on w1")]
+    #[case::selects_nothing_here(vec![pdb(0, "web"), pod("w1")], Outcome::Pass, "1 checked")]
+    #[case::paused_pool_does_not_drain(vec![pdb(0, "db"), pod("i1")], Outcome::Pass, "no PodDisruptionBudget")]
+    fn budgets(#[case] objects: Vec<Value>, #[case] outcome: Outcome, #[case] says: &str) {
+        let mut all = vec![
+            node("w1", "worker"),
+            node("i1", "infra"),
+            pool("worker", false),
+            pool("infra", true),
+        ];
+        all.extend(objects);
+        let finding = fixture::run(
+            &PodDisruptionBudgetsAllowDrain,
+            &fixture::view(all),
+            "4.15.4",
+        );
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    #[test]
+    fn without_pods_the_expected_count_decides() {
+        let finding = fixture::run(
+            &PodDisruptionBudgetsAllowDrain,
+            &fixture::view(vec![pdb(0, "db")]),
+            "4.15.4",
+        );
+        assert_eq!(finding.outcome, Outcome::Fail);
+        assert!(
+            finding
+                .message
+                .contains("allows no disruption of its 2 pods"),
+            "{}",
+            finding.message
+        );
+    }
+}

@@ -1,0 +1,235 @@
+//! The Kubernetes objects checks read (Nodes, Pods, PodDisruptionBudgets,
+//! ConfigMaps, TLS Secrets), as lean types: a Pod keeps its node, labels,
+//! owner kind and summed requests, and nothing else, so that 150,000 of
+//! them fit in a few tens of megabytes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer};
+
+use super::openshift::{Condition, Metadata, null_as_default};
+use super::quantity::{Resources, deserialize_resources};
+use super::selector::LabelSelector;
+
+/// A Node.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Node {
+    pub metadata: Metadata,
+    pub spec: NodeSpec,
+    pub status: NodeStatus,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct NodeSpec {
+    pub unschedulable: bool,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct NodeStatus {
+    #[serde(deserialize_with = "null_as_default")]
+    pub conditions: Vec<Condition>,
+    #[serde(deserialize_with = "deserialize_resources")]
+    pub allocatable: Resources,
+}
+
+/// The annotation the machine-config daemon sets while it drains a node for
+/// an update (`drain-<config>`; `uncordon-<config>` once done).
+pub const DESIRED_DRAIN: &str = "machineconfiguration.openshift.io/desiredDrain";
+
+impl Node {
+    pub fn name(&self) -> &str {
+        &self.metadata.name
+    }
+
+    pub fn ready(&self) -> bool {
+        super::openshift::is_true(&self.status.conditions, "Ready")
+    }
+
+    /// Cordoned by the machine-config daemon for an update, rather than by hand.
+    pub fn drained_by_mco(&self) -> bool {
+        self.metadata
+            .annotations
+            .get(DESIRED_DRAIN)
+            .is_some_and(|d| d.starts_with("drain-"))
+    }
+}
+
+/// A Pod, reduced to what the drain checks need.
+#[derive(Clone, Debug, Default)]
+pub struct Pod {
+    pub namespace: String,
+    pub name: String,
+    pub node_name: String,
+    pub labels: BTreeMap<String, String>,
+    /// Kind of the controlling owner (`ReplicaSet`, `DaemonSet`, ...).
+    pub owner_kind: Option<String>,
+    /// Requests of the pod: the sum over containers, or the largest init
+    /// container if that is more.
+    pub requests: Resources,
+}
+
+impl Pod {
+    /// DaemonSet pods stay on their node during a drain.
+    pub fn moves_on_drain(&self) -> bool {
+        self.owner_kind.as_deref() != Some("DaemonSet")
+    }
+}
+
+/// Reads a Pod; returns `None` for pods that have finished (Succeeded or
+/// Failed), which hold no resources and need no disruption budget.
+pub fn read_pod<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Pod>, D::Error> {
+    #[derive(Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct Raw {
+        metadata: RawMeta,
+        spec: RawSpec,
+        status: RawStatus,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct RawMeta {
+        name: String,
+        namespace: String,
+        #[serde(deserialize_with = "null_as_default")]
+        labels: BTreeMap<String, String>,
+        #[serde(deserialize_with = "null_as_default")]
+        owner_references: Vec<Owner>,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Owner {
+        kind: String,
+        controller: Option<bool>,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct RawSpec {
+        node_name: String,
+        #[serde(deserialize_with = "null_as_default")]
+        containers: Vec<Container>,
+        #[serde(deserialize_with = "null_as_default")]
+        init_containers: Vec<Container>,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Container {
+        resources: ContainerResources,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct ContainerResources {
+        #[serde(deserialize_with = "deserialize_resources")]
+        requests: Resources,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct RawStatus {
+        phase: String,
+    }
+
+    let raw = Raw::deserialize(deserializer)?;
+    if matches!(raw.status.phase.as_str(), "Succeeded" | "Failed") {
+        return Ok(None);
+    }
+    let sum = raw
+        .spec
+        .containers
+        .iter()
+        .fold(Resources::default(), |a, c| a + c.resources.requests);
+    let init = raw
+        .spec
+        .init_containers
+        .iter()
+        .fold(Resources::default(), |a, c| a.max(c.resources.requests));
+    let owners = raw.metadata.owner_references;
+    let owner_kind = owners
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .or(owners.first())
+        .map(|o| o.kind.clone());
+    Ok(Some(Pod {
+        namespace: raw.metadata.namespace,
+        name: raw.metadata.name,
+        node_name: raw.spec.node_name,
+        labels: raw.metadata.labels,
+        owner_kind,
+        requests: sum.max(init),
+    }))
+}
+
+/// A `policy/v1` PodDisruptionBudget.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct PodDisruptionBudget {
+    pub metadata: Metadata,
+    pub spec: PdbSpec,
+    pub status: PdbStatus,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct PdbSpec {
+    pub selector: Option<LabelSelector>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PdbStatus {
+    pub disruptions_allowed: i64,
+    pub expected_pods: i64,
+    pub current_healthy: i64,
+    pub desired_healthy: i64,
+}
+
+/// A ConfigMap. Only the ones checks read are kept (see `ClusterView`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ConfigMap {
+    pub metadata: Metadata,
+    #[serde(deserialize_with = "null_as_default")]
+    pub data: BTreeMap<String, String>,
+}
+
+/// A `kubernetes.io/tls` Secret, reduced to its certificate chain (PEM).
+/// The private key is never kept.
+#[derive(Clone, Debug, Default)]
+pub struct TlsSecret {
+    pub namespace: String,
+    pub name: String,
+    /// `tls.crt`, decoded from base64; empty when it is missing or not base64.
+    pub certificate: String,
+}
+
+/// Reads a Secret; returns `None` unless it is of type `kubernetes.io/tls`.
+pub fn read_tls_secret<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<TlsSecret>, D::Error> {
+    use base64::Engine;
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Raw {
+        metadata: Metadata,
+        #[serde(rename = "type")]
+        type_: String,
+        #[serde(deserialize_with = "null_as_default")]
+        data: BTreeMap<String, String>,
+    }
+    let raw = Raw::deserialize(deserializer)?;
+    if raw.type_ != "kubernetes.io/tls" {
+        return Ok(None);
+    }
+    let certificate = raw
+        .data
+        .get("tls.crt")
+        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_default();
+    Ok(Some(TlsSecret {
+        namespace: raw.metadata.namespace.unwrap_or_default(),
+        name: raw.metadata.name,
+        certificate,
+    }))
+}

@@ -1,0 +1,124 @@
+//! `preflight-gate check`: load the cluster (a snapshot directory, the API
+//! server, or the embedded sample), resolve the target, run the catalogue,
+//! print the report and turn it into an exit code.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{Format, Report};
+use crate::checks::{self, Context, Target};
+use crate::cli::CheckArgs;
+use crate::cluster::ClusterView;
+
+/// Exit code when the cluster cannot be read or the report not written.
+pub const EXIT_ERROR: u8 = 1;
+/// Exit code for arguments that make no sense together.
+pub const EXIT_USAGE: u8 = 2;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error(transparent)]
+    Snapshot(#[from] crate::cluster::snapshot::SnapshotError),
+    #[error("cannot read the cluster: {0:#}")]
+    Live(anyhow::Error),
+    #[error("--to is empty: give a version (4.16.3) or a release image")]
+    NoTarget,
+}
+
+/// Runs the command and returns the process's exit code.
+pub fn run(args: &CheckArgs) -> ExitCode {
+    match report(args) {
+        Ok((report, format)) => {
+            let color = format == Format::Table
+                && std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none();
+            let text = report.render(format, color);
+            let mut out = anstream::stdout();
+            if out
+                .write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .is_err()
+            {
+                return ExitCode::from(EXIT_ERROR);
+            }
+            ExitCode::from(report.exit_code())
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(match e {
+                CheckError::NoTarget => EXIT_USAGE,
+                _ => EXIT_ERROR,
+            })
+        }
+    }
+}
+
+fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
+    if args.to.trim().is_empty() {
+        return Err(CheckError::NoTarget);
+    }
+    let progress = progress_bar();
+    let view = load(
+        args.snapshot.as_deref(),
+        args.kubeconfig.as_deref(),
+        &progress,
+    )?;
+    let target = Target::resolve(&view, &args.to);
+    let ctx = Context::new(&view, &target, jiff::Timestamp::now());
+    progress.set_message(format!("running {} checks", checks::catalogue().len()));
+    let results = checks::run(&checks::catalogue(), &ctx, &[]);
+    progress.finish_and_clear();
+    Ok((Report::new(&ctx, results, &args.accept), args.output))
+}
+
+/// A spinner on stderr when it is a terminal; hidden otherwise.
+fn progress_bar() -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(Duration::from_millis(100));
+    bar
+}
+
+fn load(
+    snapshot: Option<&Path>,
+    kubeconfig: Option<&Path>,
+    progress: &ProgressBar,
+) -> Result<ClusterView, CheckError> {
+    match (snapshot, kubeconfig) {
+        (Some(dir), _) => {
+            progress.set_message(format!("reading {}", dir.display()));
+            Ok(crate::cluster::snapshot::load(dir)?)
+        }
+        (None, Some(kubeconfig)) => live(kubeconfig.to_owned(), progress),
+        (None, None) => {
+            progress.set_message("reading the embedded sample snapshot");
+            Ok(super::sample::load()?)
+        }
+    }
+}
+
+fn live(kubeconfig: PathBuf, progress: &ProgressBar) -> Result<ClusterView, CheckError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CheckError::Live(e.into()))?;
+    runtime.block_on(async {
+        let client = crate::cluster::client(Some(&kubeconfig))
+            .await
+            .map_err(CheckError::Live)?;
+        crate::cluster::live::load_with_progress(&client, |kind, seen| {
+            progress.set_message(format!("listing {kind}s: {seen}"));
+        })
+        .await
+        .map_err(|e| CheckError::Live(e.into()))
+    })
+}

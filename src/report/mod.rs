@@ -1,0 +1,114 @@
+//! The `preflight-gate check` report: what a run found, rendered as a
+//! table for a person (coloured on a terminal) or as JSON or YAML for a
+//! program, and the exit code that sums it up (0 all pass, 3 blocking
+//! failures, 4 warnings only, as troubleshoot's preflight does).
+
+pub mod command;
+pub mod sample;
+mod table;
+
+use serde::Serialize;
+
+use crate::checks::{Context, summarize};
+use crate::preflight::{CheckResult, Outcome, Severity, Summary};
+
+pub use table::table;
+
+/// How the report is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Yaml,
+}
+
+/// The outcome of a run, ready to print.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// The target as given or resolved: its version, else its image.
+    pub target: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub image: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub update_kind: Option<String>,
+    /// Checks accepted with `--accept` whose failures count as warnings.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub accepted: Vec<String>,
+    pub results: Vec<CheckResult>,
+    pub summary: Summary,
+}
+
+impl Report {
+    /// Builds the report; failures of checks named in `accept` become
+    /// warnings, as an accepted risk does at the webhook.
+    pub fn new(ctx: &Context, mut results: Vec<CheckResult>, accept: &[String]) -> Self {
+        let mut accepted = Vec::new();
+        for r in &mut results {
+            if accept.iter().any(|a| a == &r.name)
+                && matches!(r.outcome, Outcome::Fail | Outcome::Error)
+                && r.severity == Severity::Blocking
+            {
+                r.severity = Severity::Warning;
+                r.message = format!("accepted: {}", r.message);
+                accepted.push(r.name.clone());
+            }
+        }
+        Self {
+            target: ctx.target_name(),
+            image: ctx.target.image.clone(),
+            current: ctx.current.as_ref().map(ToString::to_string),
+            update_kind: ctx.kind.map(|k| format!("{k:?}").to_lowercase()),
+            accepted,
+            summary: summarize(&results),
+            results,
+        }
+    }
+
+    /// 0 all pass, 3 blocking failures (errors of blocking checks
+    /// included), 4 warnings only.
+    pub fn exit_code(&self) -> u8 {
+        if self.summary.failing > 0 {
+            3
+        } else if self.summary.warnings > 0 || self.summary.errored > 0 {
+            4
+        } else {
+            0
+        }
+    }
+
+    /// The verdict in one line.
+    pub fn verdict(&self) -> String {
+        let s = &self.summary;
+        let counts = format!(
+            "{} passed, {} failing, {} warnings, {} errored, {} skipped",
+            s.passed, s.failing, s.warnings, s.errored, s.skipped
+        );
+        match self.exit_code() {
+            3 => format!(
+                "{counts}. The update to {} is blocked: fix the failures, or accept them with --accept NAME.",
+                self.target
+            ),
+            4 => format!(
+                "{counts}. The update to {} may go ahead; read the warnings first.",
+                self.target
+            ),
+            _ => format!("{counts}. The update to {} may go ahead.", self.target),
+        }
+    }
+
+    /// Renders the report in `format`; `color` only affects the table.
+    pub fn render(&self, format: Format, color: bool) -> String {
+        match format {
+            Format::Table => table(self, color),
+            Format::Json => {
+                let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+                text.push('\n');
+                text
+            }
+            Format::Yaml => serde_saphyr::to_string(self).unwrap_or_default(),
+        }
+    }
+}

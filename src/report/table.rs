@@ -1,0 +1,94 @@
+//! The report as a table: one row per check, the failing ones first, with
+//! the outcome coloured when printing to a terminal; remediation links
+//! follow the table whole, so a terminal can still open them.
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
+use owo_colors::OwoColorize;
+
+use super::Report;
+use crate::preflight::{CheckResult, Outcome, Severity};
+
+/// Width of the table, so the output is the same on every terminal.
+const WIDTH: u16 = 120;
+
+/// Renders the header, the table and the verdict.
+pub fn table(report: &Report, color: bool) -> String {
+    let mut table = Table::new();
+    table
+        .load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(WIDTH)
+        .set_header(["Check", "Severity", "Result", "Message"]);
+    if color {
+        table.enforce_styling();
+    } else {
+        table.force_no_tty();
+    }
+    let mut rows: Vec<&CheckResult> = report.results.iter().collect();
+    rows.sort_by_key(|r| rank(r));
+    let mut links = String::new();
+    for r in rows {
+        if let Some(url) = r
+            .remediation_url
+            .as_deref()
+            .filter(|_| r.outcome != Outcome::Pass)
+        {
+            links.push_str(&format!("  {}: {url}\n", r.name));
+        }
+        table.add_row(vec![
+            Cell::new(&r.name),
+            Cell::new(format!("{:?}", r.severity)),
+            outcome(r),
+            Cell::new(&r.message),
+        ]);
+    }
+    if !links.is_empty() {
+        links.insert_str(0, "Remediation:\n");
+    }
+    let mut header = format!("Preflight for {}", report.target);
+    if !report.image.is_empty() && report.image != report.target {
+        header.push_str(&format!(" ({})", report.image));
+    }
+    if let Some(current) = &report.current {
+        header.push_str(&format!(" from {current}"));
+    }
+    if let Some(kind) = &report.update_kind {
+        header.push_str(&format!(", a {kind} update"));
+    }
+    let verdict = report.verdict();
+    let verdict = match (color, report.exit_code()) {
+        (false, _) => verdict,
+        (true, 3) => verdict.red().bold().to_string(),
+        (true, 4) => verdict.yellow().bold().to_string(),
+        (true, _) => verdict.green().bold().to_string(),
+    };
+    format!("{header}\n{table}\n{links}{verdict}\n")
+}
+
+/// Blocking failures first, then warnings, errors, passes, skips.
+fn rank(r: &CheckResult) -> u8 {
+    match (r.outcome, r.severity) {
+        (Outcome::Fail, Severity::Blocking) => 0,
+        (Outcome::Error, _) => 1,
+        (Outcome::Fail, Severity::Warning) => 2,
+        (Outcome::Pass, _) => 3,
+        (Outcome::Skipped, _) => 4,
+    }
+}
+
+fn outcome(r: &CheckResult) -> Cell {
+    let (text, color) = match (r.outcome, r.severity) {
+        (Outcome::Fail, Severity::Warning) => ("WARN", Color::Yellow),
+        (Outcome::Fail, Severity::Blocking) => ("FAIL", Color::Red),
+        (Outcome::Error, _) => ("ERROR", Color::Red),
+        (Outcome::Pass, _) => ("pass", Color::Green),
+        (Outcome::Skipped, _) => ("skipped", Color::DarkGrey),
+    };
+    let cell = Cell::new(text).fg(color);
+    if matches!(color, Color::Red | Color::Yellow) {
+        cell.add_attribute(Attribute::Bold)
+    } else {
+        cell
+    }
+}
