@@ -1,5 +1,6 @@
 //! Integration tests, in one binary to keep link time down.
 
+mod check_cli;
 mod checks;
 mod generated;
 mod harness;

@@ -1,0 +1,102 @@
+//! `preflight-gate check` as a person runs it: the embedded sample, exit
+//! codes, --accept, the output formats, and clear errors for bad snapshots.
+
+use std::process::{Command, Output};
+
+fn check(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_preflight-gate"))
+        .arg("check")
+        .args(args)
+        .env_remove("PREFLIGHT_GATE_KUBECONFIG")
+        .env_remove("PREFLIGHT_GATE_SNAPSHOT")
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_patch_update_of_the_sample_passes_with_a_warning() {
+    let out = check(&["--to", "4.14.12"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("PrecheckAlertsFiring") && text.contains("KubeContainerWaiting"),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "no colour when not on a terminal: {text}"
+    );
+}
+
+#[test]
+fn a_minor_update_of_the_sample_is_blocked_until_accepted() {
+    let out = check(&["--to", "4.15.3", "--output", "json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failing: Vec<&str> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["outcome"] == "Fail" && r["severity"] == "Blocking")
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(failing, ["OLMOperatorsCompatible"], "{report}");
+    assert_eq!(report["summary"]["failing"], 1);
+
+    let accepted = check(&[
+        "--to",
+        "4.15.3",
+        "--accept",
+        "OLMOperatorsCompatible",
+        "--output",
+        "yaml",
+    ]);
+    assert_eq!(accepted.status.code(), Some(4), "{}", stdout(&accepted));
+    assert!(stdout(&accepted).contains("accepted: operators that do not support OpenShift 4.15"));
+}
+
+#[test]
+fn a_target_by_image_is_resolved_to_its_version() {
+    let image = "quay.io/openshift-release-dev/ocp-release@sha256:5e3a6c1f0b2748d9e1c7a0b8f6d3e2c1b0a9f8e7d6c5b4a39281706f5e4d3c2b";
+    let out = check(&["--to", image, "--output", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["target"], "4.15.3");
+    assert_eq!(report["updateKind"], "minor");
+}
+
+#[test]
+fn a_snapshot_with_a_broken_file_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("nodes.yaml"),
+        "kind: NodeList\nitems: [ {\n",
+    )
+    .unwrap();
+    let out = check(&["--to", "4.15.3", "--snapshot", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nodes.yaml is not valid YAML or JSON"),
+        "{err}"
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    let out = check(&[
+        "--to",
+        "4.15.3",
+        "--snapshot",
+        empty.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no Kubernetes objects"));
+}
+
+#[test]
+fn an_empty_target_is_a_usage_error() {
+    assert_eq!(check(&["--to", " "]).status.code(), Some(2));
+    assert_eq!(check(&[]).status.code(), Some(2), "clap's own usage error");
+}
