@@ -172,6 +172,25 @@ pub struct CheckArgs {
     /// Checks whose failures to accept as warnings (comma-separated).
     #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_ACCEPT")]
     pub accept: Vec<String>,
+    /// Prometheus or Thanos querier to read alerts from (its base URL);
+    /// replaces any alerts.json of the snapshot.
+    #[arg(long, env = "PREFLIGHT_GATE_PROMETHEUS_URL")]
+    pub prometheus_url: Option<String>,
+    /// File holding a bearer token for the querier.
+    #[arg(
+        long,
+        requires = "prometheus_url",
+        env = "PREFLIGHT_GATE_PROMETHEUS_TOKEN_FILE"
+    )]
+    pub prometheus_token_file: Option<PathBuf>,
+    /// CA bundle (PEM) for the querier's serving certificate, besides the
+    /// system's roots.
+    #[arg(
+        long,
+        requires = "prometheus_url",
+        env = "PREFLIGHT_GATE_PROMETHEUS_CA"
+    )]
+    pub prometheus_ca: Option<PathBuf>,
 }
 
 impl PolicyArgs {

@@ -312,3 +312,97 @@ pub fn qualified(namespace: &str, name: &str) -> String {
         format!("{namespace}/{name}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn view() -> ClusterView {
+        let mut cv = fixture::cluster_version("4.15.3");
+        cv["status"]["availableUpdates"] =
+            json!([{"version": "4.15.10", "image": "quay.io/r@sha256:aa"}]);
+        cv["status"]["conditionalUpdates"] =
+            json!([{"release": {"version": "4.16.2", "image": "quay.io/r@sha256:bb"}}]);
+        fixture::view(vec![cv])
+    }
+
+    #[rstest]
+    #[case::available_version("4.15.10", "quay.io/r@sha256:aa", Some("4.15.10"))]
+    #[case::conditional_version("4.16.2", "quay.io/r@sha256:bb", Some("4.16.2"))]
+    #[case::unknown_version("4.16.9", "", Some("4.16.9"))]
+    #[case::known_image(
+        "mirror.example/r@sha256:bb",
+        "mirror.example/r@sha256:bb",
+        Some("4.16.2")
+    )]
+    #[case::unknown_image("quay.io/r@sha256:cc", "quay.io/r@sha256:cc", None)]
+    fn targets_resolve_like_the_cvo(
+        #[case] to: &str,
+        #[case] image: &str,
+        #[case] version: Option<&str>,
+    ) {
+        let target = Target::resolve(&view(), to);
+        assert_eq!(target.image, image);
+        assert_eq!(target.version, version.and_then(Version::parse));
+    }
+
+    #[test]
+    fn a_warning_finding_counts_as_a_warning_and_panics_are_errors() {
+        struct Warns;
+        impl Check for Warns {
+            fn name(&self) -> &'static str {
+                "Warns"
+            }
+            fn severity(&self) -> Severity {
+                Severity::Blocking
+            }
+            fn run(&self, _: &Context) -> Finding {
+                Finding::warn("only a warning")
+            }
+        }
+        struct Panics;
+        impl Check for Panics {
+            fn name(&self) -> &'static str {
+                "Panics"
+            }
+            fn severity(&self) -> Severity {
+                Severity::Blocking
+            }
+            fn run(&self, _: &Context) -> Finding {
+                panic!("bad data")
+            }
+        }
+        let view = view();
+        let target = Target::resolve(&view, "4.15.10");
+        let ctx = Context::new(&view, &target, fixture::NOW.parse().unwrap());
+        let checks: Vec<Box<dyn Check>> = vec![Box::new(Warns), Box::new(Panics)];
+        let results = run(&checks, &ctx, &[]);
+        assert_eq!(
+            (results[0].outcome, results[0].severity),
+            (Outcome::Fail, Severity::Warning)
+        );
+        assert_eq!(results[1].outcome, Outcome::Error);
+        let summary = summarize(&results);
+        assert_eq!(
+            (summary.warnings, summary.failing, summary.errored),
+            (1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn every_check_name_is_acceptable_as_a_risk_name() {
+        let mut names = std::collections::BTreeSet::new();
+        for check in catalogue() {
+            let name = check.name();
+            assert!(name.starts_with(|c: char| c.is_ascii_uppercase()), "{name}");
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'),
+                "{name}"
+            );
+            assert!(names.insert(name), "{name} twice");
+        }
+    }
+}

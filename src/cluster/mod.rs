@@ -10,6 +10,7 @@ mod events;
 pub mod k8s;
 pub mod live;
 pub mod openshift;
+pub mod prometheus;
 pub mod quantity;
 pub mod selector;
 pub mod snapshot;

@@ -1,6 +1,7 @@
 //! `preflight-gate check`: load the cluster (a snapshot directory, the API
-//! server, or the embedded sample), resolve the target, run the catalogue,
-//! print the report and turn it into an exit code.
+//! server, or the embedded sample) and, if asked, alerts from Prometheus;
+//! resolve the target, run the catalogue, print the report and turn it into
+//! an exit code.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use super::{Format, Report};
 use crate::checks::{self, Context, Target};
 use crate::cli::CheckArgs;
 use crate::cluster::ClusterView;
+use crate::cluster::prometheus::Prometheus;
 
 /// Exit code when the cluster cannot be read or the report not written.
 pub const EXIT_ERROR: u8 = 1;
@@ -25,6 +27,8 @@ pub enum CheckError {
     Snapshot(#[from] crate::cluster::snapshot::SnapshotError),
     #[error("cannot read the cluster: {0:#}")]
     Live(anyhow::Error),
+    #[error(transparent)]
+    Prometheus(#[from] crate::cluster::prometheus::PrometheusError),
     #[error("--to is empty: give a version (4.16.3) or a release image")]
     NoTarget,
 }
@@ -62,11 +66,20 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         return Err(CheckError::NoTarget);
     }
     let progress = progress_bar();
-    let view = load(
+    let mut view = load(
         args.snapshot.as_deref(),
         args.kubeconfig.as_deref(),
         &progress,
     )?;
+    if let Some(url) = &args.prometheus_url {
+        progress.set_message(format!("reading alerts from {url}"));
+        let prometheus = Prometheus {
+            url: url.clone(),
+            token_file: args.prometheus_token_file.clone(),
+            ca_file: args.prometheus_ca.clone(),
+        };
+        view.alerts = Some(runtime()?.block_on(prometheus.alerts())?);
+    }
     let target = Target::resolve(&view, &args.to);
     let ctx = Context::new(&view, &target, jiff::Timestamp::now());
     progress.set_message(format!("running {} checks", checks::catalogue().len()));
@@ -106,12 +119,15 @@ fn load(
     }
 }
 
-fn live(kubeconfig: PathBuf, progress: &ProgressBar) -> Result<ClusterView, CheckError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+fn runtime() -> Result<tokio::runtime::Runtime, CheckError> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| CheckError::Live(e.into()))?;
-    runtime.block_on(async {
+        .map_err(|e| CheckError::Live(e.into()))
+}
+
+fn live(kubeconfig: PathBuf, progress: &ProgressBar) -> Result<ClusterView, CheckError> {
+    runtime()?.block_on(async {
         let client = crate::cluster::client(Some(&kubeconfig))
             .await
             .map_err(CheckError::Live)?;

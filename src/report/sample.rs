@@ -63,3 +63,38 @@ pub const FILES: &[(&str, &str)] = &[
 pub fn load() -> Result<ClusterView, SnapshotError> {
     load_files(FILES)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_file_of_the_example_directory_is_embedded() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/snapshot");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".yaml") || n.ends_with(".json"))
+            .collect();
+        on_disk.sort();
+        let embedded: Vec<&str> = FILES.iter().map(|(name, _)| *name).collect();
+        assert_eq!(on_disk, embedded);
+    }
+
+    #[test]
+    fn the_sample_loads_every_kind_the_checks_read() {
+        let view = load().unwrap();
+        for kind in crate::cluster::KINDS {
+            assert!(view.has(kind), "{kind}");
+        }
+        assert!(view.alerts.is_some());
+        assert_eq!(
+            view.pods
+                .iter()
+                .filter(|p| p.name.starts_with("migrate-"))
+                .count(),
+            0
+        );
+    }
+}

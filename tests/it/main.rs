@@ -5,6 +5,7 @@ mod checks;
 mod generated;
 mod harness;
 mod keys;
+mod prometheus;
 mod report;
 mod reviews;
 mod router;

@@ -1,0 +1,124 @@
+//! Alerts from Prometheus or Thanos (`/api/v1/alerts`), with a bearer token
+//! read from a file (a service account token, reread on every call) and a
+//! CA bundle for the querier's serving certificate.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::alerts::{Alert, AlertsResponse};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PrometheusError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} holds no usable PEM certificate: {message}")]
+    Ca { path: PathBuf, message: String },
+    #[error("cannot ask {url} for alerts: {source}")]
+    Request {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("{url} answered HTTP {status}")]
+    Status { url: String, status: u16 },
+    #[error("{url} did not answer in the /api/v1/alerts format: {message}")]
+    Body { url: String, message: String },
+}
+
+/// Where to read alerts from.
+#[derive(Clone, Debug)]
+pub struct Prometheus {
+    /// Base URL, e.g. `https://thanos-querier.openshift-monitoring.svc:9091`.
+    pub url: String,
+    pub token_file: Option<PathBuf>,
+    pub ca_file: Option<PathBuf>,
+}
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Prometheus {
+    /// The alerts endpoint for the base URL.
+    pub fn endpoint(&self) -> String {
+        format!("{}/api/v1/alerts", self.url.trim_end_matches('/'))
+    }
+
+    /// Fetches every alert (firing and pending).
+    pub async fn alerts(&self) -> Result<Vec<Alert>, PrometheusError> {
+        let url = self.endpoint();
+        // reqwest's rustls needs a process-wide provider; main installs the
+        // same one, so this only matters when the library is used alone.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder().timeout(TIMEOUT);
+        if let Some(path) = &self.ca_file {
+            for cert in read_ca(path)? {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let client = builder.build().map_err(|source| PrometheusError::Request {
+            url: url.clone(),
+            source,
+        })?;
+        let mut request = client.get(&url);
+        if let Some(path) = &self.token_file {
+            let token = read(path)?;
+            request = request.bearer_auth(String::from_utf8_lossy(&token).trim());
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|source| PrometheusError::Request {
+                url: url.clone(),
+                source,
+            })?;
+        if !response.status().is_success() {
+            return Err(PrometheusError::Status {
+                url,
+                status: response.status().as_u16(),
+            });
+        }
+        let body = response
+            .bytes()
+            .await
+            .map_err(|source| PrometheusError::Request {
+                url: url.clone(),
+                source,
+            })?;
+        let parsed: AlertsResponse =
+            serde_json::from_slice(&body).map_err(|e| PrometheusError::Body {
+                url: url.clone(),
+                message: e.to_string(),
+            })?;
+        if parsed.status != "success" {
+            return Err(PrometheusError::Body {
+                url,
+                message: format!("status {:?}", parsed.status),
+            });
+        }
+        Ok(parsed.data.alerts)
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, PrometheusError> {
+    std::fs::read(path).map_err(|source| PrometheusError::Read {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn read_ca(path: &Path) -> Result<Vec<reqwest::Certificate>, PrometheusError> {
+    let pem = read(path)?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| PrometheusError::Ca {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    if certs.is_empty() {
+        return Err(PrometheusError::Ca {
+            path: path.to_owned(),
+            message: "no certificates".to_owned(),
+        });
+    }
+    Ok(certs)
+}
