@@ -2,5 +2,6 @@
 //! the gate served on loopback, and kubectl acting as `oc adm upgrade`, the
 //! console and administrators would.
 
+mod checks_live;
 mod cluster;
 mod flows;
