@@ -1,7 +1,7 @@
 //! ClusterOperatorsHealthy: every ClusterOperator is Available and not
 //! Degraded. The message names each one, how long it has been down, and why.
 
-use super::{Check, Context, Finding, list, require, since};
+use super::{Check, Context, EXCERPT, Finding, excerpt, list, require, since};
 use crate::cluster::openshift::condition;
 use crate::preflight::Severity;
 
@@ -37,12 +37,7 @@ impl Check for ClusterOperatorsHealthy {
                         "{} is {state} for {}: {}",
                         co.metadata.name,
                         since(c.last_transition_time, ctx.now),
-                        c.message
-                            .as_deref()
-                            .unwrap_or("no message")
-                            .lines()
-                            .next()
-                            .unwrap_or("")
+                        excerpt(c.message.as_deref(), EXCERPT)
                     ));
                 }
             }

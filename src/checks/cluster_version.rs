@@ -1,7 +1,7 @@
 //! ClusterVersionState: the cluster-version operator is not Failing, and an
 //! update in progress is only retargeted within its minor version.
 
-use super::{Check, Context, Finding, since};
+use super::{Check, Context, EXCERPT, Finding, excerpt, since};
 use crate::cluster::openshift::{condition, is_true};
 use crate::preflight::Severity;
 use crate::release::Version;
@@ -28,7 +28,7 @@ impl Check for ClusterVersionState {
             return Finding::fail(format!(
                 "the ClusterVersion is Failing for {}: {}",
                 since(failing.last_transition_time, ctx.now),
-                failing.message.as_deref().unwrap_or("no message")
+                excerpt(failing.message.as_deref(), EXCERPT)
             ))
             .with_url(URL);
         }

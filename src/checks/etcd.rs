@@ -2,7 +2,7 @@
 //! and its members report healthy. An update rolls etcd members one at a
 //! time, so it needs every member healthy to keep quorum.
 
-use super::{Check, Context, Finding, require, since};
+use super::{Check, Context, EXCERPT, Finding, excerpt, require, since};
 use crate::cluster::openshift::condition;
 use crate::preflight::Severity;
 
@@ -41,13 +41,14 @@ impl Check for EtcdHealthy {
         }
         if let Some(c) = condition(conditions, "Degraded").filter(|c| c.status == "True") {
             // The operator's message has one line per controller; keep those that complain.
-            let lines: Vec<&str> = c
+            let lines: Vec<String> = c
                 .message
                 .as_deref()
                 .unwrap_or("")
                 .lines()
                 .filter(|l| !l.contains(": No unhealthy") && !l.trim().is_empty())
                 .take(3)
+                .map(|l| excerpt(Some(l), EXCERPT))
                 .collect();
             problems.push(format!(
                 "etcd is Degraded for {}: {}",

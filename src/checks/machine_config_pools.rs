@@ -4,7 +4,7 @@
 //! versions, then unpause the workers once), but paused nodes do not
 //! update, and certificates on them can expire if they stay paused.
 
-use super::{Check, Context, Finding, list, require, since};
+use super::{Check, Context, EXCERPT, Finding, excerpt, list, require, since};
 use crate::cluster::openshift::{Condition, condition, is_true};
 use crate::preflight::Severity;
 
@@ -88,10 +88,8 @@ fn degraded_message(conditions: &[Condition], degraded: &Condition) -> String {
     .into_iter()
     .flatten()
     .filter_map(|c| c.message.as_deref())
-    .map(|m| m.lines().next().unwrap_or("").trim())
-    .find(|m| !m.is_empty())
-    .unwrap_or("no message")
-    .to_owned()
+    .find(|m| !m.trim().is_empty())
+    .map_or_else(|| "no message".to_owned(), |m| excerpt(Some(m), EXCERPT))
 }
 
 #[cfg(test)]

@@ -283,6 +283,27 @@ pub fn list(names: &[String], max: usize) -> String {
     }
 }
 
+/// How much of an operator's message a finding quotes.
+pub const EXCERPT: usize = 240;
+
+/// The first line of `message`, cut to about `max` characters on a word
+/// boundary: operators' messages can run to pages.
+pub fn excerpt(message: Option<&str>, max: usize) -> String {
+    let line = message
+        .and_then(|m| m.lines().map(str::trim).find(|l| !l.is_empty()))
+        .unwrap_or("no message");
+    if line.chars().count() <= max {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(max).collect();
+    let ends_a_word = line.chars().nth(max).is_some_and(char::is_whitespace);
+    let cut = match cut.rsplit_once(' ') {
+        Some((head, _)) if !ends_a_word => head,
+        _ => cut.as_str(),
+    };
+    format!("{}…", cut.trim_end_matches([',', ';', ':']))
+}
+
 /// `3h12m` since `then`.
 pub fn since(then: Option<Timestamp>, now: Timestamp) -> String {
     match then {
@@ -389,6 +410,16 @@ mod tests {
             (summary.warnings, summary.failing, summary.errored),
             (1, 1, 1)
         );
+    }
+
+    #[rstest]
+    #[case(Some("short"), "short")]
+    #[case(Some("\nfirst line\nsecond"), "first line")]
+    #[case(None, "no message")]
+    #[case(Some("aaaa bbbb, cccc dddd"), "aaaa bbbb…")]
+    #[case(Some("ééééééééééééééé"), "éééééééééé…")]
+    fn excerpts(#[case] message: Option<&str>, #[case] expected: &str) {
+        assert_eq!(excerpt(message, 10), expected);
     }
 
     #[test]

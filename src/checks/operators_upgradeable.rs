@@ -1,7 +1,7 @@
 //! ClusterOperatorsUpgradeable: no ClusterOperator says `Upgradeable=False`.
 //! The CVO enforces this for minor and major updates only, so does this check.
 
-use super::{Check, Context, Finding, list, require};
+use super::{Check, Context, EXCERPT, Finding, excerpt, list, require};
 use crate::cluster::openshift::condition;
 use crate::preflight::Severity;
 use crate::release::UpdateKind;
@@ -38,12 +38,7 @@ impl Check for ClusterOperatorsUpgradeable {
                     "{} ({}: {})",
                     co.metadata.name,
                     c.reason.as_deref().unwrap_or("no reason"),
-                    c.message
-                        .as_deref()
-                        .unwrap_or("no message")
-                        .lines()
-                        .next()
-                        .unwrap_or("")
+                    excerpt(c.message.as_deref(), EXCERPT)
                 ))
             })
             .collect();
