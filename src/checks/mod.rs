@@ -317,6 +317,12 @@ pub fn since(then: Option<Timestamp>, now: Timestamp) -> String {
 /// Skips a check whose data was not loaded: `Err(Skipped)` naming the
 /// first missing kind.
 pub fn require(view: &ClusterView, kinds: &[&str]) -> Result<(), Finding> {
+    if let Some((kind, why)) = kinds
+        .iter()
+        .find_map(|k| view.unreadable.get(*k).map(|why| (k, why)))
+    {
+        return Err(Finding::error(format!("cannot list {kind} objects: {why}")));
+    }
     match kinds.iter().find(|k| !view.has(k)) {
         Some(kind) => Err(Finding::skipped(format!(
             "no {kind} objects in the cluster data"
@@ -420,6 +426,27 @@ mod tests {
     #[case(Some("ééééééééééééééé"), "éééééééééé…")]
     fn excerpts(#[case] message: Option<&str>, #[case] expected: &str) {
         assert_eq!(excerpt(message, 10), expected);
+    }
+
+    #[test]
+    fn a_kind_that_could_not_be_listed_is_an_error_not_a_skip() {
+        let mut view = view();
+        view.unreadable.insert(
+            "Secret".to_owned(),
+            "secrets is forbidden: User \"support\" cannot list resource \"secrets\"".to_owned(),
+        );
+        let finding = require(&view, &["Node", "Secret"]).unwrap_err();
+        assert_eq!(finding.outcome, Outcome::Error);
+        assert!(
+            finding
+                .message
+                .starts_with("cannot list Secret objects: secrets is forbidden")
+        );
+        assert_eq!(
+            require(&view, &["Node"]).unwrap_err().outcome,
+            Outcome::Skipped
+        );
+        assert!(require(&view, &["ClusterVersion"]).is_ok());
     }
 
     #[test]

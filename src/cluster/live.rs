@@ -108,7 +108,8 @@ pub const SOURCES: &[Source] = &[
 
 /// Lists every kind the checks read. A kind whose API is not served (say,
 /// a plain Kubernetes cluster with no MachineConfigPools) is left out of
-/// `ClusterView::loaded`, so checks that need it say so.
+/// `ClusterView::loaded`, and one the client may not list is recorded in
+/// `ClusterView::unreadable`, so checks that need it say so.
 pub async fn load(client: &kube::Client) -> Result<ClusterView, kube::Error> {
     load_with_progress(client, |_, _| {}).await
 }
@@ -137,6 +138,11 @@ pub async fn load_with_progress(
             let page = match api.list(&params).await {
                 Ok(page) => page,
                 Err(kube::Error::Api(e)) if e.code == 404 => break,
+                // Say so in the checks that need the kind, rather than give up.
+                Err(kube::Error::Api(e)) if e.code == 403 => {
+                    view.unreadable.insert(source.kind.to_owned(), e.message);
+                    break;
+                }
                 Err(e) => return Err(e),
             };
             view.mark_loaded(source.kind);

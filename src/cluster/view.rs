@@ -4,7 +4,7 @@
 //! the view records which kinds were loaded at all, so that a check can tell
 //! "none in the cluster" from "not in the data".
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Deserializer};
 
@@ -58,6 +58,8 @@ pub struct ClusterView {
     pub alerts: Option<Vec<Alert>>,
     /// The kinds that were loaded, even when there were none of them.
     pub loaded: BTreeSet<String>,
+    /// Kinds the live source could not list, and why (e.g. RBAC).
+    pub unreadable: BTreeMap<String, String>,
 }
 
 impl ClusterView {

@@ -23,18 +23,40 @@ use crate::cluster::{World, lock};
 const NS: &str = "e2e-checks";
 const SHARED_CRDS: &str = "../shared/fixtures/openshift-crds";
 
-/// The admin kubeconfig, as `up` prints it (it reuses the running plane).
-fn admin_kubeconfig() -> PathBuf {
+/// A kubeconfig variable of the control plane's env file, as `up` points
+/// to it (it reuses the running plane): `ADMIN_KUBECONFIG`, `ALICE_KUBECONFIG`.
+fn kubeconfig(variable: &str) -> PathBuf {
     let root = env!("CARGO_MANIFEST_DIR");
     let out = Command::new(format!("{root}/tests/control-plane/up"))
         .output()
         .expect("up runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let path = stdout
+    let env_file = stdout
         .lines()
-        .find_map(|l| l.strip_prefix("export KUBECONFIG="))
-        .expect("up prints the kubeconfig");
-    PathBuf::from(path.trim().trim_matches(['"', '\'']))
+        .find_map(|l| l.strip_prefix("source "))
+        .expect("up prints the env file")
+        .trim()
+        .to_owned();
+    let out = Command::new("bash")
+        .args(["-c", "set -a; source \"$1\"; printf %s \"${!2}\"", "env"])
+        .arg(&env_file)
+        .arg(variable)
+        .output()
+        .expect("bash runs");
+    let path = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!path.is_empty(), "{variable} is not in {env_file}");
+    PathBuf::from(path)
+}
+
+fn load_as(variable: &str) -> preflight_gate::cluster::ClusterView {
+    let kubeconfig = kubeconfig(variable);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = preflight_gate::cluster::client(Some(&kubeconfig))
+            .await
+            .unwrap();
+        preflight_gate::cluster::live::load(&client).await.unwrap()
+    })
 }
 
 fn condition(type_: &str, status: &str) -> Value {
@@ -234,14 +256,7 @@ fn the_live_source_feeds_the_same_checks_as_a_snapshot() {
     let mut objects = Objects::new(world);
     create_cluster(&mut objects);
 
-    let kubeconfig = admin_kubeconfig();
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let view = runtime.block_on(async {
-        let client = preflight_gate::cluster::client(Some(&kubeconfig))
-            .await
-            .unwrap();
-        preflight_gate::cluster::live::load(&client).await.unwrap()
-    });
+    let view = load_as("ADMIN_KUBECONFIG");
     for kind in [
         "ClusterVersion",
         "ClusterOperator",
@@ -338,4 +353,36 @@ fn the_live_source_feeds_the_same_checks_as_a_snapshot() {
         assert_eq!(r.outcome, outcome, "{check}: {}", r.message);
         assert!(r.message.contains(says), "{check}: {}", r.message);
     }
+}
+
+#[test]
+fn kinds_the_user_may_not_list_are_errors_that_say_so() {
+    let (_turn, world) = lock();
+    install_openshift_crds(world);
+    // Alice may read the ClusterVersion and nothing else the checks need.
+    let view = load_as("ALICE_KUBECONFIG");
+    assert!(view.has("ClusterVersion"));
+    assert!(
+        view.unreadable.contains_key("Node"),
+        "{:?}",
+        view.unreadable
+    );
+    assert!(view.unreadable.contains_key("Secret"));
+    let target = Target::resolve(&view, "4.15.3");
+    let ctx = Context::new(
+        &view,
+        &target,
+        "2026-11-30T12:00:00Z".parse::<Timestamp>().unwrap(),
+    );
+    let results = checks::run(&checks::catalogue(), &ctx, &[]);
+    let nodes = result(&results, "NodesReady");
+    assert_eq!(nodes.outcome, Outcome::Error, "{}", nodes.message);
+    assert!(
+        nodes
+            .message
+            .starts_with("cannot list Node objects: nodes is forbidden"),
+        "{}",
+        nodes.message
+    );
+    assert_eq!(result(&results, "TargetRecommended").outcome, Outcome::Pass);
 }
