@@ -97,7 +97,7 @@ fn pool_shortfall(pool: &str, nodes: &[&Node], load: &HashMap<&str, Load>) -> Op
             .iter()
             .filter(|n| n.name() != busiest.name() && usable(n))
             .map(|n| pick(free(n)))
-            .sum();
+            .fold(0, u64::saturating_add);
         if room < need {
             let (need, room) = match resource {
                 "CPU" => (format!("{need}m"), format!("{room}m")),

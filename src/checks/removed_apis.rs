@@ -15,7 +15,8 @@ const URL: &str = "https://access.redhat.com/articles/6955381";
 
 /// The Kubernetes minor version of an OpenShift release: 4.N ships 1.(N+13).
 pub fn kubernetes_minor(openshift: &Version) -> Option<(u64, u64)> {
-    (openshift.major == 4).then_some((1, openshift.minor + 13))
+    let minor = openshift.minor.checked_add(13)?;
+    (openshift.major == 4).then_some((1, minor))
 }
 
 fn parse_release(text: &str) -> Option<(u64, u64)> {

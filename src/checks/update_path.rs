@@ -59,7 +59,7 @@ impl Check for UpdatePath {
             return Finding::fail(format!(
                 "{current} to {target} crosses {hops} minor versions; update one minor version at a time (to {}.{} first)",
                 current.major,
-                current.minor + 1
+                current.minor.saturating_add(1)
             ))
             .with_url(URL);
         }
@@ -107,6 +107,7 @@ mod tests {
     #[case::rollback_elsewhere(&["4.15.10", "4.15.3"], "4.15.5", Outcome::Fail, "only supported to the previous patch version the cluster ran (4.15.3)")]
     #[case::rollback_minor(&["4.16.1", "4.15.3"], "4.15.3", Outcome::Fail, "a rollback is only supported")]
     #[case::same(&["4.15.3"], "4.15.3", Outcome::Pass, "the version the cluster runs")]
+    #[case::absurd(&["4.15.3"], "4.18446744073709551615.0", Outcome::Fail, "crosses 18446744073709551600 minor versions")]
     fn paths(
         #[case] versions: &[&str],
         #[case] to: &str,
