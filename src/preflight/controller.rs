@@ -43,6 +43,9 @@ pub struct Settings {
 
 struct Ctx {
     client: kube::Client,
+    /// When this replica became the leader: a run still marked Running from
+    /// before then belonged to a leader that is gone.
+    leading_since: Timestamp,
     settings: Settings,
     recorder: Recorder,
     metrics: Metrics,
@@ -54,11 +57,13 @@ pub enum Error {
     WriteStatus { name: String, source: kube::Error },
 }
 
-/// Why a run is due, if one is.
+/// Why a run is due, if one is. `leading_since` is when this replica became
+/// the leader.
 pub fn run_due(
     object: &UpdatePreflight,
     refresh: Duration,
     run_timeout: Duration,
+    leading_since: Timestamp,
     now: Timestamp,
 ) -> Option<&'static str> {
     let Some(status) = &object.status else {
@@ -69,10 +74,12 @@ pub fn run_due(
         None => return Some("new"),
         Some(Phase::Pending) => return Some("pending"),
         Some(Phase::Running) => {
-            // A run whose replica died mid-way is started again.
-            let stuck =
-                started.is_none_or(|s| now.duration_since(s).unsigned_abs() > run_timeout * 2);
-            return stuck.then_some("an earlier run did not finish");
+            // Started by an earlier leader, or running far past its timeout:
+            // its replica is gone, so it is started again.
+            let orphaned = started.is_none_or(|s| {
+                s < leading_since || now.duration_since(s).unsigned_abs() > run_timeout * 2
+            });
+            return orphaned.then_some("an earlier run did not finish");
         }
         Some(_) => {}
     }
@@ -109,6 +116,7 @@ pub async fn run(client: kube::Client, settings: Settings, metrics: Metrics, ins
     );
     let ctx = Arc::new(Ctx {
         client: client.clone(),
+        leading_since: Timestamp::now(),
         settings: settings.clone(),
         recorder,
         metrics,
@@ -131,12 +139,14 @@ fn error_policy(_object: Arc<UpdatePreflight>, error: &Error, _ctx: Arc<Ctx>) ->
 async fn reconcile(object: Arc<UpdatePreflight>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let settings = &ctx.settings;
     let now = Timestamp::now();
-    let Some(why) = run_due(
+    let due = run_due(
         &object,
         settings.refresh_interval,
         settings.run_timeout,
+        ctx.leading_since,
         now,
-    ) else {
+    );
+    let Some(why) = due else {
         return Ok(next_check(&object, settings));
     };
     let name = object.name_any();
@@ -366,7 +376,7 @@ fn cluster_versions(client: &kube::Client) -> Api<DynamicObject> {
 }
 
 /// Refreshes when the ClusterVersion changes (a new target offered, one
-/// withdrawn) and every minute besides, for garbage collection.
+/// withdrawn) and periodically besides, for garbage collection.
 async fn refresh_loop(ctx: Arc<Ctx>) {
     if ctx.settings.refresh_interval.is_zero() {
         return;
@@ -375,7 +385,11 @@ async fn refresh_loop(ctx: Arc<Ctx>) {
     let mut changes = watcher::watcher(cluster_versions(&ctx.client), config)
         .default_backoff()
         .boxed();
-    let mut tick = tokio::time::interval(Duration::from_secs(60));
+    let period = ctx
+        .settings
+        .gc_grace
+        .clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
@@ -540,7 +554,13 @@ mod tests {
             requested,
         );
         assert_eq!(
-            run_due(&o, Duration::from_secs(3600), Duration::from_secs(300), now),
+            run_due(
+                &o,
+                Duration::from_secs(3600),
+                Duration::from_secs(300),
+                "2026-11-30T11:00:00Z".parse().unwrap(),
+                now
+            ),
             due
         );
     }
@@ -550,9 +570,34 @@ mod tests {
         let now: Timestamp = "2026-11-30T12:00:00Z".parse().unwrap();
         let o = object(Some("Running"), "2026-11-30T11:00:00Z", None, 1, 0, None);
         assert_eq!(
-            run_due(&o, Duration::from_secs(3600), Duration::from_secs(300), now),
+            run_due(
+                &o,
+                Duration::from_secs(3600),
+                Duration::from_secs(300),
+                "2026-11-30T11:00:00Z".parse().unwrap(),
+                now
+            ),
             Some("an earlier run did not finish")
         );
+        // Recent, but started before this replica led: its leader is gone.
+        let recent = object(Some("Running"), "2026-11-30T11:59:00Z", None, 1, 0, None);
+        let took_over: Timestamp = "2026-11-30T11:59:30Z".parse().unwrap();
+        let due = run_due(
+            &recent,
+            Duration::from_secs(3600),
+            Duration::from_secs(300),
+            took_over,
+            now,
+        );
+        assert_eq!(due, Some("an earlier run did not finish"));
+        let ours = run_due(
+            &recent,
+            Duration::from_secs(3600),
+            Duration::from_secs(300),
+            "2026-11-30T11:58:00Z".parse().unwrap(),
+            now,
+        );
+        assert_eq!(ours, None, "a run this leader started is left to finish");
     }
 
     #[test]
@@ -567,7 +612,13 @@ mod tests {
             None,
         );
         assert_eq!(
-            run_due(&o, Duration::ZERO, Duration::from_secs(300), now),
+            run_due(
+                &o,
+                Duration::ZERO,
+                Duration::from_secs(300),
+                "2025-01-01T00:00:00Z".parse().unwrap(),
+                now
+            ),
             None
         );
     }

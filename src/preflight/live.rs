@@ -77,7 +77,11 @@ impl LiveSource {
         while let Some(event) = events.next().await {
             match event {
                 Ok(event) => {
-                    self.mark_up();
+                    // Init is emitted before the list is even tried: only
+                    // what came from the API server proves it answered.
+                    if !matches!(event, Event::Init) {
+                        self.mark_up();
+                    }
                     match event {
                         Event::Init => buffer.clear(),
                         Event::InitApply(object) => buffer.push(object),

@@ -4,3 +4,4 @@
 
 mod cluster;
 mod flows;
+mod runs;
