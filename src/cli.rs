@@ -38,6 +38,8 @@ pub enum Command {
     /// Run the preflight checks for an update and print the report. Exit
     /// codes: 0 all pass, 3 blocking failures, 4 warnings only, 1 or 2 errors.
     Check(CheckArgs),
+    /// Ask the cluster's gate for a preflight run of a target and print the result.
+    Run(RunArgs),
 }
 
 #[derive(Debug, Args)]
@@ -50,6 +52,8 @@ pub struct ServeArgs {
     pub cluster: ClusterArgs,
     #[command(flatten)]
     pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub controller: ControllerArgs,
 }
 
 #[derive(Debug, Args)]
@@ -116,9 +120,85 @@ pub struct ClusterArgs {
     /// with neither, the gate runs without a cluster and refuses overrides.
     #[arg(long, env = "PREFLIGHT_GATE_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
-    /// Name of this instance in Events (the pod name in a cluster).
+    /// Name of this instance in Events and the Lease (the pod name in a cluster).
     #[arg(long, env = "PREFLIGHT_GATE_INSTANCE")]
     pub instance: Option<String>,
+    /// With a cluster, results turn stale once the watch feeding them has
+    /// been down this long.
+    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_STALE_AFTER")]
+    pub stale_after: Duration,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Controller (with a cluster)")]
+pub struct ControllerArgs {
+    /// Run the preflight controller (leader-elected: one replica runs suites).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "PREFLIGHT_GATE_CONTROLLER")]
+    pub controller: bool,
+    /// Namespace of the controller's Lease.
+    #[arg(
+        long,
+        default_value = "preflight-gate",
+        env = "PREFLIGHT_GATE_NAMESPACE"
+    )]
+    pub namespace: String,
+    /// Name of the controller's Lease.
+    #[arg(
+        long,
+        default_value = "preflight-gate-controller",
+        env = "PREFLIGHT_GATE_LEASE_NAME"
+    )]
+    pub lease_name: String,
+    /// How long the Lease holds without renewal; a new leader takes over after it.
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_LEASE_DURATION")]
+    pub lease_duration: Duration,
+    /// How often the targets the update graph offers are checked again; 0s turns proactive refresh off.
+    #[arg(long, default_value = "30m", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_REFRESH_INTERVAL")]
+    pub refresh_interval: Duration,
+    /// Time allowed for a whole run.
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_RUN_TIMEOUT")]
+    pub run_timeout: Duration,
+    /// Time allowed for one check.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_CHECK_TIMEOUT")]
+    pub check_timeout: Duration,
+    /// Runs at once.
+    #[arg(long, default_value_t = 2, env = "PREFLIGHT_GATE_RUN_CONCURRENCY")]
+    pub run_concurrency: u16,
+    /// How long an auto-created UpdatePreflight whose target is no longer offered is kept.
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_GC_GRACE")]
+    pub gc_grace: Duration,
+    /// Built-in checks to run (comma-separated); all when not given.
+    #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_CHECKS")]
+    pub checks: Vec<String>,
+}
+
+impl ControllerArgs {
+    pub fn settings(&self) -> crate::preflight::controller::Settings {
+        crate::preflight::controller::Settings {
+            refresh_interval: self.refresh_interval,
+            run_timeout: self.run_timeout,
+            check_timeout: self.check_timeout,
+            concurrency: self.run_concurrency,
+            gc_grace: self.gc_grace,
+            checks: self.checks.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The target: a version offered to the cluster, or a release image pullspec.
+    #[arg(long)]
+    pub to: String,
+    /// Wait for the result and print it.
+    #[arg(long)]
+    pub wait: bool,
+    /// How long to wait.
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// Kubeconfig (default: KUBECONFIG, ~/.kube/config or in-cluster).
+    #[arg(long, env = "PREFLIGHT_GATE_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -16,15 +16,21 @@ fn main() -> std::process::ExitCode {
     }
     let _ = rustls::crypto::ring::default_provider().install_default();
 
+    let runtime = || tokio::runtime::Runtime::new().map_err(anyhow::Error::from);
     let result = match cli.command {
-        Command::Certs(args) => preflight_gate::run::certs(&args),
+        Command::Certs(args) => {
+            preflight_gate::run::certs(&args).map(|()| std::process::ExitCode::SUCCESS)
+        }
         Command::Check(args) => return preflight_gate::report::command::run(&args),
-        Command::Serve(args) => tokio::runtime::Runtime::new()
-            .map_err(anyhow::Error::from)
-            .and_then(|rt| rt.block_on(preflight_gate::run::serve(*args))),
+        Command::Serve(args) => runtime()
+            .and_then(|rt| rt.block_on(preflight_gate::run::serve(*args)))
+            .map(|()| std::process::ExitCode::SUCCESS),
+        Command::Run(args) => {
+            runtime().and_then(|rt| rt.block_on(preflight_gate::run::run_preflight(args)))
+        }
     };
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             tracing::error!("{e:#}");
             std::process::ExitCode::FAILURE

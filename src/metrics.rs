@@ -32,6 +32,16 @@ pub struct Metrics {
     pub effects: IntCounterVec,
     /// Side effects (runs, Events) that could not be carried out, by kind.
     pub effect_failures: IntCounterVec,
+    /// UpdatePreflight objects in the webhook's cache.
+    pub results_cached: IntGauge,
+    /// 1 while the results watch is healthy.
+    pub results_watch_up: IntGauge,
+    /// 1 while this replica holds the controller's Lease.
+    pub controller_leader: IntGauge,
+    /// Preflight runs finished, by phase (Passed, Failed, Error).
+    pub runs: IntCounterVec,
+    /// Duration of preflight runs.
+    pub run_seconds: Histogram,
 }
 
 impl Metrics {
@@ -89,6 +99,39 @@ impl Metrics {
             .namespace(PREFIX),
         )?;
         registry.register(Box::new(tls_cert_expiry.clone()))?;
+        let gauge = |name: &str, help: &str| -> prometheus::Result<IntGauge> {
+            let g = IntGauge::with_opts(Opts::new(name, help).namespace(PREFIX))?;
+            registry.register(Box::new(g.clone()))?;
+            Ok(g)
+        };
+        let results_cached = gauge(
+            "results_cached_objects",
+            "UpdatePreflight objects in the webhook's results cache.",
+        )?;
+        let results_watch_up = gauge(
+            "results_watch_up",
+            "1 while the watch feeding the results cache is healthy.",
+        )?;
+        let controller_leader = gauge(
+            "controller_leader",
+            "1 while this replica holds the preflight controller's Lease.",
+        )?;
+        let runs = counter(
+            "preflight_runs_total",
+            "Preflight runs finished, by phase (Passed, Failed, Error).",
+            &["phase"],
+        )?;
+        let run_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "preflight_run_duration_seconds",
+                "Duration of preflight runs.",
+            )
+            .namespace(PREFIX)
+            .buckets(vec![
+                0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+            ]),
+        )?;
+        registry.register(Box::new(run_seconds.clone()))?;
         for result in ["success", "failure"] {
             tls_reloads.with_label_values(&[result]);
         }
@@ -102,6 +145,11 @@ impl Metrics {
             tls_cert_expiry,
             effects,
             effect_failures,
+            results_cached,
+            results_watch_up,
+            controller_leader,
+            runs,
+            run_seconds,
         })
     }
 

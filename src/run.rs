@@ -7,10 +7,10 @@ use anyhow::Context;
 use tracing::{info, warn};
 
 use crate::certs;
-use crate::cli::{CertsArgs, ServeArgs};
+use crate::cli::{CertsArgs, RunArgs, ServeArgs};
 use crate::cluster::{self, EventRecorder, NoCluster, OverrideAuthorizer, SubjectAccessReviewer};
 use crate::metrics::Metrics;
-use crate::preflight::{DirectorySource, ResultSource};
+use crate::preflight::{DirectorySource, LiveSource, ResultSource, controller, leader};
 use crate::server::{self, CertFiles, Gate, Health, Listen, ReloadingCert};
 
 /// The example review the first-run hint posts.
@@ -64,13 +64,30 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let metrics = Metrics::new()?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
 
-    let source: Arc<dyn ResultSource> = match &args.cluster.results_dir {
-        Some(dir) => {
+    let kubeconfig = args.cluster.kubeconfig.as_deref();
+    let client = if cluster_configured(kubeconfig) {
+        Some(
+            cluster::client(kubeconfig)
+                .await
+                .context("connecting to the cluster")?,
+        )
+    } else {
+        warn!("no cluster configured: overrides cannot be authorized and no Events are published");
+        None
+    };
+    let instance = args.cluster.instance.clone().unwrap_or_else(instance_name);
+
+    let source: Arc<dyn ResultSource> = match (&args.cluster.results_dir, &client) {
+        (Some(dir), _) => {
             let source = DirectorySource::load(dir)?;
             info!(dir = %dir.display(), objects = source.len(), "serving results from a directory");
             Arc::new(source)
         }
-        None => {
+        (None, Some(client)) => {
+            info!("serving results from the cluster's UpdatePreflight objects");
+            LiveSource::spawn(client.clone(), args.cluster.stale_after, metrics.clone())
+        }
+        (None, None) => {
             let source = DirectorySource::embedded();
             info!(
                 objects = source.len(),
@@ -79,25 +96,17 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             Arc::new(source)
         }
     };
-
-    let kubeconfig = args.cluster.kubeconfig.as_deref();
-    let (authorizer, events): (Arc<dyn OverrideAuthorizer>, Option<EventRecorder>) =
-        if cluster_configured(kubeconfig) {
-            let client = cluster::client(kubeconfig)
-                .await
-                .context("connecting to the cluster")?;
-            let events = EventRecorder::spawn(
+    let (authorizer, events): (Arc<dyn OverrideAuthorizer>, Option<EventRecorder>) = match &client {
+        Some(client) => (
+            Arc::new(SubjectAccessReviewer::new(client.clone())),
+            Some(EventRecorder::spawn(
                 client.clone(),
-                args.cluster.instance.clone(),
+                Some(instance.clone()),
                 metrics.clone(),
-            );
-            (Arc::new(SubjectAccessReviewer::new(client)), Some(events))
-        } else {
-            warn!(
-                "no cluster configured: overrides cannot be authorized and no Events are published"
-            );
-            (Arc::new(NoCluster), None)
-        };
+            )),
+        ),
+        None => (Arc::new(NoCluster), None),
+    };
 
     let files = cert_files(&args)?;
     let cert = Arc::new(
@@ -118,6 +127,48 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             server::webhook::PATH
         );
     }
+
+    // SIGTERM stops the servers and the controller alike.
+    let (stopping, stopped) = tokio::sync::watch::channel(false);
+    let until_stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let leader = match (
+        &client,
+        args.controller.controller,
+        &args.cluster.results_dir,
+    ) {
+        (Some(client), true, None) => {
+            let lease = leader::LeaseSettings {
+                namespace: args.controller.namespace.clone(),
+                name: args.controller.lease_name.clone(),
+                identity: instance.clone(),
+                duration: args.controller.lease_duration,
+            };
+            let (client, settings, metrics) =
+                (client.clone(), args.controller.settings(), metrics.clone());
+            let work = {
+                let (client, metrics, instance) =
+                    (client.clone(), metrics.clone(), instance.clone());
+                move || {
+                    controller::run(
+                        client.clone(),
+                        settings.clone(),
+                        metrics.clone(),
+                        instance.clone(),
+                    )
+                }
+            };
+            Some(tokio::spawn(leader::lead(
+                client,
+                lease,
+                metrics,
+                work,
+                until_stopped(stopped.clone()),
+            )))
+        }
+        _ => None,
+    };
 
     let gate = Arc::new(Gate {
         source: source.clone(),
@@ -140,5 +191,132 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         shutdown_delay: args.server.shutdown_delay,
         shutdown_grace: args.server.shutdown_grace,
     };
-    server::run(listen, tls, gate, health, server::signal()).await
+    let shutdown = async move {
+        server::signal().await;
+        let _ = stopping.send(true);
+    };
+    let served = server::run(listen, tls, gate, health, shutdown).await;
+    if let Some(leader) = leader {
+        let _ = leader.await;
+    }
+    served
+}
+
+/// This replica's name: the pod name in a cluster, else the host name.
+fn instance_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| format!("preflight-gate-{}", std::process::id()))
+}
+
+/// `preflight-gate run`: creates or refreshes the target's UpdatePreflight
+/// and, with `--wait`, follows it to its result. Exit codes: 0 passed,
+/// 3 blocking failures, 1 error.
+pub async fn run_preflight(args: RunArgs) -> anyhow::Result<std::process::ExitCode> {
+    use crate::admission::clusterversion::{ClusterVersion, Resolution};
+    use crate::preflight::{Phase, RunRequest, UpdatePreflight, live};
+    use crate::release::ReleaseKey;
+    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+    use std::process::ExitCode;
+
+    let client = cluster::client(args.kubeconfig.as_deref())
+        .await
+        .context("connecting to the cluster")?;
+    // Resolve the target as the gate does, from the cluster's ClusterVersion.
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion"),
+        "clusterversions",
+    );
+    let cvs: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let mut cv: ClusterVersion = match cvs.get_opt("version").await? {
+        Some(object) => serde_json::from_value(serde_json::to_value(object)?)?,
+        None => ClusterVersion::default(),
+    };
+    let is_image = args.to.contains('/') || args.to.contains('@');
+    cv.spec.desired_update = Some(crate::admission::clusterversion::DesiredUpdate {
+        image: is_image.then(|| args.to.clone()),
+        version: (!is_image).then(|| args.to.clone()),
+        ..Default::default()
+    });
+    let target = match cv.resolve_target() {
+        Resolution::Target(target) => target,
+        _ => anyhow::bail!(
+            "{} is not offered to this cluster; give the release image instead",
+            args.to
+        ),
+    };
+    let api: Api<UpdatePreflight> = Api::all(client);
+    let existing = api
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .find(|o| ReleaseKey::from_image(&o.spec.image) == target.key);
+    let requested = jiff::Timestamp::now();
+    let request = RunRequest {
+        image: target.image.clone(),
+        version: target.version.clone(),
+        existing: existing.and_then(|o| o.metadata.name),
+    };
+    let name = live::trigger(&api, &request).await?;
+    eprintln!(
+        "preflight run requested for {}: updatepreflight/{name}",
+        target.display()
+    );
+    if !args.wait {
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let progress = indicatif::ProgressBar::new_spinner();
+    progress.set_message(format!("waiting for the preflight of {}", target.display()));
+    progress.enable_steady_tick(std::time::Duration::from_millis(120));
+    let deadline = tokio::time::Instant::now() + args.timeout;
+    let done = loop {
+        if let Some(object) = api.get_opt(&name).await?
+            && let Some(status) = &object.status
+        {
+            let started_after = status.start_time.as_ref().is_some_and(|t| {
+                t.0 >= requested
+                    .checked_sub(jiff::SignedDuration::from_secs(1))
+                    .unwrap_or(requested)
+            });
+            match status.phase {
+                Some(Phase::Passed | Phase::Failed | Phase::Error) if started_after => {
+                    break object;
+                }
+                Some(phase) => progress.set_message(format!("{}: {phase:?}", target.display())),
+                None => {}
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            progress.finish_and_clear();
+            anyhow::bail!(
+                "no result within {}",
+                humantime::format_duration(args.timeout)
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+    progress.finish_and_clear();
+    let status = done.status.unwrap_or_default();
+    println!(
+        "{}: {:?}",
+        target.display(),
+        status.phase.unwrap_or(Phase::Error)
+    );
+    for result in &status.results {
+        println!(
+            "  {:<32} {:<9} {:<8} {}",
+            result.name,
+            format!("{:?}", result.severity),
+            format!("{:?}", result.outcome),
+            result.message
+        );
+    }
+    Ok(match status.phase {
+        Some(Phase::Passed) => ExitCode::SUCCESS,
+        Some(Phase::Failed) => ExitCode::from(3),
+        _ => ExitCode::from(1),
+    })
 }

@@ -385,6 +385,7 @@ fn run_request(target: &Target) -> RunRequest {
     RunRequest {
         image: target.image.clone(),
         version: target.version.clone(),
+        existing: None,
     }
 }
 

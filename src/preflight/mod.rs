@@ -1,8 +1,13 @@
-//! Preflight results: the `UpdatePreflight` API, the in-memory cache the
-//! webhook reads, and the sources that fill it.
+//! Preflight runs and results: the `UpdatePreflight` API, the in-memory
+//! cache the webhook reads and the sources that fill it (a directory, or the
+//! cluster through a watch), and the leader-elected controller that runs
+//! suites and writes their results.
 
 mod cache;
+pub mod controller;
 mod crd;
+pub mod leader;
+pub mod live;
 mod source;
 
 pub use cache::ResultCache;
@@ -10,4 +15,5 @@ pub use crd::{
     CheckResult, FailurePolicy, Outcome, Phase, Severity, Summary, UpdatePreflight,
     UpdatePreflightSpec, UpdatePreflightStatus,
 };
+pub use live::LiveSource;
 pub use source::{DirectorySource, LoadError, Lookup, ResultSource, RunRequest};

@@ -20,10 +20,12 @@ pub struct Lookup {
 }
 
 /// A request to run the preflight for a release.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunRequest {
     pub image: String,
     pub version: Option<String>,
+    /// The name of an object that already describes the release.
+    pub existing: Option<String>,
 }
 
 /// Results for the webhook. `lookup` must answer from memory.

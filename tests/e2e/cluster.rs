@@ -30,7 +30,44 @@ pub struct World {
     pub gate_port: u16,
     pub admin_port: u16,
     pub ca_bundle: String,
+    /// The in-process controller replicas; the first is started with the world.
+    pub replicas: Mutex<Vec<Replica>>,
     _dir: tempfile::TempDir,
+}
+
+/// Lease duration of the test replicas: short, so a takeover is quick.
+pub const LEASE_SECONDS: u64 = 6;
+/// How long the gate trusts its cache with the watch down.
+pub const STALE_AFTER_SECONDS: u64 = 3;
+/// Checks the test replicas run: the ones whose data the test cluster has.
+const CHECKS: &str = "ClusterVersionState,ClusterOperatorsHealthy";
+
+/// A controller replica on a runtime of its own, so that killing it drops
+/// every task at once, Lease renewals included, as a crashed pod would.
+pub struct Replica {
+    pub identity: String,
+    pub metrics: preflight_gate::metrics::Metrics,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Replica {
+    /// Kills the replica without releasing its Lease.
+    pub fn kill(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.metrics.controller_leader.get() == 1
+    }
+
+    pub fn runs(&self) -> u64 {
+        ["Passed", "Failed", "Error"]
+            .iter()
+            .map(|p| self.metrics.runs.with_label_values(&[p]).get())
+            .sum()
+    }
 }
 
 pub struct Output {
@@ -86,6 +123,11 @@ fn read_env(file: &Path) -> HashMap<String, String> {
 impl World {
     fn set_up() -> World {
         let _ = rustls::crypto::ring::default_provider().install_default();
+        // RUST_LOG=info shows what the gate and the replicas do.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let up = run(&mut Command::new(format!("{ROOT}/tests/control-plane/up")));
         assert!(up.ok, "the control plane did not come up:\n{}", up.stderr);
         let env_file = up
@@ -102,14 +144,151 @@ impl World {
             gate_port: free_port(),
             admin_port: free_port(),
             ca_bundle: String::new(),
+            replicas: Mutex::new(Vec::new()),
             _dir: dir,
         };
         world.install_crds();
         world.apply_rbac();
+        let _ = world.kubectl(User::Admin, &["create", "namespace", "preflight-gate"]);
         world.create_cluster_version();
+        world.create_cluster_operators();
+        world.seed_results();
         world.ca_bundle = world.start_gate();
+        let first = world.start_replica("controller-a");
+        world.replicas.lock().unwrap().push(first);
         world.register_webhook();
         world
+    }
+
+    /// Starts a controller replica in-process, as `serve` runs it.
+    pub fn start_replica(&self, identity: &str) -> Replica {
+        use preflight_gate::preflight::{controller, leader};
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let metrics = preflight_gate::metrics::Metrics::new().unwrap();
+        let kubeconfig = PathBuf::from(self.var("ADMIN_KUBECONFIG"));
+        let client = runtime
+            .block_on(preflight_gate::cluster::client(Some(&kubeconfig)))
+            .unwrap();
+        let settings = controller::Settings {
+            refresh_interval: Duration::from_secs(24 * 3600),
+            run_timeout: Duration::from_secs(60),
+            check_timeout: Duration::from_secs(10),
+            concurrency: 2,
+            gc_grace: Duration::from_secs(5),
+            checks: CHECKS.split(',').map(String::from).collect(),
+        };
+        let lease = leader::LeaseSettings {
+            namespace: "preflight-gate".into(),
+            name: "preflight-gate-controller".into(),
+            identity: identity.into(),
+            duration: Duration::from_secs(LEASE_SECONDS),
+        };
+        let work = {
+            let (client, metrics, identity) =
+                (client.clone(), metrics.clone(), identity.to_owned());
+            move || {
+                controller::run(
+                    client.clone(),
+                    settings.clone(),
+                    metrics.clone(),
+                    identity.clone(),
+                )
+            }
+        };
+        runtime.spawn(leader::lead(
+            client,
+            lease,
+            metrics.clone(),
+            work,
+            std::future::pending(),
+        ));
+        Replica {
+            identity: identity.into(),
+            metrics,
+            runtime: Some(runtime),
+        }
+    }
+
+    /// The holder of the controller's Lease.
+    pub fn lease_holder(&self) -> String {
+        self.kubectl(
+            User::Admin,
+            &[
+                "get",
+                "lease",
+                "-n",
+                "preflight-gate",
+                "preflight-gate-controller",
+                "-o",
+                "jsonpath={.spec.holderIdentity}",
+            ],
+        )
+        .stdout
+    }
+
+    /// Healthy ClusterOperators, as a cluster at rest reports them.
+    fn create_cluster_operators(&self) {
+        for name in ["authentication", "etcd", "kube-apiserver", "machine-config"] {
+            let co = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator", "metadata": {"name": name}, "spec": {}});
+            let path = self.dir().join(format!("co-{name}.json"));
+            std::fs::write(&path, co.to_string()).unwrap();
+            let _ = self.kubectl(User::Admin, &["create", "-f", path.to_str().unwrap()]);
+            let now = jiff::Timestamp::now().to_string();
+            let conditions = json!({"status": {"conditions": [
+                {"type": "Available", "status": "True", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"},
+                {"type": "Degraded", "status": "False", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"},
+                {"type": "Progressing", "status": "False", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"},
+                {"type": "Upgradeable", "status": "True", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"}],
+                "versions": [{"name": "operator", "version": "4.14.1"}]}});
+            self.admin(&[
+                "patch",
+                "clusteroperator",
+                name,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &conditions.to_string(),
+            ]);
+        }
+    }
+
+    /// The sample results from examples/results/, completed just now, as a
+    /// controller would have written them.
+    fn seed_results(&self) {
+        for file in ["4.15.3-failing.yaml", "4.14.12-passing.yaml"] {
+            let text = std::fs::read_to_string(format!("{ROOT}/examples/results/{file}")).unwrap();
+            let object: Value = serde_saphyr::from_str(&text).unwrap();
+            let name = object["metadata"]["name"].as_str().unwrap().to_owned();
+            let spec_only = json!({"apiVersion": object["apiVersion"], "kind": object["kind"],
+                "metadata": {"name": name}, "spec": object["spec"]});
+            self.apply_json(&spec_only);
+            let mut status = object["status"].clone();
+            let now = jiff::Timestamp::now().to_string();
+            status["startTime"] = json!(now);
+            status["completionTime"] = json!(now);
+            let generation = self.admin(&[
+                "get",
+                "updatepreflight",
+                &name,
+                "-o",
+                "jsonpath={.metadata.generation}",
+            ]);
+            status["observedGeneration"] = json!(generation.trim().parse::<i64>().unwrap());
+            let patch = json!({"status": status}).to_string();
+            self.admin(&[
+                "patch",
+                "updatepreflight",
+                &name,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &patch,
+            ]);
+        }
     }
 
     fn var(&self, name: &str) -> &str {
@@ -154,17 +333,32 @@ impl World {
     }
 
     fn install_crds(&self) {
-        // The real ClusterVersion CRD when the shared fixtures are there, so
-        // our objects are validated by the real schema; ours otherwise.
-        let shared = PathBuf::from(ROOT)
-            .join("../shared/fixtures/openshift-crds/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml");
-        let cluster_version = if shared.exists() {
-            shared
-        } else {
-            PathBuf::from(ROOT).join("tests/control-plane/crds/clusterversion.yaml")
+        // The real OpenShift CRDs when the shared fixtures are there, so our
+        // objects are validated by the real schemas; the project's own otherwise.
+        let crd = |shared: &str, ours: &str| {
+            let shared = PathBuf::from(ROOT)
+                .join("../shared/fixtures/openshift-crds")
+                .join(shared);
+            if shared.exists() {
+                shared
+            } else {
+                PathBuf::from(ROOT)
+                    .join("tests/control-plane/crds")
+                    .join(ours)
+            }
         };
-        let ours = PathBuf::from(ROOT).join("deploy/crds/updatepreflights.preflight.dev.yaml");
-        for crd in [&cluster_version, &ours] {
+        let crds = [
+            crd(
+                "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
+                "clusterversion.yaml",
+            ),
+            crd(
+                "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml",
+                "clusteroperator.yaml",
+            ),
+            PathBuf::from(ROOT).join("deploy/crds/updatepreflights.preflight.dev.yaml"),
+        ];
+        for crd in &crds {
             self.admin(&[
                 "apply",
                 "--server-side",
@@ -179,8 +373,17 @@ impl World {
             "condition=established",
             "--timeout=60s",
             "crd/clusterversions.config.openshift.io",
+            "crd/clusteroperators.config.openshift.io",
             "crd/updatepreflights.preflight.dev",
         ]);
+        // Established is not yet served: wait until discovery lists them.
+        for resource in ["clusterversions", "clusteroperators", "updatepreflights"] {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !self.kubectl(User::Admin, &["get", resource]).ok {
+                assert!(Instant::now() < deadline, "{resource} never served");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
     }
 
     fn apply_rbac(&self) {
@@ -276,6 +479,10 @@ impl World {
             self.var("ADMIN_KUBECONFIG").to_owned(),
             "--shutdown-delay".into(),
             "0s".into(),
+            // The controller runs in separate replicas (see start_replica).
+            "--controller=false".into(),
+            "--stale-after".into(),
+            format!("{STALE_AFTER_SECONDS}s"),
         ];
         let cli = <preflight_gate::cli::Cli as clap::Parser>::try_parse_from(args).unwrap();
         let preflight_gate::cli::Command::Serve(serve) = cli.command else {
@@ -334,6 +541,71 @@ impl World {
         config
     }
 
+    /// Posts a review straight to the gate, bypassing the API server.
+    pub fn post_review(&self, review: &Value) -> Value {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let client = reqwest::Client::builder()
+                .use_rustls_tls()
+                .tls_built_in_root_certs(false)
+                .add_root_certificate(reqwest::Certificate::from_pem(&self.ca_pem()).unwrap())
+                .build()
+                .unwrap();
+            let url = format!(
+                "https://localhost:{}/validate/clusterversion",
+                self.gate_port
+            );
+            let response = client
+                .post(url)
+                .header("content-type", "application/json")
+                .body(review.to_string())
+                .send()
+                .await
+                .unwrap();
+            response.json().await.unwrap()
+        })
+    }
+
+    fn ca_pem(&self) -> Vec<u8> {
+        std::fs::read(self.dir().join("certs/ca.crt")).unwrap()
+    }
+
+    /// UpdatePreflight objects, by name.
+    pub fn update_preflights(&self) -> Vec<Value> {
+        let list: Value =
+            serde_json::from_str(&self.admin(&["get", "updatepreflights", "-o", "json"])).unwrap();
+        list["items"].as_array().unwrap().clone()
+    }
+
+    /// Waits until the object for `image` satisfies `done`; returns it.
+    pub fn wait_for_result(&self, image: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(o) = self
+                .update_preflights()
+                .into_iter()
+                .find(|o| o["spec"]["image"] == image && done(o))
+            {
+                return o;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no UpdatePreflight for {image} {what}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    pub fn restart_apiserver(&self, down_for: Duration) -> std::thread::JoinHandle<Output> {
+        let seconds = down_for.as_secs().to_string();
+        std::thread::spawn(move || {
+            run(Command::new(format!("{ROOT}/tests/control-plane/restart-apiserver")).arg(seconds))
+        })
+    }
+
     pub fn gate_url(&self) -> String {
         format!(
             "https://127.0.0.1:{}/validate/clusterversion",
@@ -374,8 +646,10 @@ impl World {
                 "jsonpath={.webhooks[0].clientConfig.url}",
             ],
         );
-        if !registered.ok || registered.stdout != self.gate_url() {
-            self.register_webhook();
+        let ours = registered.ok && registered.stdout == self.gate_url();
+        if registered.ok && !ours {
+            // Left pointing elsewhere by a test: out of the way first.
+            self.admin(&["delete", "validatingwebhookconfiguration", "preflight-gate"]);
         }
         let cv = self.cluster_version();
         if cv["spec"].get("desiredUpdate").is_some() {
@@ -401,6 +675,9 @@ impl World {
             let mut args = vec!["annotate", "clusterversion", "version"];
             args.extend(annotations.iter().map(String::as_str));
             self.admin(&args);
+        }
+        if !ours {
+            self.register_webhook();
         }
     }
 
@@ -457,6 +734,18 @@ fn rand_suffix() -> String {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
     N.fetch_add(1, Ordering::Relaxed).to_string()
+}
+
+/// What `oc adm upgrade --to-image IMAGE --allow-explicit-upgrade` sends.
+pub fn image_patch_args(image: &str, extra: &[&str]) -> Vec<String> {
+    let patch = json!({"spec": {"desiredUpdate": {"image": image, "version": "", "force": false}}})
+        .to_string();
+    let mut args: Vec<String> = ["patch", "clusterversion", "version", "--type=merge", "-p"]
+        .map(String::from)
+        .to_vec();
+    args.push(patch);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
 }
 
 /// What `oc adm upgrade --to VERSION` sends: a JSON merge patch.

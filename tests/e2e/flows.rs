@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::cluster::{User, WEBHOOK, lock, merge_patch_args, metric};
+use crate::cluster::{User, WEBHOOK, image_patch_args, lock, merge_patch_args, metric};
 
 const DENIED: &str = "denied the request: ";
 
@@ -264,18 +264,21 @@ fn a_server_dry_run_gets_the_verdict_and_triggers_nothing() {
         "{}",
         dry.stderr
     );
+    // A target nobody has checked: a real request would start a run.
+    let unchecked = "quay.io/openshift-release-dev/ocp-release@sha256:6666666666666666666666666666666666666666666666666666666666666666";
     let missing = world.kubectl(
         User::Admin,
-        &merge_patch_args("4.15.16", &["--dry-run=server"]),
+        &image_patch_args(unchecked, &["--dry-run=server"]),
     );
     assert!(!missing.ok);
     assert!(
         missing
             .stderr
-            .contains("no fresh preflight results for 4.15.16"),
+            .contains(&format!("preflight for {unchecked} is running")),
         "{}",
         missing.stderr
     );
+    std::thread::sleep(Duration::from_secs(1));
     let after = world.metrics();
     assert_eq!(
         reviews(&after),
@@ -286,6 +289,13 @@ fn a_server_dry_run_gets_the_verdict_and_triggers_nothing() {
         effects(&after),
         effects(&before),
         "neither triggered anything"
+    );
+    assert!(
+        !world
+            .update_preflights()
+            .iter()
+            .any(|o| o["spec"]["image"] == unchecked),
+        "a dry run created no UpdatePreflight"
     );
 
     // The same request for real does leave its mark.

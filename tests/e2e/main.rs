@@ -5,3 +5,4 @@
 mod checks_live;
 mod cluster;
 mod flows;
+mod runs;

@@ -1,0 +1,640 @@
+//! The preflight controller: runs a target's suite when its `UpdatePreflight`
+//! is new, changed, asked for or old; keeps the update graph's targets
+//! checked ahead of time; garbage-collects what the graph no longer offers.
+//! Only the replica holding the Lease runs it (see `leader`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams,
+};
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use tracing::{Instrument, info, info_span, warn};
+
+use super::live::{AUTO_CREATED, REQUESTED_AT, trigger};
+use super::{CheckResult, Outcome, Phase, RunRequest, UpdatePreflight, UpdatePreflightStatus};
+use crate::checks::{self, Context, Target};
+use crate::cluster::{live, openshift::ClusterVersion};
+use crate::metrics::Metrics;
+use crate::release::{ReleaseKey, Version};
+
+/// How the controller runs.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// How often offered targets are rechecked; zero turns proactive refresh off.
+    pub refresh_interval: Duration,
+    pub run_timeout: Duration,
+    pub check_timeout: Duration,
+    pub concurrency: u16,
+    /// How long an auto-created object whose target is no longer offered is kept.
+    pub gc_grace: Duration,
+    /// Built-in checks to run; all when empty.
+    pub checks: Vec<String>,
+}
+
+struct Ctx {
+    client: kube::Client,
+    /// When this replica became the leader: a run still marked Running from
+    /// before then belonged to a leader that is gone.
+    leading_since: Timestamp,
+    settings: Settings,
+    recorder: Recorder,
+    metrics: Metrics,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot write the status of {name}: {source}")]
+    WriteStatus { name: String, source: kube::Error },
+}
+
+/// Why a run is due, if one is. `leading_since` is when this replica became
+/// the leader.
+pub fn run_due(
+    object: &UpdatePreflight,
+    refresh: Duration,
+    run_timeout: Duration,
+    leading_since: Timestamp,
+    now: Timestamp,
+) -> Option<&'static str> {
+    let Some(status) = &object.status else {
+        return Some("new");
+    };
+    let started = status.start_time.as_ref().map(|t| t.0);
+    match status.phase {
+        None => return Some("new"),
+        Some(Phase::Pending) => return Some("pending"),
+        Some(Phase::Running) => {
+            // Started by an earlier leader, or running far past its timeout:
+            // its replica is gone, so it is started again.
+            let orphaned = started.is_none_or(|s| {
+                s < leading_since || now.duration_since(s).unsigned_abs() > run_timeout * 2
+            });
+            return orphaned.then_some("an earlier run did not finish");
+        }
+        Some(_) => {}
+    }
+    if status.observed_generation.unwrap_or(0) < object.metadata.generation.unwrap_or(0) {
+        return Some("the spec changed");
+    }
+    let requested = object
+        .annotations()
+        .get(REQUESTED_AT)
+        .and_then(|v| v.parse::<Timestamp>().ok());
+    if let Some(requested) = requested
+        && started.is_none_or(|s| requested > s)
+    {
+        return Some("a run was requested");
+    }
+    let completed = status.completion_time.as_ref().map(|t| t.0);
+    match completed {
+        None => Some("no completed run"),
+        Some(done) if !refresh.is_zero() && now.duration_since(done).unsigned_abs() >= refresh => {
+            Some("the results are old")
+        }
+        Some(_) => None,
+    }
+}
+
+/// Runs the controller until the future is dropped.
+pub async fn run(client: kube::Client, settings: Settings, metrics: Metrics, instance: String) {
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "preflight-gate".into(),
+            instance: Some(instance),
+        },
+    );
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        leading_since: Timestamp::now(),
+        settings: settings.clone(),
+        recorder,
+        metrics,
+    });
+    let api: Api<UpdatePreflight> = Api::all(client.clone());
+    let refresher = tokio::spawn(refresh_loop(ctx.clone()).instrument(info_span!("refresh")));
+    Controller::new(api, watcher::Config::default())
+        .with_config(Config::default().concurrency(settings.concurrency))
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| async {})
+        .await;
+    refresher.abort();
+}
+
+fn error_policy(_object: Arc<UpdatePreflight>, error: &Error, _ctx: Arc<Ctx>) -> Action {
+    warn!(%error, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(10))
+}
+
+async fn reconcile(object: Arc<UpdatePreflight>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let settings = &ctx.settings;
+    let now = Timestamp::now();
+    let due = run_due(
+        &object,
+        settings.refresh_interval,
+        settings.run_timeout,
+        ctx.leading_since,
+        now,
+    );
+    let Some(why) = due else {
+        return Ok(next_check(&object, settings));
+    };
+    let name = object.name_any();
+    let span = info_span!("run", %name, image = %object.spec.image);
+    async {
+        info!(why, "preflight run starting");
+        run_suite(&object, &ctx).await
+    }
+    .instrument(span)
+    .await?;
+    Ok(Action::requeue(if settings.refresh_interval.is_zero() {
+        Duration::from_secs(3600)
+    } else {
+        settings.refresh_interval
+    }))
+}
+
+fn next_check(object: &UpdatePreflight, settings: &Settings) -> Action {
+    if settings.refresh_interval.is_zero() {
+        return Action::await_change();
+    }
+    let age = object
+        .status
+        .as_ref()
+        .and_then(|s| s.completion_time.as_ref())
+        .map_or(Duration::ZERO, |t| {
+            Timestamp::now().duration_since(t.0).unsigned_abs()
+        });
+    Action::requeue(
+        settings
+            .refresh_interval
+            .saturating_sub(age)
+            .max(Duration::from_secs(1)),
+    )
+}
+
+async fn write_status(
+    api: &Api<UpdatePreflight>,
+    name: &str,
+    status: &UpdatePreflightStatus,
+) -> Result<(), Error> {
+    let patch = Patch::Merge(json!({ "status": status }));
+    api.patch_status(name, &PatchParams::default(), &patch)
+        .await
+        .map(|_| ())
+        .map_err(|source| Error::WriteStatus {
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// Runs the suite for one object and records its result.
+async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
+    let api: Api<UpdatePreflight> = Api::all(ctx.client.clone());
+    let name = object.name_any();
+    let started = Instant::now();
+    let start_time = Time(Timestamp::now());
+    let mut status = UpdatePreflightStatus {
+        phase: Some(Phase::Running),
+        start_time: Some(start_time.clone()),
+        ..object.status.clone().unwrap_or_default()
+    };
+    write_status(&api, &name, &status).await?;
+
+    let target = Target {
+        image: object.spec.image.clone(),
+        version: object.spec.version.as_deref().and_then(Version::parse),
+    };
+    // The object's own selection, within what the gate is configured to run.
+    let selection: Vec<String> = match (
+        object.spec.checks.is_empty(),
+        ctx.settings.checks.is_empty(),
+    ) {
+        (true, _) => ctx.settings.checks.clone(),
+        (false, true) => object.spec.checks.clone(),
+        (false, false) => object
+            .spec
+            .checks
+            .iter()
+            .filter(|c| ctx.settings.checks.contains(c))
+            .cloned()
+            .collect(),
+    };
+    let suite = run_checks(ctx, target, selection);
+    let (phase, results, reason, message) =
+        match tokio::time::timeout(ctx.settings.run_timeout, suite).await {
+            Ok(Ok(results)) => {
+                let summary = checks::summarize(&results);
+                if summary.failing == 0 {
+                    (
+                        Phase::Passed,
+                        results,
+                        "NoBlockingFailures",
+                        format!("{} checks passed", summary.passed),
+                    )
+                } else {
+                    let n = summary.failing;
+                    (
+                        Phase::Failed,
+                        results,
+                        "BlockingChecksFailed",
+                        format!("{n} blocking check{} failed", if n == 1 { "" } else { "s" }),
+                    )
+                }
+            }
+            Ok(Err(e)) => (
+                Phase::Error,
+                Vec::new(),
+                "ClusterUnreadable",
+                format!("cannot read the cluster: {e}"),
+            ),
+            Err(_) => (
+                Phase::Error,
+                Vec::new(),
+                "RunTimedOut",
+                format!(
+                    "the run did not finish within {}",
+                    humantime::format_duration(ctx.settings.run_timeout)
+                ),
+            ),
+        };
+    let now = Time(Timestamp::now());
+    status.phase = Some(phase);
+    status.summary = Some(checks::summarize(&results));
+    status.results = results;
+    status.completion_time = Some(now.clone());
+    status.observed_generation = object.metadata.generation;
+    status.conditions = vec![Condition {
+        type_: "Passed".into(),
+        status: if phase == Phase::Passed {
+            "True"
+        } else {
+            "False"
+        }
+        .into(),
+        reason: reason.into(),
+        message: message.clone(),
+        last_transition_time: now,
+        observed_generation: object.metadata.generation,
+    }];
+    write_status(&api, &name, &status).await?;
+
+    let elapsed = started.elapsed();
+    let phase_name = format!("{phase:?}");
+    ctx.metrics.runs.with_label_values(&[&phase_name]).inc();
+    ctx.metrics.run_seconds.observe(elapsed.as_secs_f64());
+    info!(phase = %phase_name, took = ?elapsed, "{message}");
+    let event = Event {
+        type_: if phase == Phase::Passed {
+            EventType::Normal
+        } else {
+            EventType::Warning
+        },
+        reason: format!("Preflight{phase_name}"),
+        note: Some(message),
+        action: "Run".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &object.object_ref(&())).await {
+        warn!(error = %e, "cannot publish the run's Event");
+    }
+    Ok(())
+}
+
+/// Loads the cluster once and runs each check with its own timeout.
+async fn run_checks(
+    ctx: &Ctx,
+    target: Target,
+    selection: Vec<String>,
+) -> Result<Vec<CheckResult>, kube::Error> {
+    let view = Arc::new(live::load(&ctx.client).await?);
+    let target = Arc::new(target);
+    let now = Timestamp::now();
+    let mut results = Vec::new();
+    for check in checks::catalogue() {
+        if !selection.is_empty() && !selection.iter().any(|s| s == check.name()) {
+            continue;
+        }
+        let name = check.name();
+        let severity = check.severity();
+        let (view, target) = (view.clone(), target.clone());
+        let one = tokio::task::spawn_blocking(move || {
+            let ctx = Context::new(&view, &target, now);
+            checks::run(std::slice::from_ref(&check), &ctx, &[])
+        });
+        match tokio::time::timeout(ctx.settings.check_timeout, one).await {
+            Ok(Ok(mut done)) => results.append(&mut done),
+            Ok(Err(_)) | Err(_) => results.push(CheckResult {
+                name: name.to_owned(),
+                severity,
+                outcome: Outcome::Error,
+                message: format!(
+                    "the check did not finish within {}",
+                    humantime::format_duration(ctx.settings.check_timeout)
+                ),
+                remediation_url: None,
+                duration: Some(format!("{:.3}s", ctx.settings.check_timeout.as_secs_f64())),
+                failure_policy: None,
+            }),
+        }
+    }
+    Ok(results)
+}
+
+/// Targets the update graph offers the cluster, with their versions.
+pub fn offered(cv: &ClusterVersion) -> Vec<RunRequest> {
+    let status = &cv.status;
+    status
+        .available_updates
+        .iter()
+        .chain(status.conditional_updates.iter().map(|c| &c.release))
+        .filter(|r| !r.image.is_empty())
+        .map(|r| RunRequest {
+            image: r.image.clone(),
+            version: (!r.version.is_empty()).then(|| r.version.clone()),
+            existing: None,
+        })
+        .collect()
+}
+
+fn cluster_versions(client: &kube::Client) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion"),
+        "clusterversions",
+    );
+    Api::all_with(client.clone(), &resource)
+}
+
+/// Refreshes when the ClusterVersion changes (a new target offered, one
+/// withdrawn) and periodically besides, for garbage collection.
+async fn refresh_loop(ctx: Arc<Ctx>) {
+    if ctx.settings.refresh_interval.is_zero() {
+        return;
+    }
+    let config = watcher::Config::default().fields("metadata.name=version");
+    let mut changes = watcher::watcher(cluster_versions(&ctx.client), config)
+        .default_backoff()
+        .boxed();
+    let period = ctx
+        .settings
+        .gc_grace
+        .clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            Some(change) = changes.next() => {
+                if !matches!(change, Ok(watcher::Event::Apply(_) | watcher::Event::InitDone)) {
+                    continue;
+                }
+            }
+        }
+        if let Err(e) = refresh(&ctx).await {
+            warn!(error = %e, "proactive refresh failed");
+        }
+    }
+}
+
+/// Makes sure every offered target has an object (the controller then keeps
+/// it fresh), and deletes auto-created objects no longer offered.
+async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
+    let Some(cv) = cluster_versions(&ctx.client).get_opt("version").await? else {
+        return Ok(());
+    };
+    let cv: ClusterVersion =
+        serde_json::from_value(serde_json::to_value(cv).map_err(kube::Error::SerdeError)?)
+            .map_err(kube::Error::SerdeError)?;
+    let api: Api<UpdatePreflight> = Api::all(ctx.client.clone());
+    let objects = api.list(&Default::default()).await?.items;
+    let known: HashSet<ReleaseKey> = objects
+        .iter()
+        .map(|o| ReleaseKey::from_image(&o.spec.image))
+        .collect();
+    let offered = offered(&cv);
+    for target in &offered {
+        if !known.contains(&ReleaseKey::from_image(&target.image)) {
+            let name = trigger(&api, target).await?;
+            info!(%name, image = %target.image, "checking an offered target ahead of time");
+        }
+    }
+
+    let mut wanted: HashSet<ReleaseKey> = offered
+        .iter()
+        .map(|t| ReleaseKey::from_image(&t.image))
+        .collect();
+    wanted.insert(ReleaseKey::from_image(&cv.status.desired.image));
+    if let Some(update) = &cv.spec.desired_update {
+        wanted.insert(ReleaseKey::from_image(&update.image));
+    }
+    let now = Timestamp::now();
+    for object in objects {
+        let auto = object
+            .labels()
+            .get(AUTO_CREATED)
+            .is_some_and(|v| v == "true");
+        let last_touched = [
+            object.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            object
+                .status
+                .as_ref()
+                .and_then(|s| s.completion_time.as_ref())
+                .map(|t| t.0),
+            object
+                .annotations()
+                .get(REQUESTED_AT)
+                .and_then(|v| v.parse().ok()),
+        ]
+        .into_iter()
+        .flatten()
+        .max();
+        let idle = last_touched
+            .is_none_or(|t| now.duration_since(t).unsigned_abs() >= ctx.settings.gc_grace);
+        if auto && idle && !wanted.contains(&ReleaseKey::from_image(&object.spec.image)) {
+            let name = object.name_any();
+            api.delete(&name, &DeleteParams::default()).await?;
+            info!(%name, "deleted: its target is no longer offered");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn object(
+        phase: Option<&str>,
+        started: &str,
+        completed: Option<&str>,
+        generation: i64,
+        observed: i64,
+        requested: Option<&str>,
+    ) -> UpdatePreflight {
+        let mut o: UpdatePreflight = serde_json::from_value(json!({
+            "apiVersion": "preflight.dev/v1alpha1", "kind": "UpdatePreflight",
+            "metadata": {"name": "x", "generation": generation},
+            "spec": {"image": "q@sha256:aa"},
+        }))
+        .unwrap();
+        if let Some(requested) = requested {
+            o.metadata.annotations = Some([(REQUESTED_AT.to_owned(), requested.to_owned())].into());
+        }
+        if let Some(phase) = phase {
+            o.status = serde_json::from_value(json!({
+                "phase": phase, "startTime": started, "completionTime": completed, "observedGeneration": observed
+            }))
+            .unwrap();
+        }
+        o
+    }
+
+    #[rstest]
+    #[case::new(None, None, 1, 0, None, Some("new"))]
+    #[case::fresh(Some("Passed"), Some("2026-11-30T11:50:00Z"), 1, 1, None, None)]
+    #[case::spec_changed(
+        Some("Passed"),
+        Some("2026-11-30T11:50:00Z"),
+        2,
+        1,
+        None,
+        Some("the spec changed")
+    )]
+    #[case::requested(
+        Some("Failed"),
+        Some("2026-11-30T11:50:00Z"),
+        1,
+        1,
+        Some("2026-11-30T11:57:00Z"),
+        Some("a run was requested")
+    )]
+    #[case::requested_before_the_last_run(
+        Some("Failed"),
+        Some("2026-11-30T11:50:00Z"),
+        1,
+        1,
+        Some("2026-11-30T11:40:00Z"),
+        None
+    )]
+    #[case::old(
+        Some("Passed"),
+        Some("2026-11-30T10:00:00Z"),
+        1,
+        1,
+        None,
+        Some("the results are old")
+    )]
+    #[case::running(Some("Running"), None, 1, 1, None, None)]
+    fn runs_are_due_when_new_changed_requested_or_old(
+        #[case] phase: Option<&str>,
+        #[case] completed: Option<&str>,
+        #[case] generation: i64,
+        #[case] observed: i64,
+        #[case] requested: Option<&str>,
+        #[case] due: Option<&str>,
+    ) {
+        let now: Timestamp = "2026-11-30T12:00:00Z".parse().unwrap();
+        let o = object(
+            phase,
+            "2026-11-30T11:56:00Z",
+            completed,
+            generation,
+            observed,
+            requested,
+        );
+        assert_eq!(
+            run_due(
+                &o,
+                Duration::from_secs(3600),
+                Duration::from_secs(300),
+                "2026-11-30T11:00:00Z".parse().unwrap(),
+                now
+            ),
+            due
+        );
+    }
+
+    #[test]
+    fn a_run_abandoned_by_a_dead_leader_is_started_again() {
+        let now: Timestamp = "2026-11-30T12:00:00Z".parse().unwrap();
+        let o = object(Some("Running"), "2026-11-30T11:00:00Z", None, 1, 0, None);
+        assert_eq!(
+            run_due(
+                &o,
+                Duration::from_secs(3600),
+                Duration::from_secs(300),
+                "2026-11-30T11:00:00Z".parse().unwrap(),
+                now
+            ),
+            Some("an earlier run did not finish")
+        );
+        // Recent, but started before this replica led: its leader is gone.
+        let recent = object(Some("Running"), "2026-11-30T11:59:00Z", None, 1, 0, None);
+        let took_over: Timestamp = "2026-11-30T11:59:30Z".parse().unwrap();
+        let due = run_due(
+            &recent,
+            Duration::from_secs(3600),
+            Duration::from_secs(300),
+            took_over,
+            now,
+        );
+        assert_eq!(due, Some("an earlier run did not finish"));
+        let ours = run_due(
+            &recent,
+            Duration::from_secs(3600),
+            Duration::from_secs(300),
+            "2026-11-30T11:58:00Z".parse().unwrap(),
+            now,
+        );
+        assert_eq!(ours, None, "a run this leader started is left to finish");
+    }
+
+    #[test]
+    fn refresh_zero_never_reruns_for_age() {
+        let now: Timestamp = "2026-11-30T12:00:00Z".parse().unwrap();
+        let o = object(
+            Some("Passed"),
+            "2025-01-01T00:00:00Z",
+            Some("2025-01-01T00:00:00Z"),
+            1,
+            1,
+            None,
+        );
+        assert_eq!(
+            run_due(
+                &o,
+                Duration::ZERO,
+                Duration::from_secs(300),
+                "2025-01-01T00:00:00Z".parse().unwrap(),
+                now
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn offered_targets_come_from_available_and_conditional_updates() {
+        let cv: ClusterVersion = serde_json::from_value(json!({
+            "metadata": {"name": "version"},
+            "status": {
+                "desired": {"version": "4.14.1", "image": "q@sha256:00"},
+                "availableUpdates": [{"version": "4.14.12", "image": "q@sha256:11"}, {"version": "4.15.0", "image": ""}],
+                "conditionalUpdates": [{"release": {"version": "4.15.16", "image": "q@sha256:33"}, "risks": [], "conditions": []}]
+            }
+        }))
+        .unwrap();
+        let images: Vec<String> = offered(&cv).into_iter().map(|r| r.image).collect();
+        assert_eq!(images, ["q@sha256:11", "q@sha256:33"]);
+    }
+}

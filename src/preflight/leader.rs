@@ -1,0 +1,86 @@
+//! Leader election through a `coordination.k8s.io` Lease, so that of all
+//! replicas only one runs preflight suites. Leadership is released on
+//! shutdown, so another replica takes over at once.
+
+use std::future::Future;
+use std::time::Duration;
+
+use kube_lease_manager::LeaseManagerBuilder;
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use crate::metrics::Metrics;
+
+/// Where the Lease lives and how long it holds.
+#[derive(Clone, Debug)]
+pub struct LeaseSettings {
+    pub namespace: String,
+    pub name: String,
+    pub identity: String,
+    pub duration: Duration,
+}
+
+/// Runs `work` while this replica holds the Lease, and stops it when the
+/// Lease is lost, until `stop` completes.
+pub async fn lead<W, F>(
+    client: kube::Client,
+    lease: LeaseSettings,
+    metrics: Metrics,
+    work: W,
+    stop: impl Future<Output = ()>,
+) where
+    W: Fn() -> F,
+    F: Future<Output = ()> + Send + 'static,
+{
+    let duration = lease.duration.as_secs().max(2);
+    let grace = (duration / 3).max(1);
+    let manager = loop {
+        let built = LeaseManagerBuilder::new(client.clone(), &lease.name)
+            .with_namespace(&lease.namespace)
+            .with_identity(&lease.identity)
+            .with_duration(duration)
+            .with_grace(grace)
+            .build()
+            .await;
+        match built {
+            Ok(manager) => break manager,
+            Err(e) => {
+                warn!(error = %e, lease = %lease.name, "cannot set up leader election; retrying");
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        }
+    };
+    let (mut leading, manager_task) = manager.watch().await;
+    let mut running: Option<JoinHandle<()>> = None;
+    tokio::pin!(stop);
+    loop {
+        let is_leader = *leading.borrow_and_update();
+        metrics.controller_leader.set(i64::from(is_leader));
+        match (is_leader, running.is_some()) {
+            (true, false) => {
+                info!(identity = %lease.identity, "became the leader; running preflight suites");
+                running = Some(tokio::spawn(work()));
+            }
+            (false, true) => {
+                info!(identity = %lease.identity, "lost the leadership; stopping");
+                running.take().into_iter().for_each(|task| task.abort());
+            }
+            _ => {}
+        }
+        tokio::select! {
+            changed = leading.changed() => if changed.is_err() { break },
+            () = &mut stop => break,
+        }
+    }
+    if let Some(task) = running {
+        task.abort();
+    }
+    metrics.controller_leader.set(0);
+    // Closing the channel makes the manager release the Lease.
+    drop(leading);
+    match tokio::time::timeout(Duration::from_secs(5), manager_task).await {
+        Ok(Ok(Ok(_))) => info!("released the Lease"),
+        Ok(Ok(Err(e))) => warn!(error = %e, "cannot release the Lease"),
+        _ => warn!("releasing the Lease did not finish"),
+    }
+}

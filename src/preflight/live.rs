@@ -1,0 +1,237 @@
+//! The live results source: a reflector of `UpdatePreflight` objects fed by
+//! a watch, and the run triggers of the webhook's cache misses, which create
+//! the object or stamp `preflight.dev/requested-at` on it, in the background.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use serde_json::json;
+use tokio::sync::mpsc;
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use super::{Lookup, ResultCache, ResultSource, RunRequest, UpdatePreflight, UpdatePreflightSpec};
+use crate::metrics::Metrics;
+use crate::release::ReleaseKey;
+
+/// Stamped on an object to ask for a new run.
+pub const REQUESTED_AT: &str = "preflight.dev/requested-at";
+/// Labels objects the gate made itself, which it may garbage-collect.
+pub const AUTO_CREATED: &str = "preflight.dev/auto-created";
+
+/// How long a trigger for one release suppresses the next.
+const TRIGGER_DEBOUNCE: Duration = Duration::from_secs(30);
+/// How long one trigger may take against the API server.
+const TRIGGER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether the watch can be trusted.
+#[derive(Default)]
+struct WatchHealth {
+    synced: AtomicBool,
+    /// When the watch last failed, if it has not recovered since.
+    down_since: Mutex<Option<Instant>>,
+}
+
+/// Results from the cluster, kept current by a watch.
+pub struct LiveSource {
+    cache: ResultCache,
+    health: WatchHealth,
+    /// A watch down for longer than this makes every result stale.
+    stale_after: Duration,
+    triggers: mpsc::Sender<RunRequest>,
+    recent: Mutex<HashMap<ReleaseKey, Instant>>,
+    metrics: Metrics,
+}
+
+impl LiveSource {
+    /// Starts the watch and the trigger task.
+    pub fn spawn(client: kube::Client, stale_after: Duration, metrics: Metrics) -> Arc<Self> {
+        let (triggers, rx) = mpsc::channel(64);
+        let source = Arc::new(Self {
+            cache: ResultCache::default(),
+            health: WatchHealth::default(),
+            stale_after,
+            triggers,
+            recent: Mutex::new(HashMap::new()),
+            metrics,
+        });
+        let api: Api<UpdatePreflight> = Api::all(client);
+        tokio::spawn(
+            source
+                .clone()
+                .watch(api.clone())
+                .instrument(info_span!("results_watch")),
+        );
+        tokio::spawn(trigger_loop(api, rx).instrument(info_span!("run_triggers")));
+        source
+    }
+
+    async fn watch(self: Arc<Self>, api: Api<UpdatePreflight>) {
+        let mut buffer = Vec::new();
+        let mut events = watcher(api).default_backoff().boxed();
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) => {
+                    // Init is emitted before the list is even tried: only
+                    // what came from the API server proves it answered.
+                    if !matches!(event, Event::Init) {
+                        self.mark_up();
+                    }
+                    match event {
+                        Event::Init => buffer.clear(),
+                        Event::InitApply(object) => buffer.push(object),
+                        Event::InitDone => {
+                            self.cache.replace(std::mem::take(&mut buffer));
+                            if !self.health.synced.swap(true, Ordering::Relaxed) {
+                                info!(objects = self.cache.len(), "results cache synced");
+                            }
+                        }
+                        Event::Apply(object) => self.cache.apply(object),
+                        Event::Delete(object) => self
+                            .cache
+                            .delete(object.metadata.name.as_deref().unwrap_or("")),
+                    }
+                    self.metrics.results_cached.set(self.cache.len() as i64);
+                }
+                Err(e) => {
+                    let mut down = self
+                        .health
+                        .down_since
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner());
+                    if down.is_none() {
+                        warn!(error = %e, "results watch failed; serving cached results until they turn stale");
+                        *down = Some(Instant::now());
+                    }
+                    self.metrics.results_watch_up.set(0);
+                }
+            }
+        }
+    }
+
+    fn mark_up(&self) {
+        let mut down = self
+            .health
+            .down_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(since) = down.take() {
+            info!(down_for = ?since.elapsed(), "results watch recovered");
+        }
+        self.metrics.results_watch_up.set(1);
+    }
+
+    /// Whether cached results can be trusted now.
+    fn trusted(&self) -> bool {
+        let down = self
+            .health
+            .down_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        self.health.synced.load(Ordering::Relaxed)
+            && down.is_none_or(|since| since.elapsed() < self.stale_after)
+    }
+}
+
+/// A watcher over every object.
+fn watcher(
+    api: Api<UpdatePreflight>,
+) -> impl futures::Stream<Item = Result<Event<UpdatePreflight>, watcher::Error>> {
+    watcher::watcher(api, watcher::Config::default())
+}
+
+impl ResultSource for LiveSource {
+    fn lookup(&self, key: &ReleaseKey) -> Lookup {
+        Lookup {
+            result: self.cache.get(key),
+            trusted: self.trusted(),
+            expires: true,
+        }
+    }
+
+    fn is_ready(&self) -> bool {
+        self.health.synced.load(Ordering::Relaxed)
+    }
+
+    fn runs_on_miss(&self) -> bool {
+        true
+    }
+
+    fn request_run(&self, mut request: RunRequest) {
+        let key = ReleaseKey::from_image(&request.image);
+        {
+            let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            recent.retain(|_, at| now.duration_since(*at) < TRIGGER_DEBOUNCE);
+            if recent.contains_key(&key) {
+                debug!(%key, "a run was asked for moments ago");
+                return;
+            }
+            recent.insert(key.clone(), now);
+        }
+        // Stamp the object the cache holds for this release, if any.
+        request.existing = self.cache.get(&key).and_then(|o| o.metadata.name.clone());
+        if self.triggers.try_send(request).is_err() {
+            self.metrics
+                .effect_failures
+                .with_label_values(&["run"])
+                .inc();
+            warn!(%key, "run trigger queue full; the next review will ask again");
+            self.recent
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&key);
+        }
+    }
+}
+
+async fn trigger_loop(api: Api<UpdatePreflight>, mut rx: mpsc::Receiver<RunRequest>) {
+    while let Some(request) = rx.recv().await {
+        match tokio::time::timeout(TRIGGER_TIMEOUT, trigger(&api, &request)).await {
+            Ok(Ok(name)) => info!(image = %request.image, %name, "preflight run requested"),
+            Ok(Err(e)) => {
+                warn!(image = %request.image, error = %e, "cannot request a preflight run")
+            }
+            Err(_) => warn!(image = %request.image, "requesting a preflight run timed out"),
+        }
+    }
+}
+
+/// Stamps `requested-at` on the existing object, or creates one named after
+/// the release's digest. Returns the object's name.
+pub async fn trigger(
+    api: &Api<UpdatePreflight>,
+    request: &RunRequest,
+) -> Result<String, kube::Error> {
+    let name = request
+        .existing
+        .clone()
+        .unwrap_or_else(|| ReleaseKey::from_image(&request.image).object_name());
+    let now = jiff::Timestamp::now().to_string();
+    let stamp = Patch::Merge(json!({"metadata": {"annotations": {REQUESTED_AT: now}}}));
+    match api.patch(&name, &PatchParams::default(), &stamp).await {
+        Ok(_) => return Ok(name),
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(e) => return Err(e),
+    }
+    let mut object = UpdatePreflight::new(
+        &name,
+        UpdatePreflightSpec {
+            image: request.image.clone(),
+            version: request.version.clone(),
+            checks: Vec::new(),
+        },
+    );
+    object.metadata.labels = Some([(AUTO_CREATED.to_owned(), "true".to_owned())].into());
+    match api.create(&PostParams::default(), &object).await {
+        Ok(_) => Ok(name),
+        // Created meanwhile by another replica: that is a run requested too.
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(name),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,229 @@
+//! Preflight runs through the real API server: triggers, the controller,
+//! leader election, proactive results and a broken watch.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::cluster::{LEASE_SECONDS, STALE_AFTER_SECONDS, User, image_patch_args, lock};
+
+const UNCHECKED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:5555555555555555555555555555555555555555555555555555555555555555";
+
+fn phase(o: &Value) -> &str {
+    o["status"]["phase"].as_str().unwrap_or("")
+}
+
+#[test]
+fn a_target_nobody_checked_is_denied_as_running_then_gets_its_verdict() {
+    let (_turn, world) = lock();
+    let first = world.kubectl(User::Admin, &image_patch_args(UNCHECKED, &[]));
+    assert!(!first.ok);
+    assert!(
+        first.stderr.contains(&format!(
+            "preflight for {UNCHECKED} is running, retry in ~60 s"
+        )),
+        "{}",
+        first.stderr
+    );
+
+    // The gate created the object; the controller ran the suite.
+    let done = world.wait_for_result(UNCHECKED, "with a result", |o| {
+        matches!(phase(o), "Passed" | "Failed" | "Error")
+    });
+    assert_eq!(
+        done["metadata"]["labels"]["preflight.dev/auto-created"],
+        "true"
+    );
+    assert_eq!(phase(&done), "Passed", "{done}");
+    let checks: Vec<&str> = done["status"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(checks, ["ClusterVersionState", "ClusterOperatorsHealthy"]);
+    assert_eq!(done["status"]["conditions"][0]["type"], "Passed");
+    assert_eq!(
+        done["status"]["observedGeneration"],
+        done["metadata"]["generation"]
+    );
+
+    // The same request now gets its real verdict, from the watch-fed cache.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let again = world.kubectl(User::Admin, &image_patch_args(UNCHECKED, &[]));
+        if again.ok {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never allowed: {}", again.stderr);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        world.cluster_version()["spec"]["desiredUpdate"]["image"],
+        UNCHECKED
+    );
+}
+
+#[test]
+fn a_target_offered_by_the_graph_is_checked_without_anyone_asking_and_collected_when_withdrawn() {
+    let (_turn, world) = lock();
+    let image = "quay.io/openshift-release-dev/ocp-release@sha256:7777777777777777777777777777777777777777777777777777777777777777";
+    let mut offered = world.cluster_version()["status"]["availableUpdates"].clone();
+    let before = offered.clone();
+    offered
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"version": "4.15.20", "image": image, "channels": ["stable-4.15"]}));
+    let patch = |updates: &Value| {
+        let p = json!({"status": {"availableUpdates": updates}}).to_string();
+        world.admin(&[
+            "patch",
+            "clusterversion",
+            "version",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &p,
+        ]);
+    };
+    patch(&offered);
+    let done = world.wait_for_result(image, "checked ahead of time", |o| phase(o) == "Passed");
+    assert_eq!(done["spec"]["version"], "4.15.20");
+
+    // Withdrawn from the graph: the auto-created object goes.
+    patch(&before);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while world
+        .update_preflights()
+        .iter()
+        .any(|o| o["spec"]["image"] == image)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the withdrawn target's object was never collected"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Objects made by administrators (the seeded results) are never collected.
+    assert!(world.update_preflights().len() >= 2);
+}
+
+#[test]
+fn only_the_leader_runs_suites_and_a_new_one_takes_over_when_it_dies() {
+    let (_turn, world) = lock();
+    let mut replicas = world.replicas.lock().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !replicas[0].is_leader() {
+        assert!(Instant::now() < deadline, "the first replica never led");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let standby = world.start_replica(&format!("controller-{}", replicas.len() + 1));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(world.lease_holder(), replicas[0].identity);
+    assert!(!standby.is_leader());
+
+    // A run asked for now is run by the leader alone. The target is one the
+    // graph offers, so garbage collection leaves it alone.
+    let target = world.wait_for_result(
+        "quay.io/openshift-release-dev/ocp-release@sha256:77aa0c1b2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c",
+        "for the offered 4.15.16",
+        |o| o["metadata"]["labels"]["preflight.dev/auto-created"] == "true",
+    );
+    let name = target["metadata"]["name"].as_str().unwrap().to_owned();
+    let (leader_runs, standby_runs) = (replicas[0].runs(), standby.runs());
+    let request = |world: &crate::cluster::World| {
+        let stamp = format!("preflight.dev/requested-at={}", jiff::Timestamp::now());
+        world.admin(&["annotate", "--overwrite", "updatepreflight", &name, &stamp]);
+    };
+    request(world);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while replicas[0].runs() == leader_runs {
+        assert!(
+            Instant::now() < deadline,
+            "the leader never ran the requested suite"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(standby.runs(), standby_runs, "the standby ran nothing");
+
+    // The leader dies without releasing its Lease.
+    replicas[0].kill();
+    let killed = Instant::now();
+    while world.lease_holder() != standby.identity {
+        assert!(
+            killed.elapsed() < Duration::from_secs(LEASE_SECONDS * 3),
+            "no takeover"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let took = killed.elapsed();
+    assert!(
+        took <= Duration::from_secs(LEASE_SECONDS + 2),
+        "took over in {took:?}, lease is {LEASE_SECONDS} s"
+    );
+    let standby_runs = standby.runs();
+    std::thread::sleep(Duration::from_millis(1100));
+    request(world);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while standby.runs() == standby_runs {
+        assert!(
+            Instant::now() < deadline,
+            "the new leader never ran the requested suite"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("takeover after the leader died: {took:?} (lease {LEASE_SECONDS} s)");
+    replicas.remove(0);
+    replicas.insert(0, standby);
+}
+
+#[test]
+fn a_broken_watch_serves_cached_results_then_marks_them_stale() {
+    let (_turn, world) = lock();
+    let review: Value =
+        serde_json::from_str(include_str!("../../examples/reviews/update-to-4.15.3.json")).unwrap();
+    let message = |answer: &Value| {
+        answer["response"]["status"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    assert!(message(&world.post_review(&review)).starts_with("preflight for 4.15.3 failed"));
+
+    let down_for = Duration::from_secs(STALE_AFTER_SECONDS + 4);
+    let restart = world.restart_apiserver(down_for);
+    // Just after the API server went away: the cache still answers.
+    std::thread::sleep(Duration::from_millis(1500));
+    let cached = message(&world.post_review(&review));
+    assert!(
+        cached.starts_with("preflight for 4.15.3 failed"),
+        "{cached}"
+    );
+    // Past the threshold: the results are stale.
+    std::thread::sleep(Duration::from_secs(STALE_AFTER_SECONDS + 1));
+    let stale = message(&world.post_review(&review));
+    assert!(
+        stale.starts_with("preflight for 4.15.3 is running"),
+        "{stale}"
+    );
+    assert!(
+        stale.contains("the results cache is out of date"),
+        "{stale}"
+    );
+
+    let restarted = restart.join().unwrap();
+    assert!(restarted.ok, "{}", restarted.stderr);
+    // The watch recovers and the verdict is real again.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = message(&world.post_review(&review));
+        if now.starts_with("preflight for 4.15.3 failed") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cache never recovered: {now}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
