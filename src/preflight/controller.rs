@@ -123,6 +123,8 @@ pub async fn run(client: kube::Client, settings: Settings, metrics: Metrics, ins
     });
     let api: Api<UpdatePreflight> = Api::all(client.clone());
     let refresher = tokio::spawn(refresh_loop(ctx.clone()).instrument(info_span!("refresh")));
+    // The leader alone exports results; they go when it stops leading.
+    let _results = ClearResults(ctx.metrics.clone());
     Controller::new(api, watcher::Config::default())
         .with_config(Config::default().concurrency(settings.concurrency))
         .run(reconcile, error_policy, ctx)
@@ -131,12 +133,23 @@ pub async fn run(client: kube::Client, settings: Settings, metrics: Metrics, ins
     refresher.abort();
 }
 
+/// Stops exporting results when dropped (the controller is aborted when
+/// leadership is lost).
+struct ClearResults(Metrics);
+
+impl Drop for ClearResults {
+    fn drop(&mut self) {
+        self.0.clear_results();
+    }
+}
+
 fn error_policy(_object: Arc<UpdatePreflight>, error: &Error, _ctx: Arc<Ctx>) -> Action {
     warn!(%error, "reconcile failed; retrying");
     Action::requeue(Duration::from_secs(10))
 }
 
 async fn reconcile(object: Arc<UpdatePreflight>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    ctx.metrics.observe_result(&object);
     let settings = &ctx.settings;
     let now = Timestamp::now();
     let due = run_due(
@@ -416,6 +429,7 @@ async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
         serde_json::from_value(serde_json::to_value(cv).map_err(kube::Error::SerdeError)?)
             .map_err(kube::Error::SerdeError)?;
     let api: Api<UpdatePreflight> = Api::all(ctx.client.clone());
+    let mark = ctx.metrics.results_mark();
     let objects = api.list(&Default::default()).await?.items;
     let known: HashSet<ReleaseKey> = objects
         .iter()
@@ -438,6 +452,7 @@ async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
         wanted.insert(ReleaseKey::from_image(&update.image));
     }
     let now = Timestamp::now();
+    let mut kept = Vec::new();
     for object in objects {
         let auto = object
             .labels()
@@ -464,8 +479,13 @@ async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
             let name = object.name_any();
             api.delete(&name, &DeleteParams::default()).await?;
             info!(%name, "deleted: its target is no longer offered");
+        } else {
+            kept.push(object.name_any());
         }
     }
+    // Results of deleted objects are exported no longer.
+    ctx.metrics
+        .retain_results(kept.iter().map(String::as_str), mark);
     Ok(())
 }
 

@@ -152,8 +152,10 @@ async fn validate(
     Json(response).into_response()
 }
 
-/// Starts runs, publishes Events and counts overrides. Never waits.
+/// Starts runs, publishes Events, counts overrides and records whether the
+/// target is blocked. Never waits.
 fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
+    record_target(&gate.metrics, verdict);
     if let Some(kind) = verdict.override_kind {
         gate.metrics
             .overrides
@@ -184,6 +186,23 @@ fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
                 None => debug!(reason = note.reason, "no cluster: Event not published"),
             },
         }
+    }
+}
+
+/// Keeps `update_blocked` current: a denied target change blocks its target;
+/// an allowed one (or the target's removal) unblocks every target, since the
+/// cluster no longer waits on them. An unresolvable version has no label (it
+/// is not in the update graph); it shows in the reviews counter only.
+fn record_target(metrics: &Metrics, verdict: &admission::Verdict) {
+    let now = Timestamp::now().as_millisecond() as f64 / 1000.0;
+    match (verdict.reason, &verdict.target) {
+        (Reason::Failed | Reason::Pending, Some(target)) => metrics.target_denied(target, now),
+        (
+            Reason::Passed | Reason::Overridden | Reason::RisksAccepted | Reason::PendingAllowed,
+            Some(target),
+        ) => metrics.target_accepted(Some(target), now),
+        (Reason::Cleared, _) => metrics.target_accepted(None, now),
+        _ => {}
     }
 }
 
