@@ -2,6 +2,7 @@
 
 mod check_cli;
 mod checks;
+mod deploy;
 mod generated;
 mod harness;
 mod keys;

@@ -1,0 +1,566 @@
+//! deploy/: every overlay renders with `kubectl kustomize`, the rendering
+//! is checked in under deploy/rendered/ (run with `PREFLIGHT_GATE_BLESS=1`
+//! to rewrite it), and the rendered objects keep the promises an
+//! administrator reviews: the webhook configuration of DESIGN.md, a
+//! Deployment that survives drains and its own updates, certificates wired
+//! end to end, and RBAC that grants what src/cluster/live.rs lists.
+//! tests/e2e/deploy.rs puts the same objects before a real API server.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use preflight_gate::cluster::live::SOURCES;
+use serde_json::Value;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+pub const OVERLAYS: [&str; 3] = ["openshift", "kubernetes", "dev"];
+const SA_NAMESPACE: &str = "preflight-gate";
+const SA_NAME: &str = "preflight-gate";
+
+/// The kubectl that tests/control-plane/ builds (kustomize is built in).
+pub fn kubectl() -> &'static str {
+    static KUBECTL: OnceLock<String> = OnceLock::new();
+    KUBECTL.get_or_init(|| {
+        let out = Command::new(format!("{ROOT}/tests/control-plane/build"))
+            .arg("-q")
+            .output()
+            .expect("tests/control-plane/build runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "tests/control-plane/build failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("KUBECTL_BIN="))
+            .expect("build prints KUBECTL_BIN")
+            .to_owned()
+    })
+}
+
+fn header(overlay: &str) -> String {
+    format!(
+        "# Rendered from deploy/overlays/{overlay} by `kubectl kustomize`; do not edit.\n\
+         # Regenerate: PREFLIGHT_GATE_BLESS=1 cargo test --test it deploy\n"
+    )
+}
+
+/// `kubectl kustomize deploy/overlays/<overlay>`, with the header.
+fn render(overlay: &str) -> String {
+    let out = Command::new(kubectl())
+        .arg("kustomize")
+        .arg(format!("{ROOT}/deploy/overlays/{overlay}"))
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "deploy/overlays/{overlay} does not render: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    format!(
+        "{}{}",
+        header(overlay),
+        String::from_utf8(out.stdout).unwrap()
+    )
+}
+
+/// The objects of a rendering (kustomize separates them with `---` lines).
+pub fn objects(yaml: &str) -> Vec<Value> {
+    yaml.split("\n---\n")
+        .map(|doc| serde_saphyr::from_str::<Value>(doc).expect("rendered YAML parses"))
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// The checked-in rendering of `overlay`.
+pub fn rendered(overlay: &str) -> Vec<Value> {
+    let path = format!("{ROOT}/deploy/rendered/{overlay}.yaml");
+    objects(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+}
+
+fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> Option<&'a Value> {
+    objects
+        .iter()
+        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+}
+
+fn one<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    find(objects, kind, name).unwrap_or_else(|| panic!("no {kind} {name}"))
+}
+
+fn strings(value: &Value) -> Vec<&str> {
+    value
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_overlay_renders_as_checked_in() {
+    let bless = std::env::var_os("PREFLIGHT_GATE_BLESS").is_some();
+    let mut stale = Vec::new();
+    for overlay in OVERLAYS {
+        let fresh = render(overlay);
+        let relative = format!("deploy/rendered/{overlay}.yaml");
+        let path = Path::new(ROOT).join(&relative);
+        if bless {
+            std::fs::write(&path, &fresh).unwrap();
+        } else if std::fs::read_to_string(&path).unwrap_or_default() != fresh {
+            stale.push(relative);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "{stale:?} stale: run PREFLIGHT_GATE_BLESS=1 cargo test --test it deploy"
+    );
+}
+
+#[test]
+fn the_webhook_configuration_is_as_the_design_says_in_every_overlay() {
+    for overlay in OVERLAYS {
+        let objects = rendered(overlay);
+        let configs: Vec<_> = objects
+            .iter()
+            .filter(|o| o["kind"] == "ValidatingWebhookConfiguration")
+            .collect();
+        assert_eq!(configs.len(), 1, "{overlay}");
+        let webhooks = configs[0]["webhooks"].as_array().unwrap();
+        assert_eq!(webhooks.len(), 1, "{overlay}");
+        let w = &webhooks[0];
+        assert_eq!(w["name"], "clusterversions.preflight.dev", "{overlay}");
+        assert_eq!(w["failurePolicy"], "Fail", "{overlay}");
+        assert_eq!(w["sideEffects"], "NoneOnDryRun", "{overlay}");
+        let timeout = w["timeoutSeconds"].as_u64().expect("timeoutSeconds set");
+        assert!((1..=5).contains(&timeout), "{overlay}: {timeout}");
+        assert_eq!(strings(&w["admissionReviewVersions"]), ["v1"]);
+        let rules = w["rules"].as_array().unwrap();
+        assert_eq!(rules.len(), 1, "{overlay}: one rule only");
+        let rule = &rules[0];
+        assert_eq!(strings(&rule["apiGroups"]), ["config.openshift.io"]);
+        assert_eq!(strings(&rule["apiVersions"]), ["v1"]);
+        // Never clusterversions/status, never a wildcard.
+        assert_eq!(strings(&rule["resources"]), ["clusterversions"]);
+        let mut operations = strings(&rule["operations"]);
+        operations.sort();
+        assert_eq!(operations, ["CREATE", "UPDATE"], "{overlay}");
+        let conditions = w["matchConditions"].as_array().unwrap();
+        assert!(
+            conditions
+                .iter()
+                .any(|c| c["expression"].as_str().unwrap().contains("desiredUpdate")),
+            "{overlay}: a match condition on desiredUpdate"
+        );
+        let client = &w["clientConfig"];
+        assert!(
+            client.get("url").is_some() != client.get("service").is_some(),
+            "{overlay}: exactly one of url or service"
+        );
+    }
+}
+
+/// Parses a duration the way the gate's flags do.
+fn duration(text: &str) -> Duration {
+    humantime::parse_duration(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+fn env<'a>(container: &'a Value, name: &str) -> Option<&'a str> {
+    container["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)?["value"]
+        .as_str()
+}
+
+/// Whether a selector's matchLabels all hold in `labels`.
+fn selects(selector: &Value, labels: &Value) -> bool {
+    let wanted = selector["matchLabels"].as_object().unwrap();
+    !wanted.is_empty() && wanted.iter().all(|(k, v)| &labels[k] == v)
+}
+
+#[test]
+fn the_deployment_survives_drains_and_its_own_updates() {
+    for overlay in ["openshift", "kubernetes"] {
+        let objects = rendered(overlay);
+        let d = one(&objects, "Deployment", "preflight-gate");
+        let spec = &d["spec"];
+        assert!(spec["replicas"].as_u64().unwrap() >= 2, "{overlay}");
+        let rolling = &spec["strategy"]["rollingUpdate"];
+        assert_eq!(rolling["maxUnavailable"], 0, "{overlay}");
+        assert!(rolling["maxSurge"].as_u64().unwrap() >= 1, "{overlay}");
+        let pod = &spec["template"]["spec"];
+        let labels = &spec["template"]["metadata"]["labels"];
+        assert!(selects(&spec["selector"], labels), "{overlay}");
+        assert_eq!(pod["priorityClassName"], "system-cluster-critical");
+        assert_eq!(pod["serviceAccountName"], SA_NAME);
+        assert!(
+            pod["topologySpreadConstraints"]
+                .as_array()
+                .is_some_and(|c| c
+                    .iter()
+                    .any(|c| c["topologyKey"] == "kubernetes.io/hostname"
+                        && selects(&c["labelSelector"], labels)))
+                || pod["affinity"]["podAntiAffinity"].is_object(),
+            "{overlay}: spread over nodes"
+        );
+
+        let pdb = one(&objects, "PodDisruptionBudget", "preflight-gate");
+        assert_eq!(pdb["spec"]["minAvailable"], 1, "{overlay}");
+        assert!(selects(&pdb["spec"]["selector"], labels), "{overlay}");
+
+        // Restricted: pod and container.
+        assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+        assert_eq!(
+            pod["securityContext"]["seccompProfile"]["type"],
+            "RuntimeDefault"
+        );
+        // OpenShift's restricted SCC assigns the user: setting one breaks it.
+        assert!(pod["securityContext"].get("runAsUser").is_none());
+        let containers = pod["containers"].as_array().unwrap();
+        assert_eq!(containers.len(), 1);
+        let c = &containers[0];
+        let sc = &c["securityContext"];
+        assert_eq!(sc["allowPrivilegeEscalation"], false, "{overlay}");
+        assert_eq!(sc["readOnlyRootFilesystem"], true, "{overlay}");
+        assert_eq!(strings(&sc["capabilities"]["drop"]), ["ALL"], "{overlay}");
+        assert!(sc.get("privileged").is_none_or(|p| p == false));
+        for what in ["cpu", "memory"] {
+            assert!(c["resources"]["requests"][what].is_string(), "{what}");
+            assert!(c["resources"]["limits"][what].is_string(), "{what}");
+        }
+
+        // Probes on the admin port: liveness is the process, readiness the
+        // cache and certificates.
+        let admin = env(c, "PREFLIGHT_GATE_ADMIN_ADDR").expect("admin address set");
+        let admin_port: u64 = admin.rsplit(':').next().unwrap().parse().unwrap();
+        let port_named = |name: &str| {
+            c["ports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == name)
+                .map(|p| p["containerPort"].as_u64().unwrap())
+        };
+        for (probe, path) in [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")] {
+            let get = &c[probe]["httpGet"];
+            assert_eq!(get["path"], path, "{overlay} {probe}");
+            let port = match &get["port"] {
+                Value::String(name) => port_named(name).expect("a named port"),
+                n => n.as_u64().unwrap(),
+            };
+            assert_eq!(port, admin_port, "{overlay} {probe} on the admin port");
+        }
+
+        // The kubelet waits long enough for the gate's own drain.
+        let delay = duration(env(c, "PREFLIGHT_GATE_SHUTDOWN_DELAY").unwrap_or("3s"));
+        let grace = duration(env(c, "PREFLIGHT_GATE_SHUTDOWN_GRACE").unwrap_or("20s"));
+        let kubelet = Duration::from_secs(pod["terminationGracePeriodSeconds"].as_u64().unwrap());
+        assert!(
+            kubelet > delay + grace,
+            "{overlay}: {kubelet:?} <= {delay:?} + {grace:?}"
+        );
+
+        // The serving certificate comes from a mounted Secret, in-cluster
+        // always as files (so the root filesystem stays read-only).
+        let cert = env(c, "PREFLIGHT_GATE_TLS_CERT").expect("--tls-cert set");
+        let key = env(c, "PREFLIGHT_GATE_TLS_KEY").expect("--tls-key set");
+        let mount = c["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| cert.starts_with(m["mountPath"].as_str().unwrap()))
+            .expect("the certificate is on a mount");
+        assert!(key.starts_with(mount["mountPath"].as_str().unwrap()));
+        let volume = pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == mount["name"])
+            .unwrap();
+        let secret = volume["secret"]["secretName"].as_str().unwrap();
+        // And that Secret is the one the overlay's issuer writes.
+        let service = one(&objects, "Service", "preflight-gate");
+        match overlay {
+            "openshift" => assert_eq!(
+                service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"],
+                secret
+            ),
+            _ => {
+                let issued = objects
+                    .iter()
+                    .find(|o| o["kind"] == "Certificate" && o["spec"]["secretName"] == secret)
+                    .expect("a Certificate for the serving Secret");
+                assert!(
+                    strings(&issued["spec"]["dnsNames"])
+                        .contains(&"preflight-gate.preflight-gate.svc"),
+                    "the name the API server dials"
+                );
+            }
+        }
+
+        // The Lease namespace and instance come from the pod itself.
+        for name in ["PREFLIGHT_GATE_NAMESPACE", "PREFLIGHT_GATE_INSTANCE"] {
+            let var = c["env"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["name"] == name)
+                .unwrap_or_else(|| panic!("{name}"));
+            assert!(var["valueFrom"]["fieldRef"].is_object(), "{name}");
+        }
+    }
+}
+
+#[test]
+fn the_api_server_reaches_the_gate_and_trusts_its_certificate() {
+    for overlay in ["openshift", "kubernetes"] {
+        let objects = rendered(overlay);
+        let d = one(&objects, "Deployment", "preflight-gate");
+        let labels = &d["spec"]["template"]["metadata"]["labels"];
+        let container = &d["spec"]["template"]["spec"]["containers"][0];
+        let service = one(&objects, "Service", "preflight-gate");
+        let config = objects
+            .iter()
+            .find(|o| o["kind"] == "ValidatingWebhookConfiguration")
+            .unwrap();
+        let target = &config["webhooks"][0]["clientConfig"]["service"];
+        assert_eq!(target["name"], service["metadata"]["name"]);
+        assert_eq!(target["namespace"], service["metadata"]["namespace"]);
+        assert_eq!(target["path"], "/validate/clusterversion");
+        let selector = service["spec"]["selector"].as_object().unwrap();
+        assert!(selector.iter().all(|(k, v)| &labels[k] == v));
+        let port = service["spec"]["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["port"] == target["port"])
+            .expect("the webhook's port on the Service");
+        let webhook_port = container["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == port["targetPort"] || p["containerPort"] == port["targetPort"])
+            .expect("the Service's target port on the container");
+        let addr = env(container, "PREFLIGHT_GATE_WEBHOOK_ADDR").unwrap_or("0.0.0.0:8443");
+        assert!(addr.ends_with(&format!(":{}", webhook_port["containerPort"])));
+
+        let annotations = &config["metadata"]["annotations"];
+        match overlay {
+            "openshift" => assert_eq!(
+                annotations["service.beta.openshift.io/inject-cabundle"],
+                "true"
+            ),
+            _ => {
+                let from = annotations["cert-manager.io/inject-ca-from"]
+                    .as_str()
+                    .expect("cert-manager injects the CA");
+                let (namespace, name) = from.split_once('/').unwrap();
+                let certificate = one(&objects, "Certificate", name);
+                assert_eq!(certificate["metadata"]["namespace"], namespace);
+            }
+        }
+    }
+    let dev = rendered("dev");
+    assert!(find(&dev, "Deployment", "preflight-gate").is_none());
+    let config = dev
+        .iter()
+        .find(|o| o["kind"] == "ValidatingWebhookConfiguration")
+        .unwrap();
+    assert_eq!(
+        config["webhooks"][0]["clientConfig"]["url"],
+        "https://127.0.0.1:8443/validate/clusterversion"
+    );
+}
+
+/// What a rendering grants the gate's ServiceAccount: (namespace or None
+/// for cluster-wide, rule), from every binding whose subject it is.
+fn grants(objects: &[Value]) -> Vec<(Option<String>, Value)> {
+    let mut out = Vec::new();
+    for binding in objects
+        .iter()
+        .filter(|o| o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding")
+    {
+        let ours = binding["subjects"].as_array().unwrap().iter().any(|s| {
+            s["kind"] == "ServiceAccount" && s["name"] == SA_NAME && s["namespace"] == SA_NAMESPACE
+        });
+        if !ours {
+            continue;
+        }
+        let scope = (binding["kind"] == "RoleBinding").then(|| {
+            binding["metadata"]["namespace"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        });
+        let role_ref = &binding["roleRef"];
+        let role = objects
+            .iter()
+            .find(|o| {
+                o["kind"] == role_ref["kind"]
+                    && o["metadata"]["name"] == role_ref["name"]
+                    && (o["kind"] == "ClusterRole"
+                        || o["metadata"]["namespace"].as_str() == scope.as_deref())
+            })
+            .unwrap_or_else(|| panic!("the role of {}", binding["metadata"]["name"]));
+        for rule in role["rules"].as_array().unwrap() {
+            out.push((scope.clone(), rule.clone()));
+        }
+    }
+    out
+}
+
+/// Whether the grants allow `verb` on `group/resource` in `namespace` (None:
+/// across the cluster) for a request naming `name` (None: no name).
+fn allowed(
+    grants: &[(Option<String>, Value)],
+    verb: &str,
+    group: &str,
+    resource: &str,
+    namespace: Option<&str>,
+    name: Option<&str>,
+) -> bool {
+    grants.iter().any(|(scope, rule)| {
+        let scope_ok = match (scope, namespace) {
+            (None, _) => true,
+            (Some(s), Some(n)) => s == n,
+            (Some(_), None) => false,
+        };
+        let names = strings(&rule["resourceNames"]);
+        scope_ok
+            && strings(&rule["verbs"]).contains(&verb)
+            && strings(&rule["apiGroups"]).contains(&group)
+            && strings(&rule["resources"]).contains(&resource)
+            && (names.is_empty() || name.is_some_and(|n| names.contains(&n)))
+    })
+}
+
+#[test]
+fn rbac_lets_the_gate_list_everything_the_checks_read() {
+    for overlay in ["openshift", "dev"] {
+        let grants = grants(&rendered(overlay));
+        for source in SOURCES {
+            // A list with metadata.name=X is authorized as a request for X.
+            let name = source
+                .fields
+                .and_then(|f| f.split(',').find_map(|s| s.strip_prefix("metadata.name=")));
+            assert!(
+                allowed(
+                    &grants,
+                    "list",
+                    source.group,
+                    source.plural,
+                    source.namespace,
+                    name
+                ),
+                "{overlay}: the gate may not list {} ({}) {:?}",
+                source.plural,
+                source.group,
+                source.namespace
+            );
+        }
+    }
+}
+
+#[test]
+fn rbac_grants_nothing_the_gate_does_not_use() {
+    let objects = rendered("openshift");
+    let grants = grants(&objects);
+    for (scope, rule) in &grants {
+        let verbs = strings(&rule["verbs"]);
+        let resources = strings(&rule["resources"]);
+        assert!(
+            !verbs.contains(&"*") && !resources.contains(&"*"),
+            "no wildcards: {rule}"
+        );
+        // Nothing the checks read is written, and secrets are only listed.
+        if resources.contains(&"secrets") {
+            assert_eq!(verbs, ["list"], "{rule}");
+        }
+        for written in [
+            "update",
+            "deletecollection",
+            "escalate",
+            "bind",
+            "impersonate",
+        ] {
+            assert!(!verbs.contains(&written), "{written} in {scope:?}: {rule}");
+        }
+    }
+    // Writes only where the gate writes.
+    let writes = |resource: &str| {
+        grants
+            .iter()
+            .filter(|(_, r)| strings(&r["resources"]).contains(&resource))
+            .flat_map(|(_, r)| strings(&r["verbs"]).into_iter().map(str::to_owned))
+            .filter(|v| !["get", "list", "watch"].contains(&v.as_str()))
+            .collect::<Vec<_>>()
+    };
+    for read_only in [
+        "clusterversions",
+        "clusteroperators",
+        "nodes",
+        "pods",
+        "configmaps",
+        "secrets",
+        "ingresscontrollers",
+    ] {
+        assert!(writes(read_only).is_empty(), "{read_only} is written");
+    }
+    assert_eq!(writes("updatepreflights/status"), ["patch"]);
+    // The gate never grants itself overrides.
+    assert!(!allowed(
+        &grants,
+        "override",
+        "preflight.dev",
+        "updatepreflights",
+        None,
+        None
+    ));
+    // The override role exists, with the one verb, bound to nobody.
+    let role = one(&objects, "ClusterRole", "preflight-gate-override");
+    assert_eq!(role["rules"].as_array().unwrap().len(), 1);
+    assert_eq!(strings(&role["rules"][0]["verbs"]), ["override"]);
+    assert_eq!(
+        strings(&role["rules"][0]["resources"]),
+        ["updatepreflights"]
+    );
+    assert!(
+        !objects
+            .iter()
+            .any(|o| o["roleRef"]["name"] == "preflight-gate-override"),
+        "bound to nobody by default"
+    );
+    // Leader election: only the controller's Lease, in the gate's namespace.
+    assert!(allowed(
+        &grants,
+        "patch",
+        "coordination.k8s.io",
+        "leases",
+        Some(SA_NAMESPACE),
+        Some("preflight-gate-controller")
+    ));
+    assert!(!allowed(
+        &grants,
+        "patch",
+        "coordination.k8s.io",
+        "leases",
+        Some("kube-system"),
+        Some("kube-controller-manager")
+    ));
+}
+
+#[test]
+fn the_openshift_namespace_is_scraped_by_cluster_monitoring() {
+    let objects = rendered("openshift");
+    let ns = one(&objects, "Namespace", "preflight-gate");
+    assert_eq!(
+        ns["metadata"]["labels"]["openshift.io/cluster-monitoring"],
+        "true"
+    );
+    assert_eq!(
+        ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+        "restricted"
+    );
+}
