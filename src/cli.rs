@@ -111,10 +111,14 @@ pub struct TlsArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Cluster and results")]
 pub struct ClusterArgs {
-    /// Directory of UpdatePreflight YAML/JSON to serve results from. Without
-    /// it, the sample results compiled in from examples/results/ are used.
-    #[arg(long, env = "PREFLIGHT_GATE_RESULTS_DIR")]
+    /// Directory of UpdatePreflight YAML/JSON to serve results from, as they are.
+    #[arg(long, env = "PREFLIGHT_GATE_RESULTS_DIR", conflicts_with = "snapshot")]
     pub results_dir: Option<PathBuf>,
+    /// Snapshot of a cluster (oc get -o yaml output or a must-gather) to run
+    /// the checks on, without a cluster. With neither this, --results-dir nor
+    /// a cluster, the sample snapshot compiled in from examples/snapshot/ is used.
+    #[arg(long, env = "PREFLIGHT_GATE_SNAPSHOT")]
+    pub snapshot: Option<PathBuf>,
     /// Kubeconfig for override authorization and Events. Without it,
     /// KUBECONFIG or the in-cluster service account is used if present;
     /// with neither, the gate runs without a cluster and refuses overrides.

@@ -10,7 +10,9 @@ use crate::certs;
 use crate::cli::{CertsArgs, RunArgs, ServeArgs};
 use crate::cluster::{self, EventRecorder, NoCluster, OverrideAuthorizer, SubjectAccessReviewer};
 use crate::metrics::Metrics;
-use crate::preflight::{DirectorySource, LiveSource, ResultSource, controller, leader};
+use crate::preflight::{
+    DirectorySource, LiveSource, ResultSource, SnapshotSource, controller, leader,
+};
 use crate::server::{self, CertFiles, Gate, Health, Listen, ReloadingCert};
 
 /// The example review the first-run hint posts.
@@ -77,23 +79,30 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let instance = args.cluster.instance.clone().unwrap_or_else(instance_name);
 
-    let source: Arc<dyn ResultSource> = match (&args.cluster.results_dir, &client) {
-        (Some(dir), _) => {
+    let source: Arc<dyn ResultSource> = match (
+        &args.cluster.results_dir,
+        &args.cluster.snapshot,
+        &client,
+    ) {
+        (Some(dir), _, _) => {
             let source = DirectorySource::load(dir)?;
             info!(dir = %dir.display(), objects = source.len(), "serving results from a directory");
             Arc::new(source)
         }
-        (None, Some(client)) => {
+        (None, Some(dir), _) => {
+            let view = crate::cluster::snapshot::load(dir)?;
+            Arc::new(SnapshotSource::new(view, dir.display().to_string()))
+        }
+        (None, None, Some(client)) => {
             info!("serving results from the cluster's UpdatePreflight objects");
             LiveSource::spawn(client.clone(), args.cluster.stale_after, metrics.clone())
         }
-        (None, None) => {
-            let source = DirectorySource::embedded();
-            info!(
-                objects = source.len(),
-                "serving the sample results compiled in from examples/results/"
-            );
-            Arc::new(source)
+        (None, None, None) => {
+            let view = crate::report::sample::load().context("the sample snapshot")?;
+            Arc::new(SnapshotSource::new(
+                view,
+                "the sample snapshot compiled in from examples/snapshot/",
+            ))
         }
     };
     let (authorizer, events): (Arc<dyn OverrideAuthorizer>, Option<EventRecorder>) = match &client {

@@ -1,13 +1,14 @@
 //! Preflight runs and results: the `UpdatePreflight` API, the in-memory
-//! cache the webhook reads and the sources that fill it (a directory, or the
-//! cluster through a watch), and the leader-elected controller that runs
-//! suites and writes their results.
+//! cache the webhook reads and the sources that fill it (a directory, a
+//! snapshot checked offline, or the cluster through a watch), and the
+//! leader-elected controller that runs suites and writes their results.
 
 mod cache;
 pub mod controller;
 mod crd;
 pub mod leader;
 pub mod live;
+mod offline;
 mod source;
 
 pub use cache::ResultCache;
@@ -16,4 +17,5 @@ pub use crd::{
     UpdatePreflightSpec, UpdatePreflightStatus,
 };
 pub use live::LiveSource;
+pub use offline::SnapshotSource;
 pub use source::{DirectorySource, LoadError, Lookup, ResultSource, RunRequest};

@@ -1,0 +1,190 @@
+//! Results computed from a snapshot of a cluster, for `serve` without a
+//! cluster: the real engine over offline data. Offered targets are checked
+//! at start-up; any other target is checked in the background when the
+//! webhook first asks, like a run in a cluster.
+
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use tracing::info;
+
+use super::{
+    Lookup, Phase, ResultCache, ResultSource, RunRequest, UpdatePreflight, UpdatePreflightSpec,
+    UpdatePreflightStatus,
+};
+use crate::checks::{self, Context, Target};
+use crate::cluster::ClusterView;
+use crate::release::ReleaseKey;
+
+/// Preflight results over a fixed snapshot.
+pub struct SnapshotSource {
+    view: Arc<ClusterView>,
+    cache: Arc<ResultCache>,
+    origin: String,
+}
+
+impl SnapshotSource {
+    /// Checks every release the snapshot's ClusterVersion offers.
+    pub fn new(view: ClusterView, origin: impl Into<String>) -> Self {
+        let source = Self {
+            view: Arc::new(view),
+            cache: Arc::new(ResultCache::default()),
+            origin: origin.into(),
+        };
+        let offered: Vec<RunRequest> = source
+            .view
+            .cluster_version
+            .iter()
+            .flat_map(super::controller::offered)
+            .collect();
+        for request in &offered {
+            source
+                .cache
+                .apply(evaluate(&source.view, request, Timestamp::now()));
+        }
+        info!(origin = %source.origin, targets = offered.len(), "checked the snapshot's offered targets");
+        source
+    }
+
+    pub fn len(&self) -> usize {
+        self.cache.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cache.is_empty()
+    }
+}
+
+/// Runs the catalogue over the snapshot for one target, as an
+/// `UpdatePreflight` a controller would have written.
+pub fn evaluate(view: &ClusterView, request: &RunRequest, now: Timestamp) -> UpdatePreflight {
+    let target = Target::resolve(view, &request.image);
+    let target = Target {
+        version: target.version.or_else(|| {
+            request
+                .version
+                .as_deref()
+                .and_then(crate::release::Version::parse)
+        }),
+        ..target
+    };
+    let results = checks::run(&checks::catalogue(), &Context::new(view, &target, now), &[]);
+    let summary = checks::summarize(&results);
+    let phase = if summary.failing == 0 {
+        Phase::Passed
+    } else {
+        Phase::Failed
+    };
+    let name = ReleaseKey::from_image(&request.image).object_name();
+    let mut object = UpdatePreflight::new(
+        &name,
+        UpdatePreflightSpec {
+            image: request.image.clone(),
+            version: request.version.clone(),
+            checks: Vec::new(),
+        },
+    );
+    object.metadata.generation = Some(1);
+    object.status = Some(UpdatePreflightStatus {
+        phase: Some(phase),
+        start_time: Some(Time(now)),
+        completion_time: Some(Time(now)),
+        observed_generation: Some(1),
+        conditions: vec![Condition {
+            type_: "Passed".into(),
+            status: if phase == Phase::Passed {
+                "True"
+            } else {
+                "False"
+            }
+            .into(),
+            reason: if phase == Phase::Passed {
+                "NoBlockingFailures"
+            } else {
+                "BlockingChecksFailed"
+            }
+            .into(),
+            message: format!("{} blocking checks failed", summary.failing),
+            last_transition_time: Time(now),
+            observed_generation: Some(1),
+        }],
+        results,
+        summary: Some(summary),
+    });
+    object
+}
+
+impl ResultSource for SnapshotSource {
+    fn lookup(&self, key: &ReleaseKey) -> Lookup {
+        Lookup {
+            result: self.cache.get(key),
+            trusted: true,
+            // The snapshot does not change, so neither do its results.
+            expires: false,
+        }
+    }
+
+    fn is_ready(&self) -> bool {
+        true
+    }
+
+    fn runs_on_miss(&self) -> bool {
+        true
+    }
+
+    fn request_run(&self, request: RunRequest) {
+        let (view, cache) = (self.view.clone(), self.cache.clone());
+        // Off the request path: a large snapshot takes tens of milliseconds.
+        tokio::task::spawn_blocking(move || {
+            let result = evaluate(&view, &request, Timestamp::now());
+            info!(image = %request.image, phase = ?result.status.as_ref().and_then(|s| s.phase), "checked a target against the snapshot");
+            cache.apply(result);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FAILS: &str = "quay.io/openshift-release-dev/ocp-release@sha256:5e3a6c1f0b2748d9e1c7a0b8f6d3e2c1b0a9f8e7d6c5b4a39281706f5e4d3c2b";
+    const PASSES: &str = "quay.io/openshift-release-dev/ocp-release@sha256:9d1c2b3a4f5e60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9";
+
+    #[test]
+    fn the_sample_snapshots_offered_targets_are_checked_up_front() {
+        let source = SnapshotSource::new(crate::report::sample::load().unwrap(), "sample");
+        let phase = |image: &str| {
+            let found = source
+                .lookup(&ReleaseKey::from_image(image))
+                .result
+                .expect("checked at start-up");
+            found.status.as_ref().and_then(|s| s.phase)
+        };
+        assert_eq!(phase(FAILS), Some(Phase::Failed));
+        assert_eq!(phase(PASSES), Some(Phase::Passed));
+        let lookup = source.lookup(&ReleaseKey::from_image(FAILS));
+        assert!(lookup.trusted && !lookup.expires);
+    }
+
+    #[tokio::test]
+    async fn an_unknown_target_is_checked_when_asked_for() {
+        let source = SnapshotSource::new(crate::report::sample::load().unwrap(), "sample");
+        let image = "quay.io/openshift-release-dev/ocp-release@sha256:1234";
+        let key = ReleaseKey::from_image(image);
+        assert!(source.lookup(&key).result.is_none());
+        source.request_run(RunRequest {
+            image: image.into(),
+            version: Some("4.14.20".into()),
+            existing: None,
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while source.lookup(&key).result.is_none() {
+            assert!(std::time::Instant::now() < deadline, "never checked");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let result = source.lookup(&key).result.unwrap();
+        assert_eq!(result.spec.version.as_deref(), Some("4.14.20"));
+        assert!(!result.status.as_ref().unwrap().results.is_empty());
+    }
+}
