@@ -4,5 +4,6 @@
 
 mod checks_live;
 mod cluster;
+mod deploy;
 mod flows;
 mod runs;
