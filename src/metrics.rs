@@ -11,6 +11,7 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
+use crate::admission::OverrideKind;
 use crate::preflight::{Outcome, Severity, UpdatePreflight};
 use crate::release::Version;
 
@@ -173,6 +174,14 @@ impl Metrics {
         registry.register(Box::new(run_seconds.clone()))?;
         for result in ["success", "failure"] {
             tls_reloads.with_label_values(&[result]);
+        }
+        // From zero, so that `increase()` sees the first override too.
+        for kind in [
+            OverrideKind::Force,
+            OverrideKind::DesiredUpdateForce,
+            OverrideKind::AcceptRisks,
+        ] {
+            overrides.with_label_values(&[kind.as_str()]);
         }
         let update_blocked = IntGaugeVec::new(
             Opts::new(

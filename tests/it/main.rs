@@ -1,7 +1,9 @@
 //! Integration tests, in one binary to keep link time down.
 
+mod alerts;
 mod check_cli;
 mod checks;
+mod dashboard;
 mod deploy;
 mod generated;
 mod harness;
