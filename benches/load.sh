@@ -60,10 +60,22 @@ admin=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); p
 gate_pid=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null && break; sleep 0.1; done
 rss() { awk '/VmRSS/ {print $2 " kB"}' "/proc/$gate_pid/status"; }
+# CPU time of the gate in clock ticks (user + system).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$gate_pid/stat"; }
 echo "idle RSS: $(rss)"
 curl -sk -H 'Content-Type: application/json' --data-binary "@$work/review.json" \
     "https://localhost:$port/validate/clusterversion" | head -c 160; echo
+before=$(cpu_ticks)
 wrk --latency -t "$threads" -c "$connections" -d "$duration" -s "$work/post.lua" \
-    "https://localhost:$port/validate/clusterversion"
+    "https://localhost:$port/validate/clusterversion" | tee "$work/wrk.out"
+after=$(cpu_ticks)
 echo "RSS after the run: $(rss)"
+requests=$(awk '/requests in/ {print $1}' "$work/wrk.out")
+hz=$(getconf CLK_TCK)
+python3 - "$before" "$after" "$hz" "$requests" <<'PY'
+import sys
+before, after, hz, requests = (float(x) for x in sys.argv[1:])
+cpu = (after - before) / hz
+print("gate CPU: %.1f s for %d reviews: %.0f us per review, so %.0f reviews/s per core" % (cpu, requests, cpu / requests * 1e6, requests / cpu))
+PY
 curl -s "http://127.0.0.1:$admin/metrics" | grep -E '^preflight_gate_admission_reviews_total'
