@@ -6,4 +6,5 @@ mod checks_live;
 mod cluster;
 mod deploy;
 mod flows;
+mod metrics;
 mod runs;

@@ -1,0 +1,517 @@
+//! Metrics and alerts against the real thing. After an end-to-end scenario
+//! (a denial, a dry run, accepted risks), a scrape of the gate's admin port
+//! says what happened and passes `promtool check metrics`; the leader
+//! exports the results the objects hold. A real Prometheus server on
+//! loopback (Debian's `prometheus` package) scrapes the gate every second
+//! with deploy/monitoring's rules loaded and shows
+//! ClusterUpdateBlockedByPreflight firing on a denied update, then resolving.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::cluster::{User, World, lock, merge_patch_args, metric};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const BLOCKED_4153: &[&str] = &[r#"target_version="4.15.3""#];
+
+fn now() -> f64 {
+    jiff::Timestamp::now().as_millisecond() as f64 / 1000.0
+}
+
+fn annotate(world: &World, user: User, pairs: &[&str]) {
+    let mut args = vec!["annotate", "--overwrite", "clusterversion", "version"];
+    args.extend(pairs);
+    let out = world.kubectl(user, &args);
+    assert!(out.ok, "{}", out.stderr);
+}
+
+/// `promtool check metrics` on an exposition, read from stdin.
+fn promtool_check_metrics(exposition: &str) -> (bool, String) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package; tests/run installs it)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(exposition.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// The check results of the object for `version`, as the API server holds
+/// them: (check, severity label, value).
+fn expected_status(world: &World, version: &str) -> Vec<(String, String, f64)> {
+    let objects = world.update_preflights();
+    let object = objects
+        .iter()
+        .filter(|o| o["spec"]["version"] == version)
+        .max_by_key(|o| {
+            o["status"]["completionTime"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .unwrap_or_else(|| panic!("no UpdatePreflight for {version}"));
+    let mut expected: Vec<(String, String, f64)> = object["status"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| {
+            let value = match r["outcome"].as_str()? {
+                "Pass" => 1.0,
+                "Fail" => 0.0,
+                "Error" => -1.0,
+                _ => return None,
+            };
+            let severity = r["severity"].as_str().unwrap_or("Blocking").to_lowercase();
+            Some((r["name"].as_str()?.to_owned(), severity, value))
+        })
+        .collect();
+    expected.sort_by(|a, b| a.0.cmp(&b.0));
+    expected
+}
+
+fn exported_status(text: &str, version: &str) -> Vec<(String, String, f64)> {
+    let mut exported: Vec<(String, String, f64)> = text
+        .lines()
+        .filter(|l| l.starts_with("preflight_gate_check_status{"))
+        .filter(|l| l.contains(&format!(r#"target_version="{version}""#)))
+        .map(|l| {
+            let label = |name: &str| {
+                let start = l.find(&format!(r#"{name}=""#)).unwrap() + name.len() + 2;
+                l[start..start + l[start..].find('"').unwrap()].to_owned()
+            };
+            let value = l.rsplit(' ').next().unwrap().parse().unwrap();
+            (label("check"), label("severity"), value)
+        })
+        .collect();
+    exported.sort_by(|a, b| a.0.cmp(&b.0));
+    exported
+}
+
+#[test]
+fn a_scrape_after_a_blocked_update_says_so_and_passes_promtool() {
+    let (_turn, world) = lock();
+
+    // Start from an accepted target, so the gate's earlier history is moot.
+    let allowed = world.kubectl(User::Admin, &merge_patch_args("4.14.12", &[]));
+    assert!(allowed.ok, "{}", allowed.stderr);
+    let started = now();
+
+    let denied = world.kubectl(User::Alice, &merge_patch_args("4.15.3", &[]));
+    assert!(!denied.ok);
+    assert!(
+        denied.stderr.contains("preflight for 4.15.3 failed"),
+        "{}",
+        denied.stderr
+    );
+    let after_denial = world.metrics();
+    assert_eq!(
+        metric(&after_denial, "preflight_gate_update_blocked", BLOCKED_4153),
+        1.0
+    );
+    let denied_at = metric(
+        &after_denial,
+        "preflight_gate_update_last_denied_timestamp_seconds",
+        BLOCKED_4153,
+    );
+    let accepted_at = metric(
+        &after_denial,
+        "preflight_gate_target_change_last_accepted_timestamp_seconds",
+        &[],
+    );
+    assert!(accepted_at < started && started <= denied_at && denied_at <= now());
+    assert_eq!(
+        metric(
+            &after_denial,
+            "preflight_gate_update_blocked",
+            &[r#"target_version="4.14.12""#]
+        ),
+        0.0,
+        "4.14.12 was accepted"
+    );
+
+    // A dry run gets the same verdict, and leaves no trace in the state.
+    std::thread::sleep(Duration::from_millis(1100));
+    let dry = world.kubectl(
+        User::Alice,
+        &merge_patch_args("4.15.3", &["--dry-run=server"]),
+    );
+    assert!(!dry.ok);
+    let after_dry_run = world.metrics();
+    assert_eq!(
+        metric(
+            &after_dry_run,
+            "preflight_gate_update_last_denied_timestamp_seconds",
+            BLOCKED_4153
+        ),
+        denied_at
+    );
+
+    // bob accepts the two failing checks: allowed, counted, an Event left.
+    annotate(
+        world,
+        User::Bob,
+        &["preflight.dev/accept=ClusterOperatorsHealthy,MachineConfigPoolsHealthy"],
+    );
+    let accepted = world.kubectl(User::Bob, &merge_patch_args("4.15.3", &[]));
+    assert!(accepted.ok, "{}", accepted.stderr);
+    let after = world.metrics();
+    assert_eq!(
+        metric(&after, "preflight_gate_update_blocked", BLOCKED_4153),
+        0.0
+    );
+    assert!(
+        metric(
+            &after,
+            "preflight_gate_target_change_last_accepted_timestamp_seconds",
+            &[]
+        ) > denied_at
+    );
+    assert_eq!(
+        metric(
+            &after,
+            "preflight_gate_overrides_total",
+            &[r#"kind="accept_risks""#]
+        ),
+        metric(
+            &after_denial,
+            "preflight_gate_overrides_total",
+            &[r#"kind="accept_risks""#]
+        ) + 1.0
+    );
+    world.wait_for_event(
+        "PreflightChecksAccepted",
+        "bob accepted failing preflight checks ClusterOperatorsHealthy, MachineConfigPoolsHealthy for 4.15.3",
+    );
+
+    // No label carries a user or an object name.
+    for forbidden in ["alice", "bob", "release-sha256", "sha256:"] {
+        assert!(
+            !after
+                .lines()
+                .any(|l| !l.starts_with('#') && l.contains(forbidden)),
+            "a series mentions {forbidden}"
+        );
+    }
+
+    let (ok, report) = promtool_check_metrics(&after);
+    assert!(
+        ok,
+        "promtool check metrics on the gate's scrape:\n{report}\n{after}"
+    );
+
+    // The leader exports what the objects hold; promtool accepts its
+    // exposition too (the test replicas serve no admin port, so this one is
+    // rendered, not scraped).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let leader_text = loop {
+        let text = {
+            let replicas = world.replicas.lock().unwrap();
+            replicas
+                .iter()
+                .find(|r| r.is_leader())
+                .map(|r| r.metrics.render())
+        };
+        let expected = expected_status(world, "4.15.3");
+        if let Some(text) = text
+            && exported_status(&text, "4.15.3") == expected
+        {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the leader never exported the results of 4.15.3: {expected:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        exported_status(&leader_text, "4.15.3")
+            .iter()
+            .any(
+                |(check, severity, value)| check == "ClusterOperatorsHealthy"
+                    && severity == "blocking"
+                    && *value == 0.0
+            ),
+        "{leader_text}"
+    );
+    assert!(
+        metric(
+            &leader_text,
+            "preflight_gate_result_completion_timestamp_seconds",
+            BLOCKED_4153
+        ) > 0.0
+    );
+    let (ok, report) = promtool_check_metrics(&leader_text);
+    assert!(
+        ok,
+        "promtool check metrics on the leader's metrics:\n{report}"
+    );
+}
+
+/// A Prometheus server on a random loopback port with a temporary storage
+/// directory, killed when dropped.
+struct Prometheus {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// deploy/monitoring's rules with every `for:` cut to 2s, so the test need
+/// not wait 15 minutes. Expressions, labels and annotations are unchanged.
+fn rules_with_short_for() -> Value {
+    let text =
+        std::fs::read_to_string(Path::new(ROOT).join("deploy/monitoring/prometheusrule.yaml"))
+            .unwrap();
+    let rule: Value = serde_saphyr::from_str(&text).unwrap();
+    let mut spec = rule["spec"].clone();
+    for group in spec["groups"].as_array_mut().unwrap() {
+        for rule in group["rules"].as_array_mut().unwrap() {
+            if rule.get("for").is_some() {
+                rule["for"] = json!("2s");
+            }
+        }
+    }
+    spec
+}
+
+impl Prometheus {
+    /// Scrapes `127.0.0.1:admin_port` every second as the ServiceMonitor's
+    /// job would (job `preflight-gate`, namespace `preflight-gate`).
+    fn start(admin_port: u16) -> Prometheus {
+        let dir = tempfile::tempdir().unwrap();
+        // JSON is YAML: Prometheus reads both files as they are.
+        std::fs::write(
+            dir.path().join("rules.yaml"),
+            serde_json::to_vec_pretty(&rules_with_short_for()).unwrap(),
+        )
+        .unwrap();
+        let config = json!({
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "1s"},
+            "rule_files": ["rules.yaml"],
+            "scrape_configs": [{
+                "job_name": "preflight-gate",
+                "static_configs": [{
+                    "targets": [format!("127.0.0.1:{admin_port}")],
+                    "labels": {"namespace": "preflight-gate", "pod": "preflight-gate-0"}
+                }]
+            }]
+        });
+        std::fs::write(
+            dir.path().join("prometheus.yml"),
+            serde_json::to_vec_pretty(&config).unwrap(),
+        )
+        .unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
+        let child = Command::new("prometheus")
+            .arg(format!(
+                "--config.file={}",
+                dir.path().join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .current_dir(dir.path())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("prometheus (Debian's prometheus package; tests/run installs it)");
+        let server = Prometheus {
+            child,
+            port,
+            _dir: dir,
+        };
+        server.wait("ready", Duration::from_secs(30), |p| {
+            p.get("/-/ready", &[])
+                .is_some_and(|(status, _)| status == 200)
+        });
+        server
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("prometheus.log")).unwrap_or_default()
+    }
+
+    fn get(&self, path: &str, query: &[(&str, &str)]) -> Option<(u16, String)> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let response = reqwest::Client::new()
+                .get(format!("http://127.0.0.1:{}{path}", self.port))
+                .query(query)
+                .timeout(Duration::from_secs(5))
+                .send()
+                .await
+                .ok()?;
+            let status = response.status().as_u16();
+            Some((status, response.text().await.ok()?))
+        })
+    }
+
+    fn api(&self, path: &str, query: &[(&str, &str)]) -> Value {
+        let (status, body) = self
+            .get(path, query)
+            .unwrap_or_else(|| panic!("Prometheus does not answer {path}:\n{}", self.log()));
+        let value: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            value["status"], "success",
+            "{path} {query:?}: HTTP {status}: {body}"
+        );
+        value["data"].clone()
+    }
+
+    /// The value of an instant query with one result, if it has one.
+    fn scalar(&self, promql: &str) -> Option<f64> {
+        let data = self.api("/api/v1/query", &[("query", promql)]);
+        data["result"].as_array()?.first()?["value"][1]
+            .as_str()?
+            .parse()
+            .ok()
+    }
+
+    fn firing(&self, alertname: &str) -> Vec<Value> {
+        self.api("/api/v1/alerts", &[])["alerts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["labels"]["alertname"] == alertname && a["state"] == "firing")
+            .cloned()
+            .collect()
+    }
+
+    fn wait(&self, what: &str, within: Duration, done: impl Fn(&Self) -> bool) {
+        let deadline = Instant::now() + within;
+        while !done(self) {
+            assert!(
+                Instant::now() < deadline,
+                "Prometheus: {what} did not happen within {within:?}\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+#[test]
+fn a_real_prometheus_sees_the_blocked_update_alert_fire_and_resolve() {
+    let (_turn, world) = lock();
+    let prometheus = Prometheus::start(world.admin_port);
+    prometheus.wait("scraping the gate", Duration::from_secs(20), |p| {
+        p.scalar(r#"up{job="preflight-gate",namespace="preflight-gate"}"#) == Some(1.0)
+    });
+    let rules = prometheus.api("/api/v1/rules", &[("type", "alert")]);
+    let loaded = rules["groups"][0]["rules"].as_array().unwrap().len();
+    assert_eq!(loaded, 7, "{rules}");
+
+    // An accepted target first: nothing is blocked, and nothing fires.
+    let allowed = world.kubectl(User::Admin, &merge_patch_args("4.14.12", &[]));
+    assert!(allowed.ok, "{}", allowed.stderr);
+    let allowed_at = now();
+    prometheus.wait(
+        "the accepted change scraped",
+        Duration::from_secs(20),
+        |p| {
+            p.scalar("max(preflight_gate_target_change_last_accepted_timestamp_seconds)")
+                .is_some_and(|t| t >= allowed_at - 1.0)
+        },
+    );
+    // Rules evaluate every second and `for` is 2s: give them 4s.
+    std::thread::sleep(Duration::from_secs(4));
+    let quiet = prometheus.firing("ClusterUpdateBlockedByPreflight");
+    assert!(quiet.is_empty(), "fires with no update blocked: {quiet:?}");
+
+    let denied = world.kubectl(User::Alice, &merge_patch_args("4.15.3", &[]));
+    assert!(!denied.ok, "{}", denied.stdout);
+    prometheus.wait(
+        "ClusterUpdateBlockedByPreflight firing",
+        Duration::from_secs(30),
+        |p| !p.firing("ClusterUpdateBlockedByPreflight").is_empty(),
+    );
+    let alerts = prometheus.firing("ClusterUpdateBlockedByPreflight");
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    let alert = &alerts[0];
+    assert_eq!(alert["labels"]["target_version"], "4.15.3");
+    assert_eq!(alert["labels"]["severity"], "warning");
+    assert_eq!(alert["labels"]["namespace"], "preflight-gate");
+    assert_eq!(
+        alert["annotations"]["summary"],
+        "The update to 4.15.3 is blocked by failing preflight checks."
+    );
+    assert!(
+        alert["annotations"]["runbook_url"]
+            .as_str()
+            .unwrap()
+            .ends_with("docs/runbooks/ClusterUpdateBlockedByPreflight.md")
+    );
+    // The gate is up, so its down alert stays quiet.
+    assert!(prometheus.firing("PreflightGateDown").is_empty());
+
+    // bob forces the target: the update is accepted, the alert resolves,
+    // and the override alert fires instead.
+    annotate(
+        world,
+        User::Bob,
+        &[
+            "preflight.dev/override=4.15.3",
+            "preflight.dev/override-reason=tested in staging",
+        ],
+    );
+    let forced = world.kubectl(User::Bob, &merge_patch_args("4.15.3", &[]));
+    assert!(forced.ok, "{}", forced.stderr);
+    prometheus.wait("the blocked alert resolved", Duration::from_secs(30), |p| {
+        p.firing("ClusterUpdateBlockedByPreflight").is_empty()
+    });
+    prometheus.wait(
+        "PreflightGateOverrideUsed firing",
+        Duration::from_secs(30),
+        |p| {
+            p.firing("PreflightGateOverrideUsed")
+                .iter()
+                .any(|a| a["labels"]["kind"] == "force" && a["labels"]["severity"] == "info")
+        },
+    );
+
+    // Every dashboard query is valid PromQL to a real server.
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(ROOT).join("deploy/monitoring/grafana-dashboard.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().unwrap();
+            prometheus.api("/api/v1/query", &[("query", expr)]);
+        }
+    }
+}
