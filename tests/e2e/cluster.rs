@@ -213,6 +213,10 @@ impl World {
         }
     }
 
+    pub fn admin_kubeconfig(&self) -> &str {
+        self.var("ADMIN_KUBECONFIG")
+    }
+
     /// The holder of the controller's Lease.
     pub fn lease_holder(&self) -> String {
         self.kubectl(

@@ -227,3 +227,46 @@ fn a_broken_watch_serves_cached_results_then_marks_them_stale() {
         std::thread::sleep(Duration::from_millis(300));
     }
 }
+
+#[test]
+fn preflight_gate_run_asks_for_a_run_and_prints_the_result() {
+    let (_turn, world) = lock();
+    let image = "quay.io/openshift-release-dev/ocp-release@sha256:8888888888888888888888888888888888888888888888888888888888888888";
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_preflight-gate"))
+        .args(["run", "--to", image, "--wait", "--timeout", "60s"])
+        .args(["--kubeconfig", world.admin_kubeconfig()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(&format!("preflight run requested for {image}")),
+        "{stderr}"
+    );
+    assert!(stdout.starts_with(&format!("{image}: Passed")), "{stdout}");
+    assert!(stdout.contains("ClusterOperatorsHealthy"), "{stdout}");
+    let done = world.wait_for_result(image, "written", |o| phase(o) == "Passed");
+    assert_eq!(
+        done["metadata"]["labels"]["preflight.dev/auto-created"],
+        "true"
+    );
+
+    // A version the cluster is not offered cannot be resolved.
+    let unknown = std::process::Command::new(env!("CARGO_BIN_EXE_preflight-gate"))
+        .args([
+            "run",
+            "--to",
+            "4.99.1",
+            "--kubeconfig",
+            world.admin_kubeconfig(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains("4.99.1 is not offered to this cluster")
+    );
+}
