@@ -107,7 +107,10 @@ fn every_overlay_renders_as_checked_in() {
         let relative = format!("deploy/rendered/{overlay}.yaml");
         let path = Path::new(ROOT).join(&relative);
         if bless {
-            std::fs::write(&path, &fresh).unwrap();
+            // Beside, then renamed: the other tests here read these files.
+            let tmp = path.with_extension("yaml.tmp");
+            std::fs::write(&tmp, &fresh).unwrap();
+            std::fs::rename(&tmp, &path).unwrap();
         } else if std::fs::read_to_string(&path).unwrap_or_default() != fresh {
             stale.push(relative);
         }
