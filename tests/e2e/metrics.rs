@@ -4,7 +4,8 @@
 //! exports the results the objects hold. A real Prometheus server on
 //! loopback (Debian's `prometheus` package) scrapes the gate every second
 //! with deploy/monitoring's rules loaded and shows
-//! ClusterUpdateBlockedByPreflight firing on a denied update, then resolving.
+//! ClusterUpdateBlockedByPreflight firing on a denied update, then resolving,
+//! and UpdatePreflightFailing firing for the leader's failing results.
 
 use std::io::Write;
 use std::path::Path;
@@ -27,6 +28,81 @@ fn annotate(world: &World, user: User, pairs: &[&str]) {
     args.extend(pairs);
     let out = world.kubectl(user, &args);
     assert!(out.ok, "{}", out.stderr);
+}
+
+/// The sample result for 4.15.3 (two blocking checks fail), completed just
+/// now, as the world seeds it: another test may have had it rerun.
+fn reseed_4153(world: &World) {
+    let text =
+        std::fs::read_to_string(Path::new(ROOT).join("examples/results/4.15.3-failing.yaml"))
+            .unwrap();
+    let object: Value = serde_saphyr::from_str(&text).unwrap();
+    let name = object["metadata"]["name"].as_str().unwrap();
+    let generation = world.admin(&[
+        "get",
+        "updatepreflight",
+        name,
+        "-o",
+        "jsonpath={.metadata.generation}",
+    ]);
+    let mut status = object["status"].clone();
+    let now = jiff::Timestamp::now().to_string();
+    status["startTime"] = json!(now);
+    status["completionTime"] = json!(now);
+    status["observedGeneration"] = json!(generation.trim().parse::<i64>().unwrap());
+    let patch = json!({ "status": status }).to_string();
+    world.admin(&[
+        "patch",
+        "updatepreflight",
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &patch,
+    ]);
+}
+
+/// Leaves the ClusterVersion without a target or gate annotations, even
+/// when the test fails: a control plane reused by the next run then starts
+/// from rest.
+struct Tidy(&'static World);
+
+impl Drop for Tidy {
+    fn drop(&mut self) {
+        let world = self.0;
+        let _ = world.kubectl(
+            User::Admin,
+            &[
+                "patch",
+                "clusterversion",
+                "version",
+                "--type=json",
+                "-p",
+                r#"[{"op":"remove","path":"/spec/desiredUpdate"}]"#,
+            ],
+        );
+        let _ = world.kubectl(
+            User::Admin,
+            &[
+                "annotate",
+                "clusterversion",
+                "version",
+                "preflight.dev/accept-",
+                "preflight.dev/override-",
+                "preflight.dev/override-reason-",
+            ],
+        );
+    }
+}
+
+/// The metrics of the replica holding the Lease, rendered.
+fn leader_metrics(world: &World) -> Option<String> {
+    let holder = world.lease_holder();
+    let replicas = world.replicas.lock().unwrap();
+    replicas
+        .iter()
+        .find(|r| r.identity == holder && r.is_leader())
+        .map(|r| r.metrics.render())
 }
 
 /// `promtool check metrics` on an exposition, read from stdin.
@@ -107,6 +183,8 @@ fn exported_status(text: &str, version: &str) -> Vec<(String, String, f64)> {
 #[test]
 fn a_scrape_after_a_blocked_update_says_so_and_passes_promtool() {
     let (_turn, world) = lock();
+    let _tidy = Tidy(world);
+    reseed_4153(world);
 
     // Start from an accepted target, so the gate's earlier history is moot.
     let allowed = world.kubectl(User::Admin, &merge_patch_args("4.14.12", &[]));
@@ -221,13 +299,7 @@ fn a_scrape_after_a_blocked_update_says_so_and_passes_promtool() {
     // rendered, not scraped).
     let deadline = Instant::now() + Duration::from_secs(20);
     let leader_text = loop {
-        let text = {
-            let replicas = world.replicas.lock().unwrap();
-            replicas
-                .iter()
-                .find(|r| r.is_leader())
-                .map(|r| r.metrics.render())
-        };
+        let text = leader_metrics(world);
         let expected = expected_status(world, "4.15.3");
         if let Some(text) = text
             && exported_status(&text, "4.15.3") == expected
@@ -264,6 +336,52 @@ fn a_scrape_after_a_blocked_update_says_so_and_passes_promtool() {
     );
 }
 
+/// Serves the leader's metrics on a loopback port until dropped. The test
+/// replicas run in-process without an admin server of their own, so this
+/// stands in for the leader pod's `/metrics`.
+struct LeaderEndpoint {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl LeaderEndpoint {
+    fn start(world: &'static World) -> LeaderEndpoint {
+        use std::io::{BufRead, BufReader};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopped.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let body = leader_metrics(world).unwrap_or_default();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        LeaderEndpoint { port, stop }
+    }
+}
+
+impl Drop for LeaderEndpoint {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
 /// A Prometheus server on a random loopback port with a temporary storage
 /// directory, killed when dropped.
 struct Prometheus {
@@ -298,9 +416,10 @@ fn rules_with_short_for() -> Value {
 }
 
 impl Prometheus {
-    /// Scrapes `127.0.0.1:admin_port` every second as the ServiceMonitor's
-    /// job would (job `preflight-gate`, namespace `preflight-gate`).
-    fn start(admin_port: u16) -> Prometheus {
+    /// Scrapes the gate's admin port and the leader's metrics every second,
+    /// as the ServiceMonitor's job would (job `preflight-gate`, namespace
+    /// `preflight-gate`).
+    fn start(admin_port: u16, leader_port: u16) -> Prometheus {
         let dir = tempfile::tempdir().unwrap();
         // JSON is YAML: Prometheus reads both files as they are.
         std::fs::write(
@@ -316,6 +435,9 @@ impl Prometheus {
                 "static_configs": [{
                     "targets": [format!("127.0.0.1:{admin_port}")],
                     "labels": {"namespace": "preflight-gate", "pod": "preflight-gate-0"}
+                }, {
+                    "targets": [format!("127.0.0.1:{leader_port}")],
+                    "labels": {"namespace": "preflight-gate", "pod": "preflight-gate-leader"}
                 }]
             }]
         });
@@ -426,10 +548,15 @@ impl Prometheus {
 #[test]
 fn a_real_prometheus_sees_the_blocked_update_alert_fire_and_resolve() {
     let (_turn, world) = lock();
-    let prometheus = Prometheus::start(world.admin_port);
-    prometheus.wait("scraping the gate", Duration::from_secs(20), |p| {
-        p.scalar(r#"up{job="preflight-gate",namespace="preflight-gate"}"#) == Some(1.0)
-    });
+    let _tidy = Tidy(world);
+    reseed_4153(world);
+    let leader = LeaderEndpoint::start(world);
+    let prometheus = Prometheus::start(world.admin_port, leader.port);
+    prometheus.wait(
+        "scraping the gate and the leader",
+        Duration::from_secs(20),
+        |p| p.scalar(r#"sum(up{job="preflight-gate",namespace="preflight-gate"})"#) == Some(2.0),
+    );
     let rules = prometheus.api("/api/v1/rules", &[("type", "alert")]);
     let loaded = rules["groups"][0]["rules"].as_array().unwrap().len();
     assert_eq!(loaded, 7, "{rules}");
@@ -501,6 +628,38 @@ fn a_real_prometheus_sees_the_blocked_update_alert_fire_and_resolve() {
                 .any(|a| a["labels"]["kind"] == "force" && a["labels"]["severity"] == "info")
         },
     );
+
+    // The leader's results of 4.15.3 fail two blocking checks: each is an
+    // update precheck alert, which `oc adm upgrade recommend` picks up.
+    prometheus.wait(
+        "UpdatePreflightFailing firing",
+        Duration::from_secs(30),
+        |p| p.firing("UpdatePreflightFailing").len() >= 2,
+    );
+    let failing: Vec<(String, String)> = prometheus
+        .firing("UpdatePreflightFailing")
+        .iter()
+        .inspect(|a| {
+            assert_eq!(a["labels"]["openShiftUpdatePrecheck"], "true", "{a}");
+            assert_eq!(a["labels"]["severity"], "warning", "{a}");
+        })
+        .map(|a| {
+            (
+                a["labels"]["target_version"].as_str().unwrap().to_owned(),
+                a["labels"]["check"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for check in ["ClusterOperatorsHealthy", "MachineConfigPoolsHealthy"] {
+        assert!(
+            failing.contains(&("4.15.3".to_owned(), check.to_owned())),
+            "{failing:?}"
+        );
+    }
+    // A passing check, and a failing one of Warning severity, do not alert.
+    for check in ["UpgradeableOperators", "CriticalAlertsFiring"] {
+        assert!(!failing.iter().any(|(_, c)| c == check), "{failing:?}");
+    }
 
     // Every dashboard query is valid PromQL to a real server.
     let dashboard: Value = serde_json::from_str(
