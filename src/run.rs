@@ -314,15 +314,13 @@ pub async fn run_preflight(args: RunArgs) -> anyhow::Result<std::process::ExitCo
         target.display(),
         status.phase.unwrap_or(Phase::Error)
     );
-    for result in &status.results {
-        println!(
-            "  {:<32} {:<9} {:<8} {}",
-            result.name,
-            format!("{:?}", result.severity),
-            format!("{:?}", result.outcome),
-            result.message
-        );
-    }
+    let report = crate::report::Report::from_results(
+        target.display().to_owned(),
+        target.image.clone(),
+        status.results.clone(),
+    );
+    let color = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    print!("{}", report.render(crate::report::Format::Table, color));
     Ok(match status.phase {
         Some(Phase::Passed) => ExitCode::SUCCESS,
         Some(Phase::Failed) => ExitCode::from(3),

@@ -299,6 +299,9 @@ enum Results<'a> {
     Missing(String),
     /// A run is under way.
     Running,
+    /// The cache has lost its source (the watch is down): nothing in it can
+    /// be trusted, and asking for a run would not reach the API server.
+    Untrusted,
 }
 
 fn classify<'a>(
@@ -318,7 +321,7 @@ fn classify<'a>(
         return Results::Running;
     }
     if !trusted {
-        return Results::Missing("the results cache is out of date".into());
+        return Results::Untrusted;
     }
     let generation = result.metadata.generation.unwrap_or(0);
     if status.observed_generation.unwrap_or(0) < generation {
@@ -475,8 +478,12 @@ fn gate(
                 }
             }
         }
-        Results::Missing(why) => pending(target, Some(why), source.runs_on_miss(), policy),
-        Results::Running => pending(target, None, true, policy),
+        Results::Missing(why) if source.runs_on_miss() => {
+            pending(target, message::Pending::Started(why), policy)
+        }
+        Results::Missing(why) => pending(target, message::Pending::CannotRun(why), policy),
+        Results::Running => pending(target, message::Pending::Running, policy),
+        Results::Untrusted => pending(target, message::Pending::Untrusted, policy),
     };
     let base = base.for_target(target);
 
@@ -514,13 +521,8 @@ fn needs_authorization(request: &Request, granted: Verdict, refused: Verdict) ->
 }
 
 /// The verdict while results are missing, stale or being computed.
-fn pending(
-    target: &Target,
-    missing: Option<String>,
-    runs: bool,
-    policy: &Policy,
-) -> (Verdict, Option<Verdict>) {
-    let text = message::pending(target, missing.as_deref(), runs, policy.retry_after);
+fn pending(target: &Target, why: message::Pending, policy: &Policy) -> (Verdict, Option<Verdict>) {
+    let text = message::pending(target, &why, policy.retry_after);
     let mut verdict = match policy.on_pending {
         OnPending::Deny => Verdict::deny(Reason::Pending, 403, text),
         OnPending::Allow => {
@@ -532,7 +534,7 @@ fn pending(
             v
         }
     };
-    if missing.is_some() && runs {
+    if matches!(why, message::Pending::Started(_)) {
         verdict.effects.push(Effect::Run(run_request(target)));
     }
     (verdict, None)

@@ -118,20 +118,34 @@ pub fn run_error(target: &Target, result: &UpdatePreflight) -> String {
     )
 }
 
-/// The answer while results are missing, stale or being computed.
-pub fn pending(target: &Target, missing: Option<&str>, runs: bool, retry: Duration) -> String {
+/// Why there is no verdict yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pending {
+    /// A run is under way.
+    Running,
+    /// Results are missing or stale, and a run was asked for.
+    Started(String),
+    /// Results are missing or stale, and this gate cannot run checks.
+    CannotRun(String),
+    /// The gate lost its watch of results.
+    Untrusted,
+}
+
+/// The answer while results are missing, stale, being computed or cannot
+/// be trusted.
+pub fn pending(target: &Target, why: &Pending, retry: Duration) -> String {
     let target = target.display();
-    match (missing, runs) {
-        (None, _) => format!(
-            "preflight for {target} is running, retry in ~{} s",
-            retry.as_secs()
+    let retry = retry.as_secs();
+    match why {
+        Pending::Running => format!("preflight for {target} is running, retry in ~{retry} s"),
+        Pending::Started(why) => format!(
+            "preflight for {target} is running, retry in ~{retry} s\nA run was started: {why}."
         ),
-        (Some(why), true) => format!(
-            "preflight for {target} is running, retry in ~{} s\nA run was started: {why}.",
-            retry.as_secs()
-        ),
-        (Some(why), false) => format!(
+        Pending::CannotRun(why) => format!(
             "no fresh preflight results for {target}: {why}\nThis gate serves results from a fixed directory and cannot start a run."
+        ),
+        Pending::Untrusted => format!(
+            "preflight results for {target} cannot be trusted now, retry in ~{retry} s\nThe gate has lost its watch of UpdatePreflight objects (is the API server reachable?)."
         ),
     }
 }

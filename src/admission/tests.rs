@@ -364,14 +364,7 @@ fn a_fixed_directory_says_it_cannot_run() {
     "the results are 1d0h old"
 )]
 #[case::older_spec("Passed", "2026-11-30T11:00:00Z", 2, true, true, "older spec")]
-#[case::untrusted_cache(
-    "Passed",
-    "2026-11-30T11:00:00Z",
-    1,
-    false,
-    true,
-    "cache is out of date"
-)]
+#[case::untrusted_cache("Passed", "2026-11-30T11:00:00Z", 1, false, false, "lost its watch")]
 #[case::running("Running", "2026-11-30T11:00:00Z", 1, true, false, "is running")]
 #[case::pending("Pending", "2026-11-30T11:00:00Z", 1, true, false, "is running")]
 fn stale_and_running_results_are_pending(

@@ -67,6 +67,19 @@ impl Report {
         }
     }
 
+    /// The report of results a controller wrote to an `UpdatePreflight`.
+    pub fn from_results(target: String, image: String, results: Vec<CheckResult>) -> Self {
+        Self {
+            target,
+            image,
+            current: None,
+            update_kind: None,
+            accepted: Vec::new(),
+            summary: summarize(&results),
+            results,
+        }
+    }
+
     /// 0 all pass, 3 blocking failures (errors of blocking checks
     /// included), 4 warnings only.
     pub fn exit_code(&self) -> u8 {
