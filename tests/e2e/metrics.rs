@@ -562,15 +562,16 @@ fn a_real_prometheus_sees_the_blocked_update_alert_fire_and_resolve() {
     assert_eq!(loaded, 7, "{rules}");
 
     // An accepted target first: nothing is blocked, and nothing fires.
+    let asked_at = now();
     let allowed = world.kubectl(User::Admin, &merge_patch_args("4.14.12", &[]));
     assert!(allowed.ok, "{}", allowed.stderr);
-    let allowed_at = now();
+    // The gate stamps the change while answering, so after `asked_at`.
     prometheus.wait(
         "the accepted change scraped",
         Duration::from_secs(20),
         |p| {
             p.scalar("max(preflight_gate_target_change_last_accepted_timestamp_seconds)")
-                .is_some_and(|t| t >= allowed_at - 1.0)
+                .is_some_and(|t| t >= asked_at - 0.01)
         },
     );
     // Rules evaluate every second and `for` is 2s: give them 4s.
