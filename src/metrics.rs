@@ -80,6 +80,9 @@ pub struct Metrics {
     pub check_status: IntGaugeVec,
     /// `completionTime` of each target's results, by `target_version`.
     pub result_completed_at: GaugeVec,
+    /// Targets the update graph offers: 1 recommended (`availableUpdates`),
+    /// 0 conditional only; set by the controller's leader.
+    pub target_recommended: IntGaugeVec,
     blocked: Arc<Mutex<BlockedTargets>>,
     results: Arc<Mutex<ResultSeries>>,
 }
@@ -227,6 +230,15 @@ impl Metrics {
             &["target_version"],
         )?;
         registry.register(Box::new(result_completed_at.clone()))?;
+        let target_recommended = IntGaugeVec::new(
+            Opts::new(
+                "target_recommended",
+                "Targets the update graph offers the cluster: 1 recommended (availableUpdates), 0 only conditional. Exported by the controller's leader.",
+            )
+            .namespace(PREFIX),
+            &["target_version"],
+        )?;
+        registry.register(Box::new(target_recommended.clone()))?;
         Ok(Self {
             registry,
             reviews,
@@ -247,6 +259,7 @@ impl Metrics {
             target_accepted_at,
             check_status,
             result_completed_at,
+            target_recommended,
             blocked: Arc::default(),
             results: Arc::default(),
         })
@@ -307,11 +320,46 @@ impl Metrics {
         results.publish(self);
     }
 
-    /// Stops exporting results (leadership lost: the next leader exports them).
+    /// Stops exporting results and offered targets (leadership lost: the
+    /// next leader exports them).
     pub fn clear_results(&self) {
         let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
         results.objects.clear();
         results.publish(self);
+        self.target_recommended.reset();
+    }
+
+    /// The targets the update graph offers now, by version, and whether
+    /// each is recommended. Targets without a version are left out.
+    pub fn offered_targets<'a>(&self, offered: impl IntoIterator<Item = (&'a str, bool)>) {
+        use prometheus::core::Collector;
+        let mut now: HashMap<&str, bool> = HashMap::new();
+        for (version, recommended) in offered {
+            if Version::parse(version).is_some() {
+                *now.entry(version).or_default() |= recommended;
+            }
+        }
+        // Remove what is no longer offered, then set the rest: no series is
+        // ever missing from a scrape while it is still offered.
+        for family in self.target_recommended.collect() {
+            for metric in family.get_metric() {
+                let label = metric
+                    .get_label()
+                    .iter()
+                    .find(|l| l.name() == "target_version")
+                    .map(|l| l.value().to_owned());
+                if let Some(label) = label
+                    && !now.contains_key(label.as_str())
+                {
+                    let _ = self.target_recommended.remove_label_values(&[&label]);
+                }
+            }
+        }
+        for (version, recommended) in now {
+            self.target_recommended
+                .with_label_values(&[version])
+                .set(i64::from(recommended));
+        }
     }
 
     /// The text exposition of every metric.
@@ -609,6 +657,33 @@ mod tests {
         m.observe_result(&failing);
         m.clear_results();
         assert!(exported(&m, "preflight_gate_check_status{").is_empty());
+    }
+
+    #[test]
+    fn offered_targets_follow_the_graph() {
+        let m = Metrics::new().unwrap();
+        m.offered_targets([
+            ("4.14.12", true),
+            ("4.15.3", true),
+            ("4.15.16", false),
+            ("", true),
+        ]);
+        assert_eq!(m.target_recommended.with_label_values(&["4.15.3"]).get(), 1);
+        assert_eq!(
+            m.target_recommended.with_label_values(&["4.15.16"]).get(),
+            0
+        );
+        assert_eq!(exported(&m, "preflight_gate_target_recommended{").len(), 3);
+        // 4.15.3 withdrawn, 4.15.16 now recommended.
+        m.offered_targets([("4.14.12", true), ("4.15.16", false), ("4.15.16", true)]);
+        let lines = exported(&m, "preflight_gate_target_recommended{");
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(
+            m.target_recommended.with_label_values(&["4.15.16"]).get(),
+            1
+        );
+        m.clear_results();
+        assert!(exported(&m, "preflight_gate_target_recommended{").is_empty());
     }
 
     #[test]

@@ -436,6 +436,17 @@ async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
         .map(|o| ReleaseKey::from_image(&o.spec.image))
         .collect();
     let offered = offered(&cv);
+    let recommended = cv
+        .status
+        .available_updates
+        .iter()
+        .map(|r| (r.version.as_str(), true));
+    let conditional = cv
+        .status
+        .conditional_updates
+        .iter()
+        .map(|c| (c.release.version.as_str(), false));
+    ctx.metrics.offered_targets(recommended.chain(conditional));
     for target in &offered {
         if !known.contains(&ReleaseKey::from_image(&target.image)) {
             let name = trigger(&api, target).await?;

@@ -301,8 +301,20 @@ fn a_scrape_after_a_blocked_update_says_so_and_passes_promtool() {
     let leader_text = loop {
         let text = leader_metrics(world);
         let expected = expected_status(world, "4.15.3");
+        // The graph recommends 4.14.12 and 4.15.3, and offers 4.15.16 only
+        // conditionally.
+        let graph = |text: &str, version: &str| {
+            metric(
+                text,
+                "preflight_gate_target_recommended",
+                &[&format!(r#"target_version="{version}""#)],
+            )
+        };
         if let Some(text) = text
             && exported_status(&text, "4.15.3") == expected
+            && graph(&text, "4.15.3") == 1.0
+            && graph(&text, "4.14.12") == 1.0
+            && text.contains(r#"preflight_gate_target_recommended{target_version="4.15.16"} 0"#)
         {
             break text;
         }
@@ -630,8 +642,9 @@ fn a_real_prometheus_sees_the_blocked_update_alert_fire_and_resolve() {
         },
     );
 
-    // The leader's results of 4.15.3 fail two blocking checks: each is an
-    // update precheck alert, which `oc adm upgrade recommend` picks up.
+    // The leader's results of 4.15.3, a recommended target, fail two
+    // blocking checks: each is an update precheck alert, which
+    // `oc adm upgrade recommend` picks up.
     prometheus.wait(
         "UpdatePreflightFailing firing",
         Duration::from_secs(30),

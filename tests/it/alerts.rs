@@ -222,6 +222,7 @@ pub fn exercised() -> String {
     let object: UpdatePreflight =
         yaml("examples/results/4.15.3-failing.yaml").pipe(|v| serde_json::from_value(v).unwrap());
     metrics.observe_result(&object);
+    metrics.offered_targets([("4.15.3", true)]);
     metrics
         .reviews
         .with_label_values(&["UPDATE", "denied", "failed"])
