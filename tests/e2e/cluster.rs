@@ -156,7 +156,9 @@ impl World {
         world.ca_bundle = world.start_gate();
         let first = world.start_replica("controller-a");
         world.replicas.lock().unwrap().push(first);
-        world.register_webhook();
+        // A control plane reused from an earlier run may still hold a target,
+        // annotations and a registration for a gate that is gone.
+        world.reset();
         world
     }
 
@@ -586,7 +588,7 @@ impl World {
 
     /// Waits until the object for `image` satisfies `done`; returns it.
     pub fn wait_for_result(&self, image: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             if let Some(o) = self
                 .update_preflights()

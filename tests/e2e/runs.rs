@@ -224,6 +224,28 @@ fn a_broken_watch_serves_cached_results_then_marks_them_stale() {
         );
         std::thread::sleep(Duration::from_millis(300));
     }
+    // And the controller is back at work: a run asked for now is run.
+    let offered = "quay.io/openshift-release-dev/ocp-release@sha256:77aa0c1b2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c";
+    let name =
+        world.wait_for_result(offered, "for the offered 4.15.16", |_| true)["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let asked = jiff::Timestamp::now();
+    world.admin(&[
+        "annotate",
+        "--overwrite",
+        "updatepreflight",
+        &name,
+        &format!("preflight.dev/requested-at={asked}"),
+    ]);
+    world.wait_for_result(offered, "run again after the outage", |o| {
+        let started = o["status"]["startTime"]
+            .as_str()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+        matches!(phase(o), "Passed" | "Failed")
+            && started.is_some_and(|t| t.as_second() >= asked.as_second())
+    });
 }
 
 #[test]
