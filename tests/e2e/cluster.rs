@@ -39,6 +39,8 @@ pub struct World {
 pub const LEASE_SECONDS: u64 = 6;
 /// How long the gate trusts its cache with the watch down.
 pub const STALE_AFTER_SECONDS: u64 = 3;
+/// How long the test replicas let a check's pod go unscheduled.
+pub const JOB_SCHEDULE_SECONDS: u64 = 8;
 /// Checks the test replicas run: the ones whose data the test cluster has.
 const CHECKS: &str = "ClusterVersionState,ClusterOperatorsHealthy";
 
@@ -180,6 +182,11 @@ impl World {
             concurrency: 2,
             gc_grace: Duration::from_secs(5),
             checks: CHECKS.split(',').map(String::from).collect(),
+            jobs: Some(preflight_gate::preflight::jobs::JobSettings {
+                schedule_timeout: Duration::from_secs(JOB_SCHEDULE_SECONDS),
+                poll: Duration::from_millis(300),
+                ..Default::default()
+            }),
         };
         let lease = leader::LeaseSettings {
             namespace: "preflight-gate".into(),
