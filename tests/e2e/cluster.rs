@@ -304,7 +304,7 @@ impl World {
             .unwrap_or_else(|| panic!("{name} is not in the control plane's env"))
     }
 
-    fn dir(&self) -> &Path {
+    pub fn dir(&self) -> &Path {
         self._dir.path()
     }
 
@@ -364,6 +364,7 @@ impl World {
                 "clusteroperator.yaml",
             ),
             PathBuf::from(ROOT).join("deploy/crds/updatepreflights.preflight.dev.yaml"),
+            PathBuf::from(ROOT).join("deploy/crds/preflightchecks.preflight.dev.yaml"),
         ];
         for crd in &crds {
             self.admin(&[
@@ -382,9 +383,15 @@ impl World {
             "crd/clusterversions.config.openshift.io",
             "crd/clusteroperators.config.openshift.io",
             "crd/updatepreflights.preflight.dev",
+            "crd/preflightchecks.preflight.dev",
         ]);
         // Established is not yet served: wait until discovery lists them.
-        for resource in ["clusterversions", "clusteroperators", "updatepreflights"] {
+        for resource in [
+            "clusterversions",
+            "clusteroperators",
+            "updatepreflights",
+            "preflightchecks",
+        ] {
             let deadline = Instant::now() + Duration::from_secs(30);
             while !self.kubectl(User::Admin, &["get", resource]).ok {
                 assert!(Instant::now() < deadline, "{resource} never served");

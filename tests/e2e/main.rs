@@ -5,5 +5,6 @@
 mod checks_live;
 mod cluster;
 mod deploy;
+mod external;
 mod flows;
 mod runs;
