@@ -194,6 +194,9 @@ pub struct ControllerArgs {
     /// How long a check's pod may go unscheduled (or its Job without a pod) before the check errors.
     #[arg(long, default_value = "2m", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_CHECK_SCHEDULE_TIMEOUT")]
     pub check_schedule_timeout: Duration,
+    /// Also run the checks the target release declares (an extraction pod per release, from the release image).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "PREFLIGHT_GATE_RELEASE_CHECKS")]
+    pub release_checks: bool,
 }
 
 impl ControllerArgs {
@@ -211,6 +214,7 @@ impl ControllerArgs {
                     namespace: self.jobs_namespace.clone(),
                     service_account: self.check_service_account.clone(),
                     schedule_timeout: self.check_schedule_timeout,
+                    release_checks: self.release_checks,
                     ..Default::default()
                 }),
         }

@@ -51,6 +51,8 @@ struct Ctx {
     settings: Settings,
     recorder: Recorder,
     metrics: Metrics,
+    /// What target releases declare, per digest.
+    releases: super::release_checks::Cache,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +124,7 @@ pub async fn run(client: kube::Client, settings: Settings, metrics: Metrics, ins
         settings: settings.clone(),
         recorder,
         metrics,
+        releases: Default::default(),
     });
     let api: Api<UpdatePreflight> = Api::all(client.clone());
     let refresher = tokio::spawn(refresh_loop(ctx.clone()).instrument(info_span!("refresh")));
@@ -265,6 +268,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
             &update,
             jobs,
             deadline,
+            &ctx.releases,
         )
         .await
     };

@@ -21,6 +21,7 @@ use serde_json::json;
 use tracing::{Instrument, info, info_span, warn};
 
 use super::check::{DEFAULT_TIMEOUT_SECONDS, NotApplicable, PreflightCheck};
+use super::release_checks::{Cache, discover};
 use super::{CheckResult, Outcome, UpdatePreflight};
 use crate::checks::Finding;
 use crate::release::{UpdateKind, Version};
@@ -36,6 +37,8 @@ pub const PREFLIGHT_CHECK: &str = "preflight.dev/preflight-check";
 /// Annotation on Jobs: the name of the `UpdatePreflight` (names may be longer
 /// than a label value).
 pub const OWNER_NAME: &str = "preflight.dev/update-preflight";
+/// The result name when the target release's declared checks cannot be listed.
+pub const RELEASE_DISCOVERY: &str = "ReleaseDeclaredChecks";
 /// The label the Job controller puts on a Job's pods.
 pub const JOB_NAME: &str = "batch.kubernetes.io/job-name";
 
@@ -53,6 +56,10 @@ pub struct JobSettings {
     pub ttl_after_finished: Duration,
     /// How often a running Job is looked at.
     pub poll: Duration,
+    /// Run the checks the target release declares (an extraction pod per
+    /// release digest). Off in `Default`, which tests and benchmarks use;
+    /// the `serve` flag turns it on.
+    pub release_checks: bool,
 }
 
 impl Default for JobSettings {
@@ -63,6 +70,7 @@ impl Default for JobSettings {
             schedule_timeout: Duration::from_secs(120),
             ttl_after_finished: Duration::from_secs(3600),
             poll: Duration::from_secs(1),
+            release_checks: false,
         }
     }
 }
@@ -87,7 +95,12 @@ impl Update {
 
 /// What a check's spec turns into before anything is created: the image to
 /// run, or a result without running (skipped, or a spec that cannot run).
-pub fn plan(check: &PreflightCheck, update: &Update) -> Result<String, Finding> {
+/// `images` are the target release's `image-references`, when known.
+pub fn plan(
+    check: &PreflightCheck,
+    update: &Update,
+    images: Option<&BTreeMap<String, String>>,
+) -> Result<String, Finding> {
     let spec = &check.spec;
     match spec
         .applies_to
@@ -99,9 +112,16 @@ pub fn plan(check: &PreflightCheck, update: &Update) -> Result<String, Finding> 
     }
     match (&spec.image, &spec.from_release) {
         (Some(image), None) if !image.trim().is_empty() => Ok(image.trim().to_owned()),
-        (None, Some(component)) => Err(Finding::error(format!(
-            "fromRelease {component:?}: this gate cannot read the target release's image-references yet; give an image"
-        ))),
+        (None, Some(component)) => match images {
+            Some(images) => images.get(component.trim()).cloned().ok_or_else(|| {
+                Finding::error(format!(
+                    "fromRelease {component:?}: the target release has no such component in its image-references"
+                ))
+            }),
+            None => Err(Finding::error(format!(
+                "fromRelease {component:?}: the target release's image-references are not known (release checks are off, or its extraction failed)"
+            ))),
+        },
         _ => Err(Finding::error(
             "the PreflightCheck must give exactly one of image and fromRelease",
         )),
@@ -510,15 +530,48 @@ pub async fn run_external(
     update: &Update,
     settings: &JobSettings,
     deadline: Instant,
+    releases: &Cache,
 ) -> Vec<CheckResult> {
+    // What the target release declares: its checks, and the images
+    // `fromRelease` names.
+    let mut results = Vec::new();
+    let mut declared = None;
+    if settings.release_checks && !update.target_image.is_empty() {
+        declared = releases.get(&update.target_image);
+        if declared.is_none() {
+            let limit = deadline.saturating_duration_since(Instant::now());
+            match discover(client, &update.target_image, settings, limit).await {
+                Ok(found) => {
+                    info!(
+                        checks = found.checks.len(),
+                        "the target release's declared checks"
+                    );
+                    releases.insert(&update.target_image, found.clone());
+                    declared = Some(found);
+                }
+                Err(e) => {
+                    warn!(error = %e, "cannot list the target release's declared checks");
+                    results.push(CheckResult {
+                        name: RELEASE_DISCOVERY.into(),
+                        severity: super::Severity::Blocking,
+                        outcome: Outcome::Error,
+                        message: format!("cannot list the checks the target release declares: {e}"),
+                        remediation_url: None,
+                        duration: None,
+                        failure_policy: None,
+                    });
+                }
+            }
+        }
+    }
     let api: Api<PreflightCheck> = Api::all(client.clone());
     let checks = match api.list(&ListParams::default()).await {
         Ok(list) => list.items,
-        // The CRD is not installed: there are no external checks.
-        Err(kube::Error::Api(e)) if e.code == 404 => return Vec::new(),
+        // The CRD is not installed: there are no administrators' checks.
+        Err(kube::Error::Api(e)) if e.code == 404 => Vec::new(),
         Err(e) => {
             warn!(error = %e, "cannot list PreflightChecks");
-            return vec![CheckResult {
+            results.push(CheckResult {
                 name: "PreflightChecks".into(),
                 severity: super::Severity::Blocking,
                 outcome: Outcome::Error,
@@ -526,14 +579,24 @@ pub async fn run_external(
                 remediation_url: None,
                 duration: None,
                 failure_policy: None,
-            }];
+            });
+            Vec::new()
         }
     };
-    let runs = selected(&checks, selection).map(|check| {
+    let images = declared.as_ref().map(|d| &d.images);
+    let from_release = declared
+        .as_ref()
+        .map(|d| d.checks.as_slice())
+        .unwrap_or(&[]);
+    let all: Vec<&PreflightCheck> = selected(from_release, selection)
+        .chain(selected(&checks, selection))
+        .collect();
+    let runs = all.into_iter().map(|check| {
         let span = info_span!("external_check", check = %check.spec.check_name);
-        run_one(client, check, owner, update, settings, deadline).instrument(span)
+        run_one(client, check, owner, update, settings, deadline, images).instrument(span)
     });
-    futures::future::join_all(runs).await
+    results.extend(futures::future::join_all(runs).await);
+    results
 }
 
 async fn run_one(
@@ -543,9 +606,10 @@ async fn run_one(
     update: &Update,
     settings: &JobSettings,
     deadline: Instant,
+    images: Option<&BTreeMap<String, String>>,
 ) -> CheckResult {
     let started = Instant::now();
-    let image = match plan(check, update) {
+    let image = match plan(check, update, images) {
         Ok(image) => image,
         Err(finding) => return result(check, finding, started.elapsed()),
     };

@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod leader;
 pub mod live;
 mod offline;
+pub mod release_checks;
 mod source;
 
 pub use cache::ResultCache;

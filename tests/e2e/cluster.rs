@@ -298,7 +298,7 @@ impl World {
         }
     }
 
-    fn var(&self, name: &str) -> &str {
+    pub fn var(&self, name: &str) -> &str {
         self.env
             .get(name)
             .unwrap_or_else(|| panic!("{name} is not in the control plane's env"))

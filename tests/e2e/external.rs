@@ -631,3 +631,215 @@ fn the_check_service_account_reads_and_does_nothing_else_and_no_secrets() {
         }
     }
 }
+
+/// What the extraction pod of the test release prints: its image-references
+/// and a manifest file that declares one check.
+fn extraction_output() -> String {
+    r#"--- preflight-gate begin image-references
+{"kind": "ImageStream", "apiVersion": "image.openshift.io/v1", "spec": {"tags": [
+  {"name": "cluster-storage-operator", "from": {"kind": "DockerImage", "name": "preflight-e2e/cluster-storage-operator@sha256:5050505050505050505050505050505050505050505050505050505050505050"}}]}}
+--- preflight-gate end
+--- preflight-gate begin 0000_50_cluster-storage-operator_99_preflight.yaml
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: storage-csi-migration
+  annotations:
+    openshift.io/preflight-check: "true"
+spec:
+  activeDeadlineSeconds: 300
+  template:
+    spec:
+      containers:
+      - name: check
+        image: preflight-e2e/cluster-storage-operator@sha256:5050505050505050505050505050505050505050505050505050505050505050
+        command: ["cluster-storage-operator", "preflight"]
+--- preflight-gate end
+"#
+    .to_owned()
+}
+
+#[test]
+fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_images() {
+    use preflight_gate::preflight::jobs::{self, JobSettings};
+    use preflight_gate::preflight::release_checks::Cache;
+    let (_turn, world) = lock();
+    let mut made = Made::new(world);
+    made.check(
+        "e2e-from-release",
+        json!({"checkName": "E2EFromRelease", "fromRelease": "cluster-storage-operator"}),
+    );
+    let image = release('c');
+    let uid = made.preflight(
+        "e2e-release-declared",
+        &image,
+        "4.14.20",
+        &["E2EFromRelease", "StorageCsiMigration"],
+    );
+    let owner: preflight_gate::preflight::UpdatePreflight = serde_json::from_value(get_json(
+        world,
+        &["get", "updatepreflight", "e2e-release-declared"],
+    ))
+    .unwrap();
+
+    // The runner with release checks on, as `serve --release-checks` runs it,
+    // in a thread of its own while the test plays the kubelet.
+    let kubeconfig = std::path::PathBuf::from(world.var("ADMIN_KUBECONFIG"));
+    let runner = {
+        let image = image.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            runtime.block_on(async {
+                let client = preflight_gate::cluster::client(Some(&kubeconfig))
+                    .await
+                    .unwrap();
+                let settings = JobSettings {
+                    release_checks: true,
+                    poll: Duration::from_millis(300),
+                    schedule_timeout: Duration::from_secs(8),
+                    ..JobSettings::default()
+                };
+                let update = jobs::Update {
+                    target_image: image,
+                    target_version: preflight_gate::release::Version::parse("4.14.20"),
+                    ..Default::default()
+                };
+                let cache = Cache::default();
+                let deadline = || Instant::now() + Duration::from_secs(40);
+                let both = [
+                    "E2EFromRelease".to_owned(),
+                    "StorageCsiMigration".to_owned(),
+                ];
+                let first = jobs::run_external(
+                    &client,
+                    &owner,
+                    &both,
+                    &update,
+                    &settings,
+                    deadline(),
+                    &cache,
+                )
+                .await;
+                // Asked again for the same digest: the cache answers, no pod runs.
+                let none = ["NoSuchCheck".to_owned()];
+                let second = jobs::run_external(
+                    &client,
+                    &owner,
+                    &none,
+                    &update,
+                    &settings,
+                    deadline(),
+                    &cache,
+                )
+                .await;
+                (first, second)
+            })
+        })
+    };
+
+    // The extraction pod: the target release image, restricted, no token.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pod = loop {
+        let pods = get_json(
+            world,
+            &[
+                "get",
+                "pods",
+                "-n",
+                NS,
+                "-l",
+                "preflight.dev/release-extraction",
+            ],
+        );
+        if let Some(pod) = pods["items"].as_array().unwrap().first() {
+            break pod.clone();
+        }
+        assert!(Instant::now() < deadline, "no extraction pod");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let name = pod["metadata"]["name"].as_str().unwrap().to_owned();
+    assert_eq!(pod["spec"]["containers"][0]["image"], image);
+    assert_eq!(pod["spec"]["automountServiceAccountToken"], false);
+    // As the kubelet: the pod ran and printed the declared checks. With no
+    // kubelet there is no log to serve: the API server answers the log
+    // request of a pod on no node with an empty body. The gate then reads the
+    // same text from the termination message, which the script also writes.
+    let now = jiff::Timestamp::now().to_string();
+    let status = json!({"status": {"phase": "Succeeded",
+        "containerStatuses": [{"name": "extract", "image": image, "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"exitCode": 0, "reason": "Completed", "message": extraction_output(),
+                "startedAt": now, "finishedAt": now}}}]}});
+    world.admin(&[
+        "patch",
+        "pod",
+        &name,
+        "-n",
+        NS,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status.to_string(),
+    ]);
+    let log = world.kubectl(User::Admin, &["logs", "-n", NS, &name]);
+    assert!(
+        log.stdout.trim().is_empty(),
+        "a log was served without a kubelet: {}",
+        log.stdout
+    );
+
+    // Both checks run as Jobs from the release's own image of the component.
+    let jobs = wait_for_jobs(world, &uid, 2);
+    let operator_image = "preflight-e2e/cluster-storage-operator@sha256:5050505050505050505050505050505050505050505050505050505050505050";
+    for job in &jobs {
+        let spec = &job["spec"]["template"]["spec"];
+        assert_eq!(
+            spec["containers"][0]["image"],
+            operator_image,
+            "{}",
+            check_of(job)
+        );
+        // The gate's account and namespace, not the manifest's.
+        assert_eq!(spec["serviceAccountName"], "preflight-check");
+        assert_eq!(job["metadata"]["namespace"], NS);
+    }
+    let declared = jobs
+        .iter()
+        .find(|j| check_of(j) == "StorageCsiMigration")
+        .unwrap();
+    assert_eq!(declared["spec"]["activeDeadlineSeconds"], 300);
+    assert_eq!(
+        declared["spec"]["template"]["spec"]["containers"][0]["command"],
+        json!(["cluster-storage-operator", "preflight"])
+    );
+    for job in &jobs {
+        let pod = start_pod(world, job);
+        kubelet_reports(world, &pod, operator_image, terminated(0, "ok"));
+    }
+
+    let (first, second) = runner.join().unwrap();
+    let outcomes: Vec<(&str, &str)> = first
+        .iter()
+        .map(|r| (r.name.as_str(), r.message.as_str()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [("StorageCsiMigration", "ok"), ("E2EFromRelease", "ok")],
+        "{first:?}"
+    );
+    assert!(second.is_empty(), "{second:?}");
+    let extraction_pods = get_json(
+        world,
+        &[
+            "get",
+            "pods",
+            "-n",
+            NS,
+            "-l",
+            "preflight.dev/release-extraction",
+        ],
+    );
+    assert!(
+        extraction_pods["items"].as_array().unwrap().is_empty(),
+        "the extraction pod was deleted, and no second one made"
+    );
+}

@@ -321,6 +321,8 @@ fn a_check_with_defaults_gets_the_default_deadline_and_the_image_entrypoint() {
 #[case::not_this_kind(json!({"checkName": "X", "image": "i", "appliesTo": {"updateKinds": ["Minor"]}}), "4.15.3", "4.15.9", Err((Outcome::Skipped, "does not apply to a patch update")))]
 #[case::not_this_version(json!({"checkName": "X", "image": "i", "appliesTo": {"versions": [">=4.17"]}}), "4.15.3", "4.16.1", Err((Outcome::Skipped, "does not apply to target version 4.16.1")))]
 #[case::bad_range(json!({"checkName": "X", "image": "i", "appliesTo": {"versions": ["~4.16"]}}), "4.15.3", "4.16.1", Err((Outcome::Error, "appliesTo.versions: \"~4.16\" in \"~4.16\" is not a version")))]
+#[case::from_release(json!({"checkName": "X", "fromRelease": "cli"}), "4.15.3", "4.16.1", Ok("example.com/cli@sha256:cc".to_owned()))]
+#[case::from_release_unknown(json!({"checkName": "X", "fromRelease": "nope"}), "4.15.3", "4.16.1", Err((Outcome::Error, "fromRelease \"nope\": the target release has no such component in its image-references")))]
 #[case::neither(json!({"checkName": "X"}), "4.15.3", "4.16.1", Err((Outcome::Error, "the PreflightCheck must give exactly one of image and fromRelease")))]
 #[case::both(json!({"checkName": "X", "image": "i", "fromRelease": "c"}), "4.15.3", "4.16.1", Err((Outcome::Error, "the PreflightCheck must give exactly one of image and fromRelease")))]
 fn plans(
@@ -329,7 +331,8 @@ fn plans(
     #[case] target: &str,
     #[case] expected: Result<String, (Outcome, &str)>,
 ) {
-    let got = plan(&check(spec), &update(current, target));
+    let images = BTreeMap::from([("cli".to_owned(), "example.com/cli@sha256:cc".to_owned())]);
+    let got = plan(&check(spec), &update(current, target), Some(&images));
     match (got, expected) {
         (Ok(image), Ok(want)) => assert_eq!(image, want),
         (Err(f), Err((outcome, message))) => {
@@ -337,6 +340,18 @@ fn plans(
         }
         (got, want) => panic!("got {got:?}, expected {want:?}"),
     }
+}
+
+#[test]
+fn from_release_without_image_references_is_an_error() {
+    let c = check(json!({"checkName": "X", "fromRelease": "cli"}));
+    let f = plan(&c, &update("4.15.3", "4.16.1"), None).unwrap_err();
+    assert_eq!(f.outcome, Outcome::Error);
+    assert!(
+        f.message.contains("image-references are not known"),
+        "{}",
+        f.message
+    );
 }
 
 #[test]
