@@ -632,6 +632,48 @@ fn the_check_service_account_reads_and_does_nothing_else_and_no_secrets() {
     }
 }
 
+/// As the kubelet for the extraction pod of `image`: it ran and printed
+/// `output`. Returns the pod as the gate created it.
+fn complete_extraction(world: &World, image: &str, output: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pod = loop {
+        let pods = get_json(
+            world,
+            &[
+                "get",
+                "pods",
+                "-n",
+                NS,
+                "-l",
+                "preflight.dev/release-extraction",
+            ],
+        );
+        if let Some(pod) = pods["items"].as_array().unwrap().first() {
+            break pod.clone();
+        }
+        assert!(Instant::now() < deadline, "no extraction pod");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let name = pod["metadata"]["name"].as_str().unwrap();
+    let now = jiff::Timestamp::now().to_string();
+    let status = json!({"status": {"phase": "Succeeded",
+        "containerStatuses": [{"name": "extract", "image": image, "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"exitCode": 0, "reason": "Completed", "message": output,
+                "startedAt": now, "finishedAt": now}}}]}});
+    world.admin(&[
+        "patch",
+        "pod",
+        name,
+        "-n",
+        NS,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status.to_string(),
+    ]);
+    pod
+}
+
 /// What the extraction pod of the test release prints: its image-references
 /// and a manifest file that declares one check.
 fn extraction_output() -> String {
@@ -738,48 +780,14 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
     };
 
     // The extraction pod: the target release image, restricted, no token.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let pod = loop {
-        let pods = get_json(
-            world,
-            &[
-                "get",
-                "pods",
-                "-n",
-                NS,
-                "-l",
-                "preflight.dev/release-extraction",
-            ],
-        );
-        if let Some(pod) = pods["items"].as_array().unwrap().first() {
-            break pod.clone();
-        }
-        assert!(Instant::now() < deadline, "no extraction pod");
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let name = pod["metadata"]["name"].as_str().unwrap().to_owned();
-    assert_eq!(pod["spec"]["containers"][0]["image"], image);
-    assert_eq!(pod["spec"]["automountServiceAccountToken"], false);
     // As the kubelet: the pod ran and printed the declared checks. With no
     // kubelet there is no log to serve: the API server answers the log
     // request of a pod on no node with an empty body. The gate then reads the
     // same text from the termination message, which the script also writes.
-    let now = jiff::Timestamp::now().to_string();
-    let status = json!({"status": {"phase": "Succeeded",
-        "containerStatuses": [{"name": "extract", "image": image, "imageID": "", "ready": false, "restartCount": 0,
-            "state": {"terminated": {"exitCode": 0, "reason": "Completed", "message": extraction_output(),
-                "startedAt": now, "finishedAt": now}}}]}});
-    world.admin(&[
-        "patch",
-        "pod",
-        &name,
-        "-n",
-        NS,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        &status.to_string(),
-    ]);
+    let pod = complete_extraction(world, &image, &extraction_output());
+    let name = pod["metadata"]["name"].as_str().unwrap().to_owned();
+    assert_eq!(pod["spec"]["containers"][0]["image"], image);
+    assert_eq!(pod["spec"]["automountServiceAccountToken"], false);
     let log = world.kubectl(User::Admin, &["logs", "-n", NS, &name]);
     assert!(
         log.stdout.trim().is_empty(),
@@ -842,4 +850,91 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
         extraction_pods["items"].as_array().unwrap().is_empty(),
         "the extraction pod was deleted, and no second one made"
     );
+}
+
+#[test]
+fn the_gate_runs_external_checks_with_the_deployed_rbac_and_the_check_rbac() {
+    use preflight_gate::preflight::jobs::{self, JobSettings};
+    use preflight_gate::preflight::release_checks::Cache;
+    let (_turn, world) = lock();
+    // The gate's ServiceAccount with deploy/'s RBAC (the dev overlay), plus
+    // deploy/base/preflight-check-rbac.yaml (applied by Made).
+    crate::deploy::apply_dev(world);
+    let mut made = Made::new(world);
+    made.check(
+        "e2e-as-gate",
+        json!({"checkName": "E2EAsGate", "image": "preflight-e2e/as-gate:1"}),
+    );
+    let image = release('d');
+    let uid = made.preflight("e2e-as-gate", &image, "4.14.20", &["E2EAsGate"]);
+    let owner: preflight_gate::preflight::UpdatePreflight =
+        serde_json::from_value(get_json(world, &["get", "updatepreflight", "e2e-as-gate"]))
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = crate::deploy::service_account_kubeconfig(world, dir.path());
+    let runner = {
+        let image = image.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            runtime.block_on(async {
+                let client = preflight_gate::cluster::client(Some(&kubeconfig))
+                    .await
+                    .unwrap();
+                let settings = JobSettings {
+                    release_checks: true,
+                    poll: Duration::from_millis(300),
+                    schedule_timeout: Duration::from_secs(8),
+                    ..JobSettings::default()
+                };
+                let update = jobs::Update {
+                    target_image: image,
+                    target_version: preflight_gate::release::Version::parse("4.14.20"),
+                    ..Default::default()
+                };
+                let selection = ["E2EAsGate".to_owned()];
+                let deadline = Instant::now() + Duration::from_secs(40);
+                jobs::run_external(
+                    &client,
+                    &owner,
+                    &selection,
+                    &update,
+                    &settings,
+                    deadline,
+                    &Cache::default(),
+                )
+                .await
+            })
+        })
+    };
+    // A release that declares nothing.
+    let nothing = "--- preflight-gate begin image-references\n{\"kind\": \"ImageStream\", \"spec\": {\"tags\": []}}\n--- preflight-gate end\n";
+    complete_extraction(world, &image, nothing);
+    // The controller replica runs the same object too (without release
+    // checks): every Job of the object gets its pod, until the runner ends.
+    let selector = format!("preflight.dev/update-preflight-uid={uid}");
+    let mut served = std::collections::HashSet::new();
+    while !runner.is_finished() {
+        for job in get_json(world, &["get", "jobs", "-n", NS, "-l", &selector])["items"]
+            .as_array()
+            .unwrap()
+        {
+            if served.insert(job["metadata"]["name"].as_str().unwrap().to_owned()) {
+                let pod = start_pod(world, job);
+                kubelet_reports(
+                    world,
+                    &pod,
+                    "preflight-e2e/as-gate:1",
+                    terminated(0, "fine"),
+                );
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let results = runner.join().unwrap();
+    let got: Vec<(&str, &str)> = results
+        .iter()
+        .map(|r| (r.name.as_str(), r.message.as_str()))
+        .collect();
+    // No "cannot list", "cannot create" or "forbidden": the rights suffice.
+    assert_eq!(got, [("E2EAsGate", "fine")], "{results:?}");
 }
