@@ -270,6 +270,8 @@ pub async fn discover(
         .map_err(|e| DiscoveryError::Api(format!("cannot create the extraction pod: {e}")))?;
     let name = pod.name_any();
     info!(pod = %name, %image, "release extraction pod created");
+    // The pod's own deadline is 120 s; allow for scheduling besides.
+    let timeout = timeout.min(settings.schedule_timeout + Duration::from_secs(120));
     let deadline = Instant::now() + timeout;
     let answer = loop {
         let pod = match pods.get_opt(&name).await {
@@ -303,15 +305,26 @@ pub async fn discover(
             break parse_extraction(&output);
         }
         if let Some(waiting) = state.and_then(|s| s.waiting.as_ref())
-            && matches!(
-                waiting.reason.as_deref(),
-                Some("ErrImagePull" | "ImagePullBackOff" | "InvalidImageName")
-            )
+            && let Some(reason) = waiting.reason.as_deref()
         {
-            break Err(DiscoveryError::Pod(format!(
-                "cannot pull the release image {image} ({})",
-                waiting.reason.as_deref().unwrap_or("")
-            )));
+            let detail = waiting
+                .message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            if matches!(reason, "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName") {
+                break Err(DiscoveryError::Pod(format!(
+                    "cannot pull the release image {image} ({reason}){detail}"
+                )));
+            }
+            if matches!(
+                reason,
+                "CreateContainerConfigError" | "CreateContainerError" | "RunContainerError"
+            ) {
+                break Err(DiscoveryError::Pod(format!(
+                    "its container cannot start ({reason}){detail}"
+                )));
+            }
         }
         if Instant::now() >= deadline {
             break Err(DiscoveryError::Pod(format!(
