@@ -94,8 +94,11 @@ pub fn run_due(
         .annotations()
         .get(REQUESTED_AT)
         .and_then(|v| v.parse::<Timestamp>().ok());
+    // `startTime` is written to the second (a metav1.Time), while a request
+    // is stamped finer: compared finely, the run a request started would
+    // look older than it, and run again (with a Job per external check).
     if let Some(requested) = requested
-        && started.is_none_or(|s| requested > s)
+        && started.is_none_or(|s| requested.as_second() > s.as_second())
     {
         return Some("a run was requested");
     }
@@ -612,6 +615,14 @@ mod tests {
         1,
         1,
         Some("2026-11-30T11:40:00Z"),
+        None
+    )]
+    #[case::requested_within_the_second_the_run_started(
+        Some("Failed"),
+        Some("2026-11-30T11:56:30Z"),
+        1,
+        1,
+        Some("2026-11-30T11:56:00.700Z"),
         None
     )]
     #[case::old(

@@ -312,7 +312,10 @@ pub async fn discover(
                 .as_deref()
                 .map(|m| format!(": {m}"))
                 .unwrap_or_default();
-            if matches!(reason, "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName") {
+            if matches!(
+                reason,
+                "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName"
+            ) {
                 break Err(DiscoveryError::Pod(format!(
                     "cannot pull the release image {image} ({reason}){detail}"
                 )));
