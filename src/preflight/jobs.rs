@@ -644,10 +644,16 @@ async fn run_one(
                     true,
                 );
             }
-            Err(e) => {
+            Err(e) if Instant::now() + settings.poll < deadline => {
                 warn!(error = %e, job = %name, "cannot read the check's Job; retrying");
                 tokio::time::sleep(settings.poll).await;
                 continue;
+            }
+            Err(e) => {
+                break (
+                    Finding::error(format!("cannot read the check's Job {name}: {e}")),
+                    false,
+                );
             }
         };
         let listed = match pods.list(&by_job).await {
