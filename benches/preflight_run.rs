@@ -185,6 +185,7 @@ async fn main() {
         concurrency: 2,
         gc_grace: Duration::from_secs(3600),
         checks: Vec::new(),
+        jobs: None,
     };
     let metrics = Metrics::new().unwrap();
     let lease = leader::LeaseSettings {

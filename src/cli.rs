@@ -174,6 +174,29 @@ pub struct ControllerArgs {
     /// Built-in checks to run (comma-separated); all when not given.
     #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_CHECKS")]
     pub checks: Vec<String>,
+    /// Run PreflightChecks as Jobs beside the built-in checks.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "PREFLIGHT_GATE_EXTERNAL_CHECKS")]
+    pub external_checks: bool,
+    /// Namespace the check Jobs run in (never an operator's).
+    #[arg(
+        long,
+        default_value = "preflight-gate",
+        env = "PREFLIGHT_GATE_JOBS_NAMESPACE"
+    )]
+    pub jobs_namespace: String,
+    /// ServiceAccount of the check Jobs, bound to the read-only preflight-check ClusterRole.
+    #[arg(
+        long,
+        default_value = "preflight-check",
+        env = "PREFLIGHT_GATE_CHECK_SERVICE_ACCOUNT"
+    )]
+    pub check_service_account: String,
+    /// How long a check's pod may go unscheduled (or its Job without a pod) before the check errors.
+    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_CHECK_SCHEDULE_TIMEOUT")]
+    pub check_schedule_timeout: Duration,
+    /// Also run the checks the target release declares (an extraction pod per release, from the release image).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "PREFLIGHT_GATE_RELEASE_CHECKS")]
+    pub release_checks: bool,
 }
 
 impl ControllerArgs {
@@ -185,6 +208,15 @@ impl ControllerArgs {
             concurrency: self.run_concurrency,
             gc_grace: self.gc_grace,
             checks: self.checks.clone(),
+            jobs: self
+                .external_checks
+                .then(|| crate::preflight::jobs::JobSettings {
+                    namespace: self.jobs_namespace.clone(),
+                    service_account: self.check_service_account.clone(),
+                    schedule_timeout: self.check_schedule_timeout,
+                    release_checks: self.release_checks,
+                    ..Default::default()
+                }),
         }
     }
 }

@@ -259,7 +259,10 @@ pub fn summarize(results: &[CheckResult]) -> Summary {
             (Outcome::Fail, Severity::Warning) => s.warnings += 1,
             (Outcome::Error, severity) => {
                 s.errored += 1;
-                if severity == Severity::Blocking {
+                // A fail-open check's error does not block, as the webhook
+                // decides it.
+                let open = r.failure_policy == Some(crate::preflight::FailurePolicy::FailOpen);
+                if severity == Severity::Blocking && !open {
                     s.failing += 1;
                 }
             }
@@ -416,6 +419,25 @@ mod tests {
             (summary.warnings, summary.failing, summary.errored),
             (1, 1, 1)
         );
+    }
+
+    #[test]
+    fn a_fail_open_error_is_counted_but_does_not_block() {
+        let errored = |policy| CheckResult {
+            name: "VendorCheck".into(),
+            severity: Severity::Blocking,
+            outcome: Outcome::Error,
+            message: "cannot pull".into(),
+            remediation_url: None,
+            duration: None,
+            failure_policy: policy,
+        };
+        let open = summarize(&[errored(Some(crate::preflight::FailurePolicy::FailOpen))]);
+        assert_eq!((open.errored, open.failing), (1, 0));
+        let closed = summarize(&[errored(Some(crate::preflight::FailurePolicy::FailClosed))]);
+        assert_eq!((closed.errored, closed.failing), (1, 1));
+        let unset = summarize(&[errored(None)]);
+        assert_eq!((unset.errored, unset.failing), (1, 1));
     }
 
     #[rstest]

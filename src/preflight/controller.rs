@@ -39,6 +39,8 @@ pub struct Settings {
     pub gc_grace: Duration,
     /// Built-in checks to run; all when empty.
     pub checks: Vec<String>,
+    /// Where `PreflightCheck` Jobs run; `None` runs no external checks.
+    pub jobs: Option<super::jobs::JobSettings>,
 }
 
 struct Ctx {
@@ -49,6 +51,8 @@ struct Ctx {
     settings: Settings,
     recorder: Recorder,
     metrics: Metrics,
+    /// What target releases declare, per digest.
+    releases: super::release_checks::Cache,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -90,8 +94,11 @@ pub fn run_due(
         .annotations()
         .get(REQUESTED_AT)
         .and_then(|v| v.parse::<Timestamp>().ok());
+    // `startTime` is written to the second (a metav1.Time), while a request
+    // is stamped finer: compared finely, the run a request started would
+    // look older than it, and run again (with a Job per external check).
     if let Some(requested) = requested
-        && started.is_none_or(|s| requested > s)
+        && started.is_none_or(|s| requested.as_second() > s.as_second())
     {
         return Some("a run was requested");
     }
@@ -120,6 +127,7 @@ pub async fn run(client: kube::Client, settings: Settings, metrics: Metrics, ins
         settings: settings.clone(),
         recorder,
         metrics,
+        releases: Default::default(),
     });
     let api: Api<UpdatePreflight> = Api::all(client.clone());
     let refresher = tokio::spawn(refresh_loop(ctx.clone()).instrument(info_span!("refresh")));
@@ -228,59 +236,87 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
         image: object.spec.image.clone(),
         version: object.spec.version.as_deref().and_then(Version::parse),
     };
-    // The object's own selection, within what the gate is configured to run.
-    let selection: Vec<String> = match (
+    // The object's own selection, within what the gate is configured to run
+    // (`None`: every built-in). A selection naming only external checks
+    // runs no built-in.
+    let selection: Option<Vec<String>> = match (
         object.spec.checks.is_empty(),
         ctx.settings.checks.is_empty(),
     ) {
-        (true, _) => ctx.settings.checks.clone(),
-        (false, true) => object.spec.checks.clone(),
-        (false, false) => object
-            .spec
-            .checks
-            .iter()
-            .filter(|c| ctx.settings.checks.contains(c))
-            .cloned()
-            .collect(),
+        (true, true) => None,
+        (true, false) => Some(ctx.settings.checks.clone()),
+        (false, true) => Some(object.spec.checks.clone()),
+        (false, false) => Some(
+            object
+                .spec
+                .checks
+                .iter()
+                .filter(|c| ctx.settings.checks.contains(c))
+                .cloned()
+                .collect(),
+        ),
     };
-    let suite = run_checks(ctx, target, selection);
-    let (phase, results, reason, message) =
-        match tokio::time::timeout(ctx.settings.run_timeout, suite).await {
-            Ok(Ok(results)) => {
-                let summary = checks::summarize(&results);
-                if summary.failing == 0 {
-                    (
-                        Phase::Passed,
-                        results,
-                        "NoBlockingFailures",
-                        format!("{} checks passed", summary.passed),
-                    )
-                } else {
-                    let n = summary.failing;
-                    (
-                        Phase::Failed,
-                        results,
-                        "BlockingChecksFailed",
-                        format!("{n} blocking check{} failed", if n == 1 { "" } else { "s" }),
-                    )
-                }
-            }
-            Ok(Err(e)) => (
-                Phase::Error,
-                Vec::new(),
-                "ClusterUnreadable",
-                format!("cannot read the cluster: {e}"),
-            ),
-            Err(_) => (
-                Phase::Error,
-                Vec::new(),
-                "RunTimedOut",
-                format!(
-                    "the run did not finish within {}",
-                    humantime::format_duration(ctx.settings.run_timeout)
-                ),
-            ),
+    // External checks run beside the built-ins, bounded by the same run
+    // timeout; their results sit in the same status.
+    let external = async {
+        let Some(jobs) = &ctx.settings.jobs else {
+            return Vec::new();
         };
+        let update = external_update(&ctx.client, &target).await;
+        let deadline = started + ctx.settings.run_timeout;
+        super::jobs::run_external(
+            &ctx.client,
+            object,
+            &object.spec.checks,
+            &update,
+            jobs,
+            deadline,
+            &ctx.releases,
+        )
+        .await
+    };
+    let suite = tokio::time::timeout(
+        ctx.settings.run_timeout,
+        run_checks(ctx, target.clone(), selection),
+    );
+    let (suite, mut external) = tokio::join!(suite, external);
+    let (phase, results, reason, message) = match suite {
+        Ok(Ok(mut results)) => {
+            results.append(&mut external);
+            let summary = checks::summarize(&results);
+            if summary.failing == 0 {
+                (
+                    Phase::Passed,
+                    results,
+                    "NoBlockingFailures",
+                    format!("{} checks passed", summary.passed),
+                )
+            } else {
+                let n = summary.failing;
+                (
+                    Phase::Failed,
+                    results,
+                    "BlockingChecksFailed",
+                    format!("{n} blocking check{} failed", if n == 1 { "" } else { "s" }),
+                )
+            }
+        }
+        Ok(Err(e)) => (
+            Phase::Error,
+            external,
+            "ClusterUnreadable",
+            format!("cannot read the cluster: {e}"),
+        ),
+        Err(_) => (
+            Phase::Error,
+            external,
+            "RunTimedOut",
+            format!(
+                "the run did not finish within {}",
+                humantime::format_duration(ctx.settings.run_timeout)
+            ),
+        ),
+    };
     let now = Time(Timestamp::now());
     status.phase = Some(phase);
     status.summary = Some(checks::summarize(&results));
@@ -328,14 +364,17 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
 async fn run_checks(
     ctx: &Ctx,
     target: Target,
-    selection: Vec<String>,
+    selection: Option<Vec<String>>,
 ) -> Result<Vec<CheckResult>, kube::Error> {
     let view = Arc::new(live::load(&ctx.client).await?);
     let target = Arc::new(target);
     let now = Timestamp::now();
     let mut results = Vec::new();
     for check in checks::catalogue() {
-        if !selection.is_empty() && !selection.iter().any(|s| s == check.name()) {
+        if selection
+            .as_ref()
+            .is_some_and(|s| !s.iter().any(|s| s == check.name()))
+        {
             continue;
         }
         let name = check.name();
@@ -362,6 +401,37 @@ async fn run_checks(
         }
     }
     Ok(results)
+}
+
+/// The update as external checks are told it: the target, and the release
+/// the cluster runs (the newest completed one, else the desired one).
+async fn external_update(client: &kube::Client, target: &Target) -> super::jobs::Update {
+    let cv = match cluster_versions(client).get_opt("version").await {
+        Ok(cv) => cv
+            .and_then(|cv| serde_json::to_value(cv).ok())
+            .and_then(|v| serde_json::from_value::<ClusterVersion>(v).ok()),
+        Err(e) => {
+            warn!(error = %e, "cannot read the ClusterVersion for external checks");
+            None
+        }
+    };
+    let completed = cv
+        .as_ref()
+        .and_then(|cv| cv.status.history.iter().find(|h| h.state == "Completed"));
+    let (current_image, current_version) = match (completed, &cv) {
+        (Some(h), _) => (h.image.clone(), Version::parse(&h.version)),
+        (None, Some(cv)) => (
+            cv.status.desired.image.clone(),
+            Version::parse(&cv.status.desired.version),
+        ),
+        (None, None) => (String::new(), None),
+    };
+    super::jobs::Update {
+        target_image: target.image.clone(),
+        target_version: target.version.clone(),
+        current_image,
+        current_version,
+    }
 }
 
 /// Targets the update graph offers the cluster, with their versions.
@@ -556,6 +626,14 @@ mod tests {
         1,
         1,
         Some("2026-11-30T11:40:00Z"),
+        None
+    )]
+    #[case::requested_within_the_second_the_run_started(
+        Some("Failed"),
+        Some("2026-11-30T11:56:30Z"),
+        1,
+        1,
+        Some("2026-11-30T11:56:00.700Z"),
         None
     )]
     #[case::old(

@@ -1,17 +1,22 @@
 //! Preflight runs and results: the `UpdatePreflight` API, the in-memory
 //! cache the webhook reads and the sources that fill it (a directory, a
 //! snapshot checked offline, or the cluster through a watch), and the
-//! leader-elected controller that runs suites and writes their results.
+//! leader-elected controller that runs suites and writes their results;
+//! `PreflightCheck`s, administrators' and vendors' checks run as Jobs.
 
 mod cache;
+mod check;
 pub mod controller;
 mod crd;
+pub mod jobs;
 pub mod leader;
 pub mod live;
 mod offline;
+pub mod release_checks;
 mod source;
 
 pub use cache::ResultCache;
+pub use check::{AppliesTo, EnvVar, NotApplicable, PreflightCheck, PreflightCheckSpec};
 pub use crd::{
     CheckResult, FailurePolicy, Outcome, Phase, Severity, Summary, UpdatePreflight,
     UpdatePreflightSpec, UpdatePreflightStatus,

@@ -39,6 +39,8 @@ pub struct World {
 pub const LEASE_SECONDS: u64 = 6;
 /// How long the gate trusts its cache with the watch down.
 pub const STALE_AFTER_SECONDS: u64 = 3;
+/// How long the test replicas let a check's pod go unscheduled.
+pub const JOB_SCHEDULE_SECONDS: u64 = 8;
 /// Checks the test replicas run: the ones whose data the test cluster has.
 const CHECKS: &str = "ClusterVersionState,ClusterOperatorsHealthy";
 
@@ -180,8 +182,13 @@ impl World {
             run_timeout: Duration::from_secs(60),
             check_timeout: Duration::from_secs(10),
             concurrency: 2,
-            gc_grace: Duration::from_secs(5),
+            gc_grace: Duration::from_secs(15),
             checks: CHECKS.split(',').map(String::from).collect(),
+            jobs: Some(preflight_gate::preflight::jobs::JobSettings {
+                schedule_timeout: Duration::from_secs(JOB_SCHEDULE_SECONDS),
+                poll: Duration::from_millis(300),
+                ..Default::default()
+            }),
         };
         let lease = leader::LeaseSettings {
             namespace: "preflight-gate".into(),
@@ -297,13 +304,13 @@ impl World {
         }
     }
 
-    fn var(&self, name: &str) -> &str {
+    pub fn var(&self, name: &str) -> &str {
         self.env
             .get(name)
             .unwrap_or_else(|| panic!("{name} is not in the control plane's env"))
     }
 
-    fn dir(&self) -> &Path {
+    pub fn dir(&self) -> &Path {
         self._dir.path()
     }
 
@@ -363,6 +370,7 @@ impl World {
                 "clusteroperator.yaml",
             ),
             PathBuf::from(ROOT).join("deploy/crds/updatepreflights.preflight.dev.yaml"),
+            PathBuf::from(ROOT).join("deploy/crds/preflightchecks.preflight.dev.yaml"),
         ];
         for crd in &crds {
             self.admin(&[
@@ -381,9 +389,15 @@ impl World {
             "crd/clusterversions.config.openshift.io",
             "crd/clusteroperators.config.openshift.io",
             "crd/updatepreflights.preflight.dev",
+            "crd/preflightchecks.preflight.dev",
         ]);
         // Established is not yet served: wait until discovery lists them.
-        for resource in ["clusterversions", "clusteroperators", "updatepreflights"] {
+        for resource in [
+            "clusterversions",
+            "clusteroperators",
+            "updatepreflights",
+            "preflightchecks",
+        ] {
             let deadline = Instant::now() + Duration::from_secs(30);
             while !self.kubectl(User::Admin, &["get", resource]).ok {
                 assert!(Instant::now() < deadline, "{resource} never served");

@@ -90,9 +90,10 @@ fn a_target_offered_by_the_graph_is_checked_without_anyone_asking_and_collected_
     let done = world.wait_for_result(image, "checked ahead of time", |o| phase(o) == "Passed");
     assert_eq!(done["spec"]["version"], "4.15.20");
 
-    // Withdrawn from the graph: the auto-created object goes.
+    // Withdrawn from the graph: the auto-created object goes once idle for
+    // the grace period (15 s here).
     patch(&before);
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while world
         .update_preflights()
         .iter()

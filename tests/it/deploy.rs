@@ -504,12 +504,22 @@ fn rbac_grants_nothing_the_gate_does_not_use() {
         "clusterversions",
         "clusteroperators",
         "nodes",
-        "pods",
         "configmaps",
         "secrets",
         "ingresscontrollers",
     ] {
         assert!(writes(read_only).is_empty(), "{read_only} is written");
+    }
+    // Pods and Jobs are written only in the gate's own namespace, where
+    // external checks and release extraction pods run.
+    for (scope, rule) in &grants {
+        let resources = strings(&rule["resources"]);
+        let writes_any = strings(&rule["verbs"])
+            .iter()
+            .any(|v| !["get", "list", "watch"].contains(v));
+        if writes_any && (resources.contains(&"pods") || resources.contains(&"jobs")) {
+            assert_eq!(scope.as_deref(), Some(SA_NAMESPACE), "{rule}");
+        }
     }
     assert_eq!(writes("updatepreflights/status"), ["patch"]);
     // The gate never grants itself overrides.

@@ -4,7 +4,7 @@
 use clap::CommandFactory;
 use kube::CustomResourceExt;
 use preflight_gate::cli::Cli;
-use preflight_gate::preflight::UpdatePreflight;
+use preflight_gate::preflight::{PreflightCheck, UpdatePreflight};
 
 fn help(subcommand: &str) -> String {
     let mut cli = Cli::command().term_width(0);
@@ -64,6 +64,15 @@ fn the_crd_yaml_is_generated_from_the_rust_types() {
     check_file(
         "deploy/crds/updatepreflights.preflight.dev.yaml",
         &format!("# Generated from src/preflight/crd.rs; do not edit.\n{yaml}"),
+    );
+}
+
+#[test]
+fn the_preflight_check_crd_yaml_is_generated_from_the_rust_types() {
+    let yaml = serde_saphyr::to_string(&PreflightCheck::crd()).unwrap();
+    check_file(
+        "deploy/crds/preflightchecks.preflight.dev.yaml",
+        &format!("# Generated from src/preflight/check.rs; do not edit.\n{yaml}"),
     );
 }
 

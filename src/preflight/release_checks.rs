@@ -1,0 +1,347 @@
+//! Checks the target release declares (openshift/enhancements #363): Job
+//! manifests in the payload's `release-manifests/` annotated
+//! `openshift.io/preflight-check: "true"`, run from the target's own
+//! images. An extraction pod runs the target release image (as the CVO's
+//! `version-*` pod does), prints those manifests and `image-references`
+//! between markers, and ends; the gate reads its log (or, where no log can
+//! be read, its termination message). Answers are cached per digest.
+//!
+//! The pure parts: the pod ([`extraction_pod`]), reading its output
+//! ([`parse_extraction`]) and turning a declared Job into a
+//! [`PreflightCheck`] ([`declared_check`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, LogParams, PostParams};
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+use super::check::{PreflightCheck, PreflightCheckSpec};
+use super::jobs::JobSettings;
+use super::{EnvVar, FailurePolicy, Severity};
+use crate::release::ReleaseKey;
+
+/// The annotation that marks a Job manifest as a preflight check.
+pub const DECLARED: &str = "openshift.io/preflight-check";
+/// Optional annotations on a declared Job: its result name, severity and
+/// failure policy.
+pub const CHECK_NAME: &str = "preflight.dev/check-name";
+pub const SEVERITY: &str = "preflight.dev/severity";
+pub const FAILURE_POLICY: &str = "preflight.dev/failure-policy";
+/// Label on extraction pods.
+pub const EXTRACTION: &str = "preflight.dev/release-extraction";
+
+const BEGIN: &str = "--- preflight-gate begin ";
+const END: &str = "--- preflight-gate end";
+
+/// What a release declares.
+#[derive(Clone, Debug, Default)]
+pub struct Declared {
+    /// Component name to pullspec, from `image-references`.
+    pub images: BTreeMap<String, String>,
+    /// The declared checks, ready to run.
+    pub checks: Vec<PreflightCheck>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DiscoveryError {
+    #[error("the extraction pod printed no image-references")]
+    NoImageReferences,
+    #[error("cannot read image-references: {0}")]
+    ImageReferences(String),
+    #[error("cannot read {file}: {reason}")]
+    Manifest { file: String, reason: String },
+    #[error("the extraction pod failed: {0}")]
+    Pod(String),
+    #[error("{0}")]
+    Api(String),
+}
+
+/// The script of the extraction pod: print `image-references` and every
+/// manifest file that mentions the annotation, each between markers.
+pub fn extraction_script() -> String {
+    format!(
+        r#"set -eu
+cd /release-manifests
+out=/dev/termination-log
+{{ echo '{BEGIN}image-references'; cat image-references; echo '{END}'
+for f in $(grep -lE 'openshift\.io/preflight-check' -- *.yaml *.yml 2>/dev/null || true); do
+  echo "{BEGIN}$f"; cat -- "$f"; echo '{END}'
+done; }} | tee "$out""#
+    )
+}
+
+/// The pod that lists what the release at `image` declares.
+pub fn extraction_pod(image: &str, settings: &JobSettings) -> Result<Pod, serde_json::Error> {
+    let key = ReleaseKey::from_image(image);
+    let mut label = key.object_name();
+    label.truncate(63);
+    let label = label.trim_end_matches('-').to_owned();
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "generateName": "pfx-release-",
+            "namespace": settings.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "preflight-gate", EXTRACTION: label},
+        },
+        "spec": {
+            "serviceAccountName": settings.service_account,
+            "automountServiceAccountToken": false,
+            "restartPolicy": "Never",
+            "activeDeadlineSeconds": 120,
+            "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                "name": "extract",
+                "image": image,
+                "command": ["/bin/sh", "-c", extraction_script()],
+                "terminationMessagePolicy": "File",
+                "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "128Mi"}},
+                "securityContext": {
+                    "allowPrivilegeEscalation": false,
+                    "readOnlyRootFilesystem": true,
+                    "runAsNonRoot": true,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+            }],
+        },
+    }))
+}
+
+/// Sections of the output, by name.
+fn sections(output: &str) -> Vec<(&str, String)> {
+    let mut out = Vec::new();
+    let mut current: Option<(&str, Vec<&str>)> = None;
+    for line in output.lines() {
+        if let Some(name) = line.strip_prefix(BEGIN) {
+            current = Some((name.trim(), Vec::new()));
+        } else if line.trim_end() == END {
+            if let Some((name, lines)) = current.take() {
+                out.push((name, lines.join("\n")));
+            }
+        } else if let Some((_, lines)) = current.as_mut() {
+            lines.push(line);
+        }
+    }
+    out
+}
+
+fn image_references(text: &str) -> Result<BTreeMap<String, String>, DiscoveryError> {
+    let stream: Value =
+        serde_saphyr::from_str(text).map_err(|e| DiscoveryError::ImageReferences(e.to_string()))?;
+    let tags = stream["spec"]["tags"]
+        .as_array()
+        .ok_or_else(|| DiscoveryError::ImageReferences("no spec.tags".into()))?;
+    Ok(tags
+        .iter()
+        .filter_map(|t| {
+            Some((
+                t["name"].as_str()?.to_owned(),
+                t["from"]["name"].as_str()?.to_owned(),
+            ))
+        })
+        .collect())
+}
+
+/// `my-operator-check` → `MyOperatorCheck`, a name `acceptRisks` accepts.
+fn camel(name: &str) -> String {
+    name.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut chars = p.chars();
+            chars
+                .next()
+                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// A declared Job as a check to run: its first container's image, command,
+/// args and literal env, its deadline, and the annotations. Everything else
+/// of the Job (its namespace, account, security context) is the gate's.
+pub fn declared_check(job: &Value) -> Option<PreflightCheck> {
+    let annotations = &job["metadata"]["annotations"];
+    if annotations[DECLARED].as_str() != Some("true") || job["kind"] != "Job" {
+        return None;
+    }
+    let name = job["metadata"]["name"].as_str()?;
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let env = container["env"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| {
+                    Some(EnvVar {
+                        name: e["name"].as_str()?.to_owned(),
+                        value: e["value"].as_str()?.to_owned(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let spec = PreflightCheckSpec {
+        check_name: annotations[CHECK_NAME]
+            .as_str()
+            .map_or_else(|| camel(name), str::to_owned),
+        image: container["image"].as_str().map(str::to_owned),
+        from_release: None,
+        command: strings(&container["command"]),
+        args: strings(&container["args"]),
+        env,
+        timeout_seconds: job["spec"]["activeDeadlineSeconds"]
+            .as_u64()
+            .and_then(|s| u32::try_from(s).ok()),
+        severity: match annotations[SEVERITY].as_str() {
+            Some("Warning") => Severity::Warning,
+            _ => Severity::Blocking,
+        },
+        applies_to: Default::default(),
+        failure_policy: match annotations[FAILURE_POLICY].as_str() {
+            Some("FailOpen") => FailurePolicy::FailOpen,
+            _ => FailurePolicy::FailClosed,
+        },
+    };
+    Some(PreflightCheck::new(&format!("release-{name}"), spec))
+}
+
+/// Reads what the extraction pod printed.
+pub fn parse_extraction(output: &str) -> Result<Declared, DiscoveryError> {
+    let sections = sections(output);
+    let images = sections
+        .iter()
+        .find(|(name, _)| *name == "image-references")
+        .ok_or(DiscoveryError::NoImageReferences)
+        .and_then(|(_, text)| image_references(text))?;
+    let mut checks = Vec::new();
+    for (file, text) in sections.iter().filter(|(n, _)| *n != "image-references") {
+        let docs: Vec<Value> =
+            serde_saphyr::from_multiple(text).map_err(|e| DiscoveryError::Manifest {
+                file: (*file).to_owned(),
+                reason: e.to_string(),
+            })?;
+        checks.extend(docs.iter().filter_map(declared_check));
+    }
+    Ok(Declared { images, checks })
+}
+
+/// What releases declare, per digest.
+#[derive(Default)]
+pub struct Cache(Mutex<HashMap<ReleaseKey, Declared>>);
+
+impl Cache {
+    pub fn get(&self, image: &str) -> Option<Declared> {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(&ReleaseKey::from_image(image)).cloned()
+    }
+    pub fn insert(&self, image: &str, declared: Declared) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.insert(ReleaseKey::from_image(image), declared);
+    }
+}
+
+/// Runs the extraction pod for `image` and reads its answer, from the log,
+/// or from the termination message when no log can be read. The pod is
+/// deleted afterwards.
+pub async fn discover(
+    client: &kube::Client,
+    image: &str,
+    settings: &JobSettings,
+    timeout: Duration,
+) -> Result<Declared, DiscoveryError> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &settings.namespace);
+    let manifest =
+        extraction_pod(image, settings).map_err(|e| DiscoveryError::Api(e.to_string()))?;
+    let pod = pods
+        .create(&PostParams::default(), &manifest)
+        .await
+        .map_err(|e| DiscoveryError::Api(format!("cannot create the extraction pod: {e}")))?;
+    let name = pod.name_any();
+    info!(pod = %name, %image, "release extraction pod created");
+    // The pod's own deadline is 120 s; allow for scheduling besides.
+    let timeout = timeout.min(settings.schedule_timeout + Duration::from_secs(120));
+    let deadline = Instant::now() + timeout;
+    let answer = loop {
+        let pod = match pods.get_opt(&name).await {
+            Ok(Some(pod)) => pod,
+            Ok(None) => break Err(DiscoveryError::Pod("it was deleted".into())),
+            Err(e) => break Err(DiscoveryError::Api(e.to_string())),
+        };
+        let status = pod.status.as_ref();
+        let container = status
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|c| c.first());
+        let state = container.and_then(|c| c.state.as_ref());
+        if let Some(done) = state.and_then(|s| s.terminated.as_ref()) {
+            if done.exit_code != 0 {
+                break Err(DiscoveryError::Pod(format!(
+                    "exit code {}: {}",
+                    done.exit_code,
+                    done.message.as_deref().unwrap_or("")
+                )));
+            }
+            let log = pods.logs(&name, &LogParams::default()).await;
+            let output = match log {
+                Ok(log) if !log.trim().is_empty() => log,
+                Ok(_) | Err(_) => {
+                    if let Err(e) = &log {
+                        warn!(error = %e, pod = %name, "cannot read the extraction pod's log; reading its termination message");
+                    }
+                    done.message.clone().unwrap_or_default()
+                }
+            };
+            break parse_extraction(&output);
+        }
+        if let Some(waiting) = state.and_then(|s| s.waiting.as_ref())
+            && let Some(reason) = waiting.reason.as_deref()
+        {
+            let detail = waiting
+                .message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            if matches!(
+                reason,
+                "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName"
+            ) {
+                break Err(DiscoveryError::Pod(format!(
+                    "cannot pull the release image {image} ({reason}){detail}"
+                )));
+            }
+            if matches!(
+                reason,
+                "CreateContainerConfigError" | "CreateContainerError" | "RunContainerError"
+            ) {
+                break Err(DiscoveryError::Pod(format!(
+                    "its container cannot start ({reason}){detail}"
+                )));
+            }
+        }
+        if Instant::now() >= deadline {
+            break Err(DiscoveryError::Pod(format!(
+                "it did not finish within {}",
+                humantime::format_duration(timeout)
+            )));
+        }
+        tokio::time::sleep(settings.poll).await;
+    };
+    if let Err(e) = pods.delete(&name, &DeleteParams::default()).await {
+        warn!(error = %e, pod = %name, "cannot delete the extraction pod");
+    }
+    answer
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,141 @@
+use super::*;
+use rstest::rstest;
+
+/// What an extraction pod prints for a release with one declared check
+/// (in a file that also holds a Deployment) and an undeclared Job.
+const OUTPUT: &str = r#"--- preflight-gate begin image-references
+{"kind": "ImageStream", "apiVersion": "image.openshift.io/v1",
+ "spec": {"tags": [
+   {"name": "cli", "from": {"kind": "DockerImage", "name": "example.com/ocp@sha256:c1"}},
+   {"name": "cluster-storage-operator", "from": {"kind": "DockerImage", "name": "example.com/ocp@sha256:50"}}]}}
+--- preflight-gate end
+--- preflight-gate begin 0000_50_cluster-storage-operator_99_preflight.yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: not-a-check
+  annotations:
+    openshift.io/preflight-check: "true"
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: storage-csi-migration
+  namespace: openshift-cluster-storage-operator
+  annotations:
+    openshift.io/preflight-check: "true"
+    preflight.dev/severity: Warning
+spec:
+  activeDeadlineSeconds: 300
+  template:
+    spec:
+      serviceAccountName: cluster-storage-operator
+      containers:
+      - name: check
+        image: example.com/ocp@sha256:50
+        command: ["cluster-storage-operator", "preflight"]
+        args: ["--csi-migration"]
+        env:
+        - name: LEVEL
+          value: "2"
+        - name: TOKEN
+          valueFrom: {secretKeyRef: {name: s, key: k}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: not-declared
+spec: {template: {spec: {containers: [{name: c, image: i}]}}}
+--- preflight-gate end
+"#;
+
+#[test]
+fn declared_jobs_and_image_references_are_read_from_the_output() {
+    let declared = parse_extraction(OUTPUT).unwrap();
+    assert_eq!(declared.images["cli"], "example.com/ocp@sha256:c1");
+    assert_eq!(declared.images.len(), 2);
+    assert_eq!(declared.checks.len(), 1, "{:?}", declared.checks);
+    let check = &declared.checks[0];
+    assert_eq!(check.name_any(), "release-storage-csi-migration");
+    let spec = &check.spec;
+    assert_eq!(spec.check_name, "StorageCsiMigration");
+    assert_eq!(spec.image.as_deref(), Some("example.com/ocp@sha256:50"));
+    assert_eq!(spec.command, ["cluster-storage-operator", "preflight"]);
+    assert_eq!(spec.args, ["--csi-migration"]);
+    assert_eq!(spec.timeout_seconds, Some(300));
+    assert_eq!(spec.severity, Severity::Warning);
+    assert_eq!(spec.failure_policy, FailurePolicy::FailClosed);
+    // Only literal values: a declared check gets no Secrets.
+    assert_eq!(
+        spec.env,
+        [EnvVar {
+            name: "LEVEL".into(),
+            value: "2".into()
+        }]
+    );
+}
+
+#[rstest]
+#[case::nothing("", DiscoveryError::NoImageReferences)]
+#[case::chatter("starting\nno markers here\n", DiscoveryError::NoImageReferences)]
+#[case::not_an_image_stream(
+    "--- preflight-gate begin image-references\n{\"kind\": \"ImageStream\"}\n--- preflight-gate end\n",
+    DiscoveryError::ImageReferences("no spec.tags".into())
+)]
+fn output_without_what_it_must_hold_is_an_error(
+    #[case] output: &str,
+    #[case] expected: DiscoveryError,
+) {
+    assert_eq!(parse_extraction(output).unwrap_err(), expected);
+}
+
+#[test]
+fn a_manifest_that_is_not_yaml_is_an_error_naming_the_file() {
+    let output = format!(
+        "{}--- preflight-gate begin broken.yaml\nkind: [unclosed\n--- preflight-gate end\n",
+        OUTPUT
+            .split("--- preflight-gate begin 0000")
+            .next()
+            .unwrap()
+    );
+    match parse_extraction(&output) {
+        Err(DiscoveryError::Manifest { file, .. }) => assert_eq!(file, "broken.yaml"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_extraction_pod_runs_the_release_image_restricted_and_without_a_token() {
+    let pod = extraction_pod(
+        "example.com/ocp-release@sha256:aa",
+        &crate::preflight::jobs::JobSettings::default(),
+    )
+    .unwrap();
+    let p = serde_json::to_value(&pod).unwrap();
+    assert_eq!(p["metadata"]["namespace"], "preflight-gate");
+    assert_eq!(p["metadata"]["labels"][EXTRACTION], "release-sha256-aa");
+    assert_eq!(p["spec"]["automountServiceAccountToken"], false);
+    assert_eq!(p["spec"]["restartPolicy"], "Never");
+    let c = &p["spec"]["containers"][0];
+    assert_eq!(c["image"], "example.com/ocp-release@sha256:aa");
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+    let script = c["command"][2].as_str().unwrap();
+    assert!(script.contains("cd /release-manifests"), "{script}");
+    assert!(script.contains("/dev/termination-log"), "{script}");
+}
+
+#[test]
+fn the_cache_is_keyed_by_digest() {
+    let cache = Cache::default();
+    cache.insert("a.example/ocp@sha256:aa", parse_extraction(OUTPUT).unwrap());
+    assert!(cache.get("mirror.example/ocp@sha256:aa").is_some());
+    assert!(cache.get("a.example/ocp@sha256:bb").is_none());
+}
+
+#[rstest]
+#[case("storage-csi-migration", "StorageCsiMigration")]
+#[case("etcd.backup_check", "EtcdBackupCheck")]
+fn names_become_camel_case(#[case] name: &str, #[case] camel_case: &str) {
+    assert_eq!(camel(name), camel_case);
+}
