@@ -66,13 +66,18 @@ pub struct ServerArgs {
         env = "PREFLIGHT_GATE_WEBHOOK_ADDR"
     )]
     pub webhook_addr: SocketAddr,
-    /// Address of the plain-HTTP admin server (/metrics, /healthz, /readyz).
+    /// Address of the admin server (/metrics, /healthz, /readyz): plain HTTP,
+    /// or HTTPS with --admin-tls.
     #[arg(
         long,
         default_value = "0.0.0.0:9090",
         env = "PREFLIGHT_GATE_ADMIN_ADDR"
     )]
     pub admin_addr: SocketAddr,
+    /// Serve the admin port over HTTPS with the webhook's certificate, as
+    /// OpenShift's monitoring expects of cluster components.
+    #[arg(long, env = "PREFLIGHT_GATE_ADMIN_TLS")]
+    pub admin_tls: bool,
     /// Reviews answered at once; more wait their turn.
     #[arg(long, default_value_t = 256, env = "PREFLIGHT_GATE_MAX_CONCURRENCY")]
     pub max_concurrency: usize,

@@ -123,6 +123,11 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .context("loading the serving certificate")?,
     );
     tokio::spawn(cert.clone().watch(args.tls.tls_reload_interval));
+    let admin_tls = args
+        .server
+        .admin_tls
+        .then(|| server::tls::server_config(cert.clone(), provider.clone(), None))
+        .transpose()?;
     let tls = server::tls::server_config(cert, provider, args.tls.client_ca.as_deref())?;
 
     let webhook = std::net::TcpListener::bind(args.server.webhook_addr)
@@ -194,6 +199,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listen = Listen {
         webhook,
         admin,
+        admin_tls,
         max_concurrency: args.server.max_concurrency,
         handshake_timeout: args.server.handshake_timeout,
         header_read_timeout: args.server.header_read_timeout,

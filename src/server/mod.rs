@@ -1,5 +1,6 @@
 //! The servers: the TLS webhook (axum over rustls, with certificate reload
-//! and request limits) and the plain admin port.
+//! and request limits) and the admin port (plain HTTP, or TLS with the same
+//! certificate).
 
 pub mod admin;
 pub mod tls;
@@ -25,6 +26,9 @@ pub use webhook::{Gate, app};
 pub struct Listen {
     pub webhook: std::net::TcpListener,
     pub admin: std::net::TcpListener,
+    /// Serve the admin port over TLS too, with this configuration (the
+    /// webhook's certificate, no client certificates).
+    pub admin_tls: Option<rustls::ServerConfig>,
     pub max_concurrency: usize,
     pub handshake_timeout: Duration,
     pub header_read_timeout: Duration,
@@ -66,16 +70,38 @@ pub async fn run(
             .instrument(info_span!("webhook")),
     );
 
-    let admin_listener = tokio::net::TcpListener::from_std(listen.admin)?;
     let (admin_stop, admin_stopped) = tokio::sync::oneshot::channel::<()>();
-    let admin = tokio::spawn(
-        axum::serve(admin_listener, admin::app(health.clone()))
-            .with_graceful_shutdown(async {
+    let admin_app = admin::app(health.clone());
+    let admin = match listen.admin_tls {
+        None => {
+            let listener = tokio::net::TcpListener::from_std(listen.admin)?;
+            tokio::spawn(
+                axum::serve(listener, admin_app)
+                    .with_graceful_shutdown(async {
+                        let _ = admin_stopped.await;
+                    })
+                    .into_future()
+                    .instrument(info_span!("admin")),
+            )
+        }
+        Some(admin_tls) => {
+            let admin_handle = axum_server::Handle::<SocketAddr>::new();
+            let acceptor = RustlsAcceptor::new(RustlsConfig::from_config(Arc::new(admin_tls)))
+                .handshake_timeout(listen.handshake_timeout);
+            let server = axum_server::from_tcp(listen.admin)?
+                .acceptor(acceptor)
+                .handle(admin_handle.clone());
+            tokio::spawn(async move {
                 let _ = admin_stopped.await;
-            })
-            .into_future()
-            .instrument(info_span!("admin")),
-    );
+                admin_handle.graceful_shutdown(Some(Duration::from_secs(1)));
+            });
+            tokio::spawn(
+                server
+                    .serve(admin_app.into_make_service())
+                    .instrument(info_span!("admin")),
+            )
+        }
+    };
     info!(%webhook_addr, %admin_addr, path = webhook::PATH, "serving");
 
     shutdown.await;

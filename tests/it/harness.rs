@@ -116,6 +116,8 @@ pub struct Options {
     pub header_read_timeout: Duration,
     pub handshake_timeout: Duration,
     pub shutdown_delay: Duration,
+    /// Serve the admin port over TLS too.
+    pub admin_tls: bool,
 }
 
 impl Default for Options {
@@ -127,6 +129,7 @@ impl Default for Options {
             header_read_timeout: Duration::from_secs(5),
             handshake_timeout: Duration::from_secs(5),
             shutdown_delay: Duration::ZERO,
+            admin_tls: false,
         }
     }
 }
@@ -193,7 +196,9 @@ pub async fn start(options: Options) -> Running {
         .unwrap(),
     );
     tokio::spawn(cert.clone().watch(Duration::from_millis(500)));
-    let tls = server::tls::server_config(cert, provider, options.client_ca.as_deref()).unwrap();
+    let tls =
+        server::tls::server_config(cert.clone(), provider.clone(), options.client_ca.as_deref())
+            .unwrap();
     let webhook = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let admin = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = webhook.local_addr().unwrap();
@@ -203,9 +208,13 @@ pub async fn start(options: Options) -> Running {
         metrics: metrics.clone(),
         shutting_down: Default::default(),
     });
+    let admin_tls = options
+        .admin_tls
+        .then(|| server::tls::server_config(cert.clone(), provider.clone(), None).unwrap());
     let listen = Listen {
         webhook,
         admin,
+        admin_tls,
         max_concurrency: 64,
         handshake_timeout: options.handshake_timeout,
         header_read_timeout: options.header_read_timeout,

@@ -390,3 +390,30 @@ async fn a_secret_volume_data_swap_is_picked_up_under_load() {
     assert_eq!(failed, 0, "no request failed across the swap ({ok} ok)");
     gate.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_admin_port_can_serve_https_with_the_same_certificate() {
+    let gate = start(Options {
+        admin_tls: true,
+        ..Options::default()
+    })
+    .await;
+    let https = gate
+        .admin
+        .replacen("http://127.0.0.1", "https://localhost", 1);
+    let client = gate.client();
+    let metrics = client.get(format!("{https}/metrics")).send().await.unwrap();
+    assert_eq!(metrics.status().as_u16(), 200);
+    assert!(
+        metrics
+            .text()
+            .await
+            .unwrap()
+            .contains("preflight_gate_admission_in_flight")
+    );
+    let ready = client.get(format!("{https}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status().as_u16(), 200);
+    // Plain HTTP is no longer answered there.
+    let plain = reqwest::get(format!("{}/metrics", gate.admin)).await;
+    assert!(plain.is_err() || plain.unwrap().status().as_u16() != 200);
+}
