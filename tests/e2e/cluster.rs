@@ -726,7 +726,7 @@ impl World {
 
     /// Waits for an Event with `reason` whose note contains `text`.
     pub fn wait_for_event(&self, reason: &str, text: &str) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(e) = self
                 .events(reason)

@@ -107,7 +107,7 @@ fn wait_for_fresh_event(world: &World, reason: &str, text: &str, since: f64) {
             .map(|t| t.as_millisecond() as f64 / 1000.0)
             .fold(0.0, f64::max)
     };
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !world
         .events(reason)
         .iter()
