@@ -121,6 +121,10 @@ pub struct EventNote {
     pub warning: bool,
     pub reason: &'static str,
     pub message: String,
+    /// The name of the target's `UpdatePreflight` (named after its digest):
+    /// the Event's related object, so each target has Events of its own
+    /// rather than one whose note keeps the first target's words.
+    pub related: String,
 }
 
 /// The answer to a review.
@@ -443,6 +447,7 @@ fn gate(
                     warning: true,
                     reason: "UpdateBlockedByPreflight",
                     message: message::first_line(&denied.message).to_owned(),
+                    related: target.key.object_name(),
                 }));
                 if f.blocking.is_empty() {
                     // Every blocking failure is accepted: allowed if authorized.
@@ -471,6 +476,7 @@ fn gate(
                             names.join(", "),
                             target.display()
                         ),
+                        related: target.key.object_name(),
                     }));
                     (denied, Some(granted))
                 } else {
@@ -566,6 +572,7 @@ fn forced(request: &Request, target: &Target, base: &Verdict, claim: &ForceClaim
             target.display(),
             claim.reason
         ),
+        related: target.key.object_name(),
     }));
     v.effects.extend(
         base.effects

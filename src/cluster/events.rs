@@ -42,7 +42,15 @@ impl EventRecorder {
                         reason: note.reason.to_owned(),
                         note: Some(truncate(note.message, 1000)),
                         action: "Admission".into(),
-                        secondary: None,
+                        // One Event per target: the recorder folds repeats
+                        // of the same key into a series and keeps the first
+                        // note, so the target must be part of the key.
+                        secondary: Some(ObjectReference {
+                            api_version: Some("preflight.dev/v1alpha1".into()),
+                            kind: Some("UpdatePreflight".into()),
+                            name: Some(note.related.clone()),
+                            ..Default::default()
+                        }),
                     };
                     let publish = recorder.publish(&event, &reference);
                     match tokio::time::timeout(Duration::from_secs(10), publish).await {
