@@ -283,23 +283,8 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
     let (phase, results, reason, message) = match suite {
         Ok(Ok(mut results)) => {
             results.append(&mut external);
-            let summary = checks::summarize(&results);
-            if summary.failing == 0 {
-                (
-                    Phase::Passed,
-                    results,
-                    "NoBlockingFailures",
-                    format!("{} checks passed", summary.passed),
-                )
-            } else {
-                let n = summary.failing;
-                (
-                    Phase::Failed,
-                    results,
-                    "BlockingChecksFailed",
-                    format!("{n} blocking check{} failed", if n == 1 { "" } else { "s" }),
-                )
-            }
+            let (phase, reason, message) = verdict(&results);
+            (phase, results, reason, message)
         }
         Ok(Err(e)) => (
             Phase::Error,
@@ -317,25 +302,15 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
             ),
         ),
     };
-    let now = Time(Timestamp::now());
-    status.phase = Some(phase);
-    status.summary = Some(checks::summarize(&results));
-    status.results = results;
-    status.completion_time = Some(now.clone());
-    status.observed_generation = object.metadata.generation;
-    status.conditions = vec![Condition {
-        type_: "Passed".into(),
-        status: if phase == Phase::Passed {
-            "True"
-        } else {
-            "False"
-        }
-        .into(),
-        reason: reason.into(),
-        message: message.clone(),
-        last_transition_time: now,
-        observed_generation: object.metadata.generation,
-    }];
+    complete(
+        &mut status,
+        phase,
+        results,
+        reason,
+        message.clone(),
+        object.metadata.generation,
+        Timestamp::now(),
+    );
     write_status(&api, &name, &status).await?;
 
     let elapsed = started.elapsed();
@@ -358,6 +333,55 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
         warn!(error = %e, "cannot publish the run's Event");
     }
     Ok(())
+}
+
+/// The phase, condition reason and message of a suite that finished.
+pub fn verdict(results: &[CheckResult]) -> (Phase, &'static str, String) {
+    let summary = checks::summarize(results);
+    match summary.failing {
+        0 => (
+            Phase::Passed,
+            "NoBlockingFailures",
+            format!("{} checks passed", summary.passed),
+        ),
+        n => (
+            Phase::Failed,
+            "BlockingChecksFailed",
+            format!("{n} blocking check{} failed", if n == 1 { "" } else { "s" }),
+        ),
+    }
+}
+
+/// Records a finished run in `status`: phase, results, summary, the Passed
+/// condition, completion time and observed generation.
+pub fn complete(
+    status: &mut UpdatePreflightStatus,
+    phase: Phase,
+    results: Vec<CheckResult>,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+    now: Timestamp,
+) {
+    let now = Time(now);
+    status.phase = Some(phase);
+    status.summary = Some(checks::summarize(&results));
+    status.results = results;
+    status.completion_time = Some(now.clone());
+    status.observed_generation = generation;
+    status.conditions = vec![Condition {
+        type_: "Passed".into(),
+        status: if phase == Phase::Passed {
+            "True"
+        } else {
+            "False"
+        }
+        .into(),
+        reason: reason.into(),
+        message,
+        last_transition_time: now,
+        observed_generation: generation,
+    }];
 }
 
 /// Loads the cluster once and runs each check with its own timeout.

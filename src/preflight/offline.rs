@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tracing::info;
 
+use super::controller;
 use super::{
-    Lookup, Phase, ResultCache, ResultSource, RunRequest, UpdatePreflight, UpdatePreflightSpec,
+    Lookup, ResultCache, ResultSource, RunRequest, UpdatePreflight, UpdatePreflightSpec,
     UpdatePreflightStatus,
 };
 use crate::checks::{self, Context, Target};
@@ -70,12 +71,6 @@ pub fn evaluate(view: &ClusterView, request: &RunRequest, now: Timestamp) -> Upd
         ..target
     };
     let results = checks::run(&checks::catalogue(), &Context::new(view, &target, now), &[]);
-    let summary = checks::summarize(&results);
-    let phase = if summary.failing == 0 {
-        Phase::Passed
-    } else {
-        Phase::Failed
-    };
     let name = ReleaseKey::from_image(&request.image).object_name();
     let mut object = UpdatePreflight::new(
         &name,
@@ -86,43 +81,19 @@ pub fn evaluate(view: &ClusterView, request: &RunRequest, now: Timestamp) -> Upd
         },
     );
     object.metadata.generation = Some(1);
-    object.status = Some(UpdatePreflightStatus {
-        phase: Some(phase),
+    let (phase, reason, message) = controller::verdict(&results);
+    let mut status = UpdatePreflightStatus {
         start_time: Some(Time(now)),
-        completion_time: Some(Time(now)),
-        observed_generation: Some(1),
-        conditions: vec![Condition {
-            type_: "Passed".into(),
-            status: if phase == Phase::Passed {
-                "True"
-            } else {
-                "False"
-            }
-            .into(),
-            reason: if phase == Phase::Passed {
-                "NoBlockingFailures"
-            } else {
-                "BlockingChecksFailed"
-            }
-            .into(),
-            message: format!("{} blocking checks failed", summary.failing),
-            last_transition_time: Time(now),
-            observed_generation: Some(1),
-        }],
-        results,
-        summary: Some(summary),
-    });
+        ..Default::default()
+    };
+    controller::complete(&mut status, phase, results, reason, message, Some(1), now);
+    object.status = Some(status);
     object
 }
 
 impl ResultSource for SnapshotSource {
     fn lookup(&self, key: &ReleaseKey) -> Lookup {
-        Lookup {
-            result: self.cache.get(key),
-            trusted: true,
-            // The snapshot does not change, so neither do its results.
-            expires: false,
-        }
+        Lookup::fixed(self.cache.get(key))
     }
 
     fn is_ready(&self) -> bool {
@@ -147,6 +118,7 @@ impl ResultSource for SnapshotSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::preflight::Phase;
 
     const FAILS: &str = "quay.io/openshift-release-dev/ocp-release@sha256:5e3a6c1f0b2748d9e1c7a0b8f6d3e2c1b0a9f8e7d6c5b4a39281706f5e4d3c2b";
     const PASSES: &str = "quay.io/openshift-release-dev/ocp-release@sha256:9d1c2b3a4f5e60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9";

@@ -19,6 +19,18 @@ pub struct Lookup {
     pub expires: bool,
 }
 
+impl Lookup {
+    /// A result from a source that does not change (a directory, a
+    /// snapshot): always trusted, never aging out.
+    pub fn fixed(result: Option<Arc<UpdatePreflight>>) -> Self {
+        Self {
+            result,
+            trusted: true,
+            expires: false,
+        }
+    }
+}
+
 /// A request to run the preflight for a release.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunRequest {
@@ -134,11 +146,7 @@ impl DirectorySource {
 
 impl ResultSource for DirectorySource {
     fn lookup(&self, key: &ReleaseKey) -> Lookup {
-        Lookup {
-            result: self.cache.get(key),
-            trusted: true,
-            expires: false,
-        }
+        Lookup::fixed(self.cache.get(key))
     }
 
     fn is_ready(&self) -> bool {
