@@ -279,16 +279,25 @@ pub struct CheckArgs {
     /// availableUpdates and conditionalUpdates) or a release image pullspec.
     #[arg(long, env = "PREFLIGHT_GATE_TO")]
     pub to: String,
-    /// Snapshot directory: `oc get -o yaml` output or a must-gather, and an
-    /// optional alerts.json. Without it and --kubeconfig, the sample snapshot
-    /// compiled in from examples/snapshot/ is used.
+    /// Snapshot: a directory of `oc get -o yaml` output or a must-gather
+    /// (alerts in alerts.json or a must-gather's monitoring/ files), a
+    /// must-gather archive (.tar, .tar.gz, .tar.xz) or one YAML or JSON
+    /// file. Without it and --kubeconfig, the sample snapshot compiled in
+    /// from examples/snapshot/ is used.
     #[arg(long, conflicts_with = "kubeconfig", env = "PREFLIGHT_GATE_SNAPSHOT")]
     pub snapshot: Option<PathBuf>,
+    /// The time to judge the data at (RFC 3339), e.g. to see which
+    /// certificates will have expired by a planned date. Without it, a
+    /// snapshot is judged at the time it was taken (a must-gather's
+    /// timestamp file, else the newest timestamp among its objects) and a
+    /// live cluster by the clock.
+    #[arg(long, env = "PREFLIGHT_GATE_NOW")]
+    pub now: Option<jiff::Timestamp>,
     /// Kubeconfig of a live cluster to read (read-only).
     #[arg(long, env = "PREFLIGHT_GATE_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
     /// Report format.
-    #[arg(long, value_enum, default_value_t = crate::report::Format::Table, env = "PREFLIGHT_GATE_OUTPUT")]
+    #[arg(short, long, value_enum, default_value_t = crate::report::Format::Table, env = "PREFLIGHT_GATE_OUTPUT")]
     pub output: crate::report::Format,
     /// Checks whose failures to accept as warnings (comma-separated).
     #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_ACCEPT")]

@@ -1,6 +1,10 @@
 //! CertificatesExpiringSoon: no serving certificate (a `kubernetes.io/tls`
-//! Secret) expires within the update window, when operators restart and
-//! nodes reboot and a rotation is most likely to be missed.
+//! Secret) that a person must renew expires within the update window, when
+//! operators restart and nodes reboot and a rotation is most likely to be
+//! missed. Certificates something renews by itself (the service CA
+//! operator, an OpenShift operator's certificate rotation, cert-manager:
+//! see `ROTATION_ANNOTATIONS`) are counted, not listed. Expiry is judged at
+//! the time of the data.
 
 use std::time::Duration;
 
@@ -31,10 +35,18 @@ impl Check for CertificatesExpiringSoon {
         let Ok(horizon) = ctx.now.checked_add(UPDATE_WINDOW) else {
             return Finding::error("the update window is out of range");
         };
+        let mut rotated = 0usize;
         let mut expiring: Vec<(jiff::Timestamp, String)> = ctx
             .view
             .tls_secrets
             .iter()
+            .filter(|s| {
+                let by_itself = s.rotated_by.is_some();
+                if by_itself && leaf(&s.certificate).is_ok_and(|c| c.not_after <= horizon) {
+                    rotated += 1;
+                }
+                !by_itself
+            })
             .filter_map(|s| {
                 let cert = leaf(&s.certificate).ok()?;
                 (cert.not_after <= horizon).then(|| {
@@ -50,15 +62,27 @@ impl Check for CertificatesExpiringSoon {
             .collect();
         expiring.sort();
         let hours = UPDATE_WINDOW.as_secs() / 3600;
+        let by_operators = match rotated {
+            0 => String::new(),
+            n => format!(
+                "; {n} that operators renew by themselves (service CA, certificate rotation, cert-manager) also expire within it and need no action"
+            ),
+        };
+        let by_hand = ctx
+            .view
+            .tls_secrets
+            .iter()
+            .filter(|s| s.rotated_by.is_none())
+            .count();
         if expiring.is_empty() {
             Finding::pass(format!(
-                "none of {} TLS certificates expires within {hours} hours",
-                ctx.view.tls_secrets.len()
+                "none of {by_hand} TLS certificates renewed by hand expires within {hours} hours of {}{by_operators}",
+                ctx.now
             ))
         } else {
             let names: Vec<String> = expiring.into_iter().map(|(_, n)| n).collect();
             Finding::fail(format!(
-                "certificates that expire within the {hours}-hour update window: {}",
+                "certificates renewed by hand that expire within the {hours}-hour update window: {}{by_operators}",
                 list(&names, 5)
             ))
             .with_url(URL)
@@ -75,6 +99,27 @@ mod tests {
     use rstest::rstest;
     use serde_json::json;
 
+    #[test]
+    fn certificates_operators_renew_are_counted_not_listed() {
+        let mut rotated = secret((2026, 12, 1));
+        rotated["metadata"]["name"] = json!("metrics-tls");
+        rotated["metadata"]["annotations"] =
+            json!({"service.beta.openshift.io/originating-service-name": "metrics"});
+        let mut signer = secret((2026, 11, 30));
+        signer["metadata"]["name"] = json!("aggregator-client");
+        signer["metadata"]["annotations"] =
+            json!({"auth.openshift.io/certificate-not-after": "2026-11-30T00:00:00Z"});
+        let view = fixture::view(vec![rotated, signer, secret((2027, 6, 1))]);
+        let finding = fixture::run(&CertificatesExpiringSoon, &view, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
+        assert!(
+            finding.message.contains("none of 1 TLS certificates renewed by hand")
+                && finding.message.contains("2 that operators renew by themselves"),
+            "{}",
+            finding.message
+        );
+    }
+
     fn secret(not_after: (i32, u8, u8)) -> serde_json::Value {
         let mut params = rcgen::CertificateParams::new(vec!["api.example".into()]).unwrap();
         params.not_before = rcgen::date_time_ymd(2026, 1, 1);
@@ -86,7 +131,7 @@ mod tests {
     }
 
     #[rstest]
-    #[case::far((2027, 6, 1), Outcome::Pass, "none of 1 TLS certificates expires within 72 hours")]
+    #[case::far((2027, 6, 1), Outcome::Pass, "none of 1 TLS certificates renewed by hand expires within 72 hours")]
     #[case::within_window((2026, 12, 2), Outcome::Fail, "app/serving expires at 2026-12-02T00:00:00Z")]
     #[case::expired((2026, 11, 1), Outcome::Fail, "app/serving expired at 2026-11-01")]
     fn expiry(#[case] not_after: (i32, u8, u8), #[case] outcome: Outcome, #[case] says: &str) {

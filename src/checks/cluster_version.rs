@@ -1,5 +1,6 @@
-//! ClusterVersionState: the cluster-version operator is not Failing, and an
-//! update in progress is only retargeted within its minor version.
+//! ClusterVersionState: the cluster-version operator is not Failing, the
+//! cluster is not still being installed, and an update in progress is only
+//! retargeted within its minor version.
 
 use super::{Check, Context, EXCERPT, Finding, excerpt, since};
 use crate::cluster::openshift::{condition, is_true};
@@ -29,6 +30,15 @@ impl Check for ClusterVersionState {
                 "the ClusterVersion is Failing for {}: {}",
                 since(failing.last_transition_time, ctx.now),
                 excerpt(failing.message.as_deref(), EXCERPT)
+            ))
+            .with_url(URL);
+        }
+        if cv.installing() {
+            let install = &cv.status.history[0];
+            return Finding::fail(format!(
+                "the cluster is still being installed ({}, started {} ago): an update can start once the install has completed",
+                install.version,
+                since(install.started_time, ctx.now)
             ))
             .with_url(URL);
         }

@@ -36,6 +36,11 @@ impl Check for DrainCapacity {
             return skip;
         }
         let view = ctx.view;
+        if view.single_node() {
+            return Finding::pass(
+                "a single-node cluster (Infrastructure topology SingleReplica): nothing is drained onto another node; workloads stop while the node reboots",
+            );
+        }
         let mut load: HashMap<&str, Load> = HashMap::with_capacity(view.nodes.len());
         for pod in &view.pods {
             if pod.node_name.is_empty() {
@@ -61,16 +66,36 @@ impl Check for DrainCapacity {
             }
         }
         let mut short = Vec::new();
+        let mut single = Vec::new();
         for (pool, nodes) in &pools {
-            if let Some(problem) = pool_shortfall(pool, nodes, &load) {
+            if let [node] = &nodes[..] {
+                single.push(format!("{pool} ({})", node.name()));
+            } else if let Some(problem) = pool_shortfall(pool, nodes, &load) {
                 short.push(problem);
             }
         }
         if short.is_empty() {
-            Finding::pass(format!(
-                "in each of {} pools the busiest node can be drained onto the others",
-                pools.len()
-            ))
+            let drained = pools.len() - single.len();
+            let mut message = match drained {
+                0 => String::new(),
+                _ => format!("in each of {drained} pools the busiest node can be drained onto the others"),
+            };
+            if !single.is_empty() {
+                if !message.is_empty() {
+                    message.push_str("; ");
+                }
+                message.push_str(&format!(
+                    "{} of a single node: its pods have no other node of the pool to go to and wait for it to reboot",
+                    match &single[..] {
+                        [one] => format!("pool {one} is"),
+                        many => format!("pools {} are", many.join(", ")),
+                    }
+                ));
+            }
+            if message.is_empty() {
+                message = "no node is drained: no pool that is not paused has a node".to_owned();
+            }
+            Finding::pass(message)
         } else {
             Finding::fail(list(&short, 5)).with_url(URL)
         }
@@ -147,6 +172,7 @@ mod tests {
     #[case::does_not_fit(vec![node("a", "4", "True"), node("b", "2", "True"), pod("p", "a", "3", "ReplicaSet")], Outcome::Fail, "pool worker: draining a needs 3000m CPU requested elsewhere, the other 1 nodes have 2000m free")]
     #[case::daemonsets_stay(vec![node("a", "4", "True"), node("b", "2", "True"), pod("p", "a", "3", "DaemonSet")], Outcome::Pass, "drained")]
     #[case::not_ready_nodes_do_not_count(vec![node("a", "4", "True"), node("b", "8", "False"), pod("p", "a", "3", "ReplicaSet")], Outcome::Fail, "0m free")]
+    #[case::a_pool_of_one_node(vec![node("a", "4", "True"), pod("p", "a", "3", "ReplicaSet")], Outcome::Pass, "pool worker (a) is of a single node")]
     #[case::other_pods_use_room(vec![node("a", "4", "True"), node("b", "4", "True"), pod("p", "a", "3", "ReplicaSet"), pod("q", "b", "2", "DaemonSet")], Outcome::Fail, "2000m free")]
     fn capacity(#[case] objects: Vec<Value>, #[case] outcome: Outcome, #[case] says: &str) {
         let mut all = vec![pool()];
@@ -154,5 +180,19 @@ mod tests {
         let finding = fixture::run(&DrainCapacity, &fixture::view(all), "4.15.4");
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    #[test]
+    fn a_single_node_cluster_passes_and_says_why() {
+        let infrastructure = json!({"kind": "Infrastructure", "metadata": {"name": "cluster"},
+            "status": {"controlPlaneTopology": "SingleReplica", "infrastructureTopology": "SingleReplica"}});
+        let view = fixture::view(vec![
+            infrastructure,
+            node("sno", "4", "True"),
+            pod("p", "sno", "3", "ReplicaSet"),
+        ]);
+        let finding = fixture::run(&DrainCapacity, &view, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
+        assert!(finding.message.contains("single-node cluster"), "{}", finding.message);
     }
 }

@@ -94,15 +94,27 @@ pub struct Context<'a> {
     pub current: Option<Version>,
     /// Patch, minor or major, when both versions are known.
     pub kind: Option<UpdateKind>,
+    /// The time of the data, which every check judges by (durations,
+    /// certificate expiry): a snapshot's own time, else the clock.
     pub now: Timestamp,
+    /// How `now` was found, in words.
+    pub now_source: String,
 }
 
 impl<'a> Context<'a> {
-    pub fn new(view: &'a ClusterView, target: &'a Target, now: Timestamp) -> Self {
-        let current = view
-            .cluster_version
-            .as_ref()
-            .and_then(|cv| cv.completed_version().or_else(|| cv.desired_version()));
+    /// A context for checking `view`; `clock` is the time to judge by when
+    /// the data carries none of its own (live data).
+    pub fn new(view: &'a ClusterView, target: &'a Target, clock: Timestamp) -> Self {
+        // An install in progress has no current version: its one Partial
+        // history entry is where it is going, not where it is.
+        let current = view.cluster_version.as_ref().and_then(|cv| {
+            cv.completed_version()
+                .or_else(|| (!cv.installing()).then(|| cv.desired_version()).flatten())
+        });
+        let (now, now_source) = match &view.as_of {
+            Some(as_of) => (as_of.time, as_of.source.clone()),
+            None => (clock, "the clock".to_owned()),
+        };
         let kind = match (&current, &target.version) {
             (Some(current), Some(target)) => Some(UpdateKind::between(current, target)),
             _ => None,
@@ -113,6 +125,7 @@ impl<'a> Context<'a> {
             current,
             kind,
             now,
+            now_source,
         }
     }
 

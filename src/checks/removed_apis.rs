@@ -1,8 +1,12 @@
-//! RemovedAPIsInUse: APIs that the target's Kubernetes version removes
-//! (APIRequestCount `removedInRelease` at or below it) and that were called
-//! in the last 24 hours. The message names the busiest callers. APIs whose
-//! removal the administrator has acknowledged (the admin gate
-//! `ack-...-kube-<release>-api-removals-...`) are left out.
+//! RemovedAPIsInUse: APIs that the update removes (APIRequestCount
+//! `removedInRelease` after the current Kubernetes minor, up to the
+//! target's) and that were called in the last 24 hours by someone other
+//! than the platform's own components (`PLATFORM_CALLERS`), whose calls
+//! are counted and said but need no action. The message names the
+//! busiest callers. An API removed at or before the current minor is gone
+//! already and its count is stale. APIs whose removal the administrator
+//! has acknowledged (the admin gate `ack-...-kube-<release>-api-removals-...`)
+//! are left out.
 
 use super::admin_acks::{GATES, acknowledged};
 use super::{Check, Context, Finding, list, require};
@@ -58,26 +62,48 @@ impl Check for RemovedApisInUse {
                     .any(|k| acknowledged(ctx.view, k))
             })
         };
-        let mut in_use: Vec<_> = ctx
+        // What the cluster runs already has no removed API left to call.
+        let floor = ctx.current.as_ref().and_then(kubernetes_minor);
+        let removed_by_update: Vec<_> = ctx
             .view
             .api_request_counts
             .iter()
-            .filter(|a| a.request_count > 0)
             .filter_map(|a| {
                 let release = a.removed_in_release.as_deref()?;
                 let removed = parse_release(release)?;
-                (removed <= kube && !acked(release)).then_some((a, release))
+                (removed <= kube && floor.is_none_or(|f| removed > f) && !acked(release))
+                    .then_some((a, release))
             })
             .collect();
+        let platform_calls: u64 = removed_by_update
+            .iter()
+            .map(|(a, _)| a.platform_request_count)
+            .sum();
+        let mut in_use: Vec<_> = removed_by_update
+            .into_iter()
+            .filter(|(a, _)| a.user_request_count() > 0)
+            .collect();
         in_use.sort_by(|(a, _), (b, _)| {
-            b.request_count
-                .cmp(&a.request_count)
+            b.user_request_count()
+                .cmp(&a.user_request_count())
                 .then(a.name.cmp(&b.name))
         });
         let (kube_major, kube_minor) = kube;
+        let removed_by = match floor {
+            Some((major, minor)) if (major, minor) < kube => format!(
+                "after Kubernetes {major}.{minor}, up to {kube_major}.{kube_minor}"
+            ),
+            _ => format!("by Kubernetes {kube_major}.{kube_minor}"),
+        };
+        let left_out = match platform_calls {
+            0 => String::new(),
+            n => format!(
+                " ({n} calls by platform components, which need no action, left out)"
+            ),
+        };
         if in_use.is_empty() {
             return Finding::pass(format!(
-                "no API removed by Kubernetes {kube_major}.{kube_minor} (OpenShift {}) was called in the last 24 hours",
+                "no API removed {removed_by} (OpenShift {}) was called in the last 24 hours{left_out}",
                 target.minor_line()
             ));
         }
@@ -93,7 +119,7 @@ impl Check for RemovedApisInUse {
                 format!(
                     "{} (removed in {release}): {} requests, by {}",
                     a.name,
-                    a.request_count,
+                    a.user_request_count(),
                     if callers.is_empty() {
                         "unknown callers".to_owned()
                     } else {
@@ -103,7 +129,7 @@ impl Check for RemovedApisInUse {
             })
             .collect();
         Finding::fail(format!(
-            "APIs removed by Kubernetes {kube_major}.{kube_minor} were called in the last 24 hours: {}",
+            "APIs removed {removed_by} were called in the last 24 hours: {}{left_out}",
             list(&described, 3)
         ))
         .with_url(URL)
@@ -119,10 +145,39 @@ mod tests {
     use serde_json::{Value, json};
 
     fn count(name: &str, removed: &str, requests: u64) -> Value {
+        called_by(name, removed, "system:serviceaccount:ci:deployer", "helm/3.12", requests)
+    }
+
+    fn called_by(name: &str, removed: &str, user: &str, agent: &str, requests: u64) -> Value {
         json!({"kind": "APIRequestCount", "metadata": {"name": name},
                "status": {"removedInRelease": removed, "requestCount": requests,
                           "last24h": [{"byNode": [{"byUser": [
-                              {"username": "system:serviceaccount:ci:deployer", "userAgent": "helm/3.12", "requestCount": requests}]}]}]}})
+                              {"username": user, "userAgent": agent, "requestCount": requests}]}]}]}})
+    }
+
+    #[rstest]
+    #[case::removed_before_the_current_minor("4.18.3", "4.19.0", vec![count("flowschemas.v1beta1.flowcontrol.apiserver.k8s.io", "1.26", 80)], Outcome::Pass,
+        "no API removed after Kubernetes 1.31, up to 1.32 (OpenShift 4.19)")]
+    #[case::platform_callers_left_out("4.8.40", "4.9.0", vec![
+        called_by("ingresses.v1beta1.extensions", "1.22", "system:kube-controller-manager", "kube-controller-manager/v1.21.1", 30),
+        called_by("ingresses.v1beta1.networking.k8s.io", "1.22", "system:serviceaccount:openshift-infra:default", "cluster-policy-controller/v0.0.0", 12)],
+        Outcome::Pass, "(42 calls by platform components, which need no action, left out)")]
+    #[case::a_person_among_platform_callers("4.8.40", "4.9.0", vec![
+        called_by("ingresses.v1beta1.extensions", "1.22", "system:kube-controller-manager", "kube-controller-manager/v1.21.1", 30),
+        count("ingresses.v1beta1.networking.k8s.io", "1.22", 5)],
+        Outcome::Fail, "ingresses.v1beta1.networking.k8s.io (removed in 1.22): 5 requests, by system:serviceaccount:ci:deployer (helm/3.12) 5 (30 calls by platform components")]
+    fn only_removals_of_this_update_by_people_count(
+        #[case] from: &str,
+        #[case] to: &str,
+        #[case] objects: Vec<Value>,
+        #[case] outcome: Outcome,
+        #[case] says: &str,
+    ) {
+        let mut all = vec![fixture::cluster_version(from)];
+        all.extend(objects);
+        let finding = fixture::run(&RemovedApisInUse, &fixture::view(all), to);
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
     }
 
     fn ack(value: &str) -> Vec<Value> {
@@ -137,7 +192,7 @@ mod tests {
     #[rstest]
     #[case::removed_and_called(vec![count("flowschemas.v1beta2.flowcontrol.apiserver.k8s.io", "1.29", 40)], Outcome::Fail,
         "flowschemas.v1beta2.flowcontrol.apiserver.k8s.io (removed in 1.29): 40 requests, by system:serviceaccount:ci:deployer (helm/3.12) 40")]
-    #[case::removed_later(vec![count("x.v1beta1.example.io", "1.32", 40)], Outcome::Pass, "no API removed by Kubernetes 1.29")]
+    #[case::removed_later(vec![count("x.v1beta1.example.io", "1.32", 40)], Outcome::Pass, "no API removed after Kubernetes 1.28, up to 1.29")]
     #[case::not_called(vec![count("flowschemas.v1beta2.flowcontrol.apiserver.k8s.io", "1.29", 0)], Outcome::Pass, "OpenShift 4.16")]
     #[case::acknowledged([vec![count("flowschemas.v1beta2.flowcontrol.apiserver.k8s.io", "1.29", 40)], ack("true")].concat(), Outcome::Pass, "no API")]
     #[case::ack_not_given([vec![count("flowschemas.v1beta2.flowcontrol.apiserver.k8s.io", "1.29", 40)], ack("false")].concat(), Outcome::Fail, "40 requests")]

@@ -22,6 +22,13 @@ impl Check for UpdatePath {
 
     fn run(&self, ctx: &Context) -> Finding {
         let Some(current) = &ctx.current else {
+            if let Some(cv) = ctx.view.cluster_version.as_ref().filter(|cv| cv.installing()) {
+                return Finding::fail(format!(
+                    "the cluster is still being installed ({}): it has no completed version to update from",
+                    cv.status.desired.version
+                ))
+                .with_url(URL);
+            }
             return Finding::error("the cluster's current version is unknown");
         };
         let Some(target) = &ctx.target.version else {

@@ -1,5 +1,8 @@
 //! Alerts in the Prometheus `/api/v1/alerts` format, as an `alerts.json` in
-//! a snapshot holds them and as Prometheus or Thanos answers.
+//! a snapshot holds them and as Prometheus or Thanos answers, and in the
+//! `/api/v1/rules` format a must-gather stores (`monitoring/alerts.json` in
+//! 4.6 to 4.8, `monitoring/prometheus/rules.json` since 4.9): each alerting
+//! rule with the alerts it has pending or firing.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +24,110 @@ pub struct AlertsResponse {
 pub struct AlertsData {
     #[serde(deserialize_with = "null_as_default")]
     pub alerts: Vec<Alert>,
+}
+
+/// A Prometheus answer in either format, as a snapshot file holds it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct AnyResponse {
+    status: String,
+    data: AnyData,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct AnyData {
+    alerts: Option<Vec<Alert>>,
+    groups: Option<Vec<RuleGroup>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RuleGroup {
+    #[serde(deserialize_with = "null_as_default")]
+    rules: Vec<Rule>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Rule {
+    #[serde(rename = "type")]
+    type_: String,
+    name: String,
+    #[serde(deserialize_with = "null_as_default")]
+    labels: BTreeMap<String, String>,
+    #[serde(deserialize_with = "null_as_default")]
+    annotations: BTreeMap<String, String>,
+    #[serde(deserialize_with = "null_as_default")]
+    alerts: Vec<Alert>,
+    last_evaluation: Option<Timestamp>,
+}
+
+/// Alerts read from a snapshot file, and the newest time the file records
+/// (an alert's `activeAt`, a rule's last evaluation).
+#[derive(Debug, Default)]
+pub struct AlertFile {
+    pub alerts: Vec<Alert>,
+    pub newest: Option<Timestamp>,
+    /// Which format it was in: `alerts` or `rules`.
+    pub format: &'static str,
+}
+
+/// Reads a Prometheus `/api/v1/alerts` or `/api/v1/rules` response.
+pub fn read_alert_file(text: &str) -> Result<AlertFile, String> {
+    let response: AnyResponse = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if response.status != "success" {
+        return Err(
+            "not a successful Prometheus /api/v1/alerts or /api/v1/rules response".to_owned(),
+        );
+    }
+    let newest_active = |alerts: &[Alert]| alerts.iter().filter_map(|a| a.active_at).max();
+    match response.data {
+        AnyData {
+            alerts: Some(alerts),
+            ..
+        } => Ok(AlertFile {
+            newest: newest_active(&alerts),
+            alerts,
+            format: "alerts",
+        }),
+        AnyData {
+            groups: Some(groups),
+            ..
+        } => {
+            let mut file = AlertFile {
+                format: "rules",
+                ..AlertFile::default()
+            };
+            for rule in groups.into_iter().flat_map(|g| g.rules) {
+                file.newest = file.newest.max(rule.last_evaluation);
+                if rule.type_ != "alerting" {
+                    continue;
+                }
+                file.newest = file.newest.max(newest_active(&rule.alerts));
+                for mut alert in rule.alerts {
+                    // An alert carries its rule's labels and annotations;
+                    // fill in any a writer left out.
+                    alert
+                        .labels
+                        .entry("alertname".to_owned())
+                        .or_insert_with(|| rule.name.clone());
+                    for (k, v) in &rule.labels {
+                        alert.labels.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
+                    for (k, v) in &rule.annotations {
+                        alert
+                            .annotations
+                            .entry(k.clone())
+                            .or_insert_with(|| v.clone());
+                    }
+                    file.alerts.push(alert);
+                }
+            }
+            Ok(file)
+        }
+        _ => Err("a Prometheus response with neither data.alerts nor data.groups".to_owned()),
+    }
 }
 
 /// One alert.
@@ -53,6 +160,15 @@ impl Alert {
         self.state == "firing"
     }
 
+    /// Firing before pending before anything else, when one alert was read twice.
+    fn rank(&self) -> u8 {
+        match self.state.as_str() {
+            "firing" => 0,
+            "pending" => 1,
+            _ => 2,
+        }
+    }
+
     /// The alert and what it is about, e.g. `KubeNodeNotReady (node=worker-1)`.
     pub fn describe(&self) -> String {
         let about: Vec<String> = ["namespace", "name", "node", "pod", "poddisruptionbudget"]
@@ -70,5 +186,60 @@ impl Alert {
         } else {
             format!("{} ({}){summary}", self.name(), about.join(", "))
         }
+    }
+}
+
+/// Keeps each alert (by its labels) once, in the most urgent state it was
+/// read in: a must-gather may hold the same alerts in more than one file.
+pub fn dedup(alerts: &mut Vec<Alert>) {
+    alerts.sort_by(|a, b| a.labels.cmp(&b.labels).then(a.rank().cmp(&b.rank())));
+    alerts.dedup_by(|later, first| later.labels == first.labels);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rules_format_gives_each_alert_its_rule_labels_and_state() {
+        let text = r#"{"status":"success","data":{"groups":[{"name":"etcd","rules":[
+            {"type":"alerting","name":"etcdNoLeader","state":"firing",
+             "labels":{"severity":"critical"},"annotations":{"summary":"no leader"},
+             "lastEvaluation":"2021-06-10T12:59:30Z",
+             "alerts":[{"labels":{"namespace":"openshift-etcd"},"state":"firing","activeAt":"2021-06-10T12:40:00Z"}]},
+            {"type":"recording","name":"x:sum","lastEvaluation":"2021-06-10T12:59:45Z"}]}]}}"#;
+        let file = read_alert_file(text).unwrap();
+        assert_eq!(file.format, "rules");
+        assert_eq!(file.alerts.len(), 1);
+        let alert = &file.alerts[0];
+        assert_eq!(
+            (alert.name(), alert.severity(), alert.state.as_str()),
+            ("etcdNoLeader", "critical", "firing")
+        );
+        assert_eq!(alert.annotations["summary"], "no leader");
+        assert_eq!(file.newest, Some("2021-06-10T12:59:45Z".parse().unwrap()));
+    }
+
+    #[test]
+    fn an_alert_read_twice_is_kept_once_in_its_most_urgent_state() {
+        let alert = |state: &str| Alert {
+            labels: [("alertname".to_owned(), "X".to_owned())].into(),
+            state: state.to_owned(),
+            ..Alert::default()
+        };
+        let mut alerts = vec![alert("pending"), alert("firing"), alert("pending")];
+        dedup(&mut alerts);
+        assert_eq!(alerts.len(), 1);
+        assert!(alerts[0].firing());
+    }
+
+    #[test]
+    fn other_json_is_refused_with_a_reason() {
+        assert!(read_alert_file(r#"{"status":"error"}"#).is_err());
+        assert!(
+            read_alert_file(r#"{"status":"success","data":{}}"#)
+                .unwrap_err()
+                .contains("neither")
+        );
     }
 }

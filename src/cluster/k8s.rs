@@ -201,7 +201,29 @@ pub struct TlsSecret {
     pub name: String,
     /// `tls.crt`, decoded from base64; empty when it is missing or not base64.
     pub certificate: String,
+    /// Who renews the certificate without a person, when something does.
+    pub rotated_by: Option<&'static str>,
 }
+
+/// Annotations that say who renews a certificate by itself: the service CA
+/// operator for serving certificates it issues to Services, library-go's
+/// certificate rotation (kube-apiserver, etcd and other operators) that
+/// records the expiry it manages, and cert-manager.
+pub const ROTATION_ANNOTATIONS: &[(&str, &str)] = &[
+    (
+        "service.beta.openshift.io/originating-service-name",
+        "the service CA operator",
+    ),
+    (
+        "service.alpha.openshift.io/originating-service-name",
+        "the service CA operator",
+    ),
+    (
+        "auth.openshift.io/certificate-not-after",
+        "an OpenShift operator's certificate rotation",
+    ),
+    ("cert-manager.io/certificate-name", "cert-manager"),
+];
 
 /// Reads a Secret; returns `None` unless it is of type `kubernetes.io/tls`.
 pub fn read_tls_secret<'de, D: Deserializer<'de>>(
@@ -227,9 +249,14 @@ pub fn read_tls_secret<'de, D: Deserializer<'de>>(
         .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
         .and_then(|b| String::from_utf8(b).ok())
         .unwrap_or_default();
+    let rotated_by = ROTATION_ANNOTATIONS
+        .iter()
+        .find(|(annotation, _)| raw.metadata.annotations.contains_key(*annotation))
+        .map(|(_, by)| *by);
     Ok(Some(TlsSecret {
         namespace: raw.metadata.namespace.unwrap_or_default(),
         name: raw.metadata.name,
         certificate,
+        rotated_by,
     }))
 }

@@ -36,6 +36,18 @@ pub struct Condition {
     pub reason: Option<String>,
     pub message: Option<String>,
     pub last_transition_time: Option<Timestamp>,
+    /// Set by the kubelet on Node conditions: the freshest clock in a
+    /// snapshot.
+    pub last_heartbeat_time: Option<Timestamp>,
+}
+
+/// The newest time among conditions, for the time of a snapshot's data.
+pub fn newest_condition_time(conditions: &[Condition]) -> Option<Timestamp> {
+    conditions
+        .iter()
+        .flat_map(|c| [c.last_transition_time, c.last_heartbeat_time])
+        .flatten()
+        .max()
 }
 
 /// Looks up a condition by type.
@@ -60,6 +72,8 @@ pub struct ClusterVersion {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ClusterVersionSpec {
+    #[serde(rename = "clusterID")]
+    pub cluster_id: Option<String>,
     pub channel: Option<String>,
     pub desired_update: Option<Release>,
 }
@@ -118,6 +132,28 @@ impl ClusterVersion {
     /// The version the cluster runs or is moving to (`status.desired`).
     pub fn desired_version(&self) -> Option<crate::release::Version> {
         crate::release::Version::parse(&self.status.desired.version)
+    }
+
+    /// Whether the cluster is still being installed: its history holds no
+    /// completed entry, only the install's own Partial one, and the
+    /// ClusterVersion is not Available. An install is not an update.
+    pub fn installing(&self) -> bool {
+        matches!(&self.status.history[..], [only] if only.state == "Partial")
+            && !is_true(&self.status.conditions, "Available")
+    }
+
+    /// The newest time the object records, for the time of the data.
+    pub fn newest_time(&self) -> Option<Timestamp> {
+        let history = self
+            .status
+            .history
+            .iter()
+            .flat_map(|h| [h.started_time, h.completion_time])
+            .flatten();
+        history
+            .chain(newest_condition_time(&self.status.conditions))
+            .chain(self.metadata.creation_timestamp)
+            .max()
     }
 
     /// The newest completed version in the history.
@@ -193,8 +229,44 @@ pub struct ApiRequestCount {
     pub removed_in_release: Option<String>,
     /// Requests over the last 24 hours.
     pub request_count: u64,
-    /// Callers over the last 24 hours, the busiest first.
+    /// Callers over the last 24 hours, the busiest first, platform
+    /// components ([`PLATFORM_CALLERS`]) left out.
     pub callers: Vec<Caller>,
+    /// Requests over the last 24 hours by platform components.
+    pub platform_request_count: u64,
+}
+
+impl ApiRequestCount {
+    /// Requests over the last 24 hours by anyone but platform components.
+    pub fn user_request_count(&self) -> u64 {
+        self.request_count
+            .saturating_sub(self.platform_request_count)
+            .max(self.callers.iter().map(|c| c.request_count).sum())
+    }
+}
+
+/// Callers of removed APIs that are OpenShift's own and need no action,
+/// as Red Hat's guidance for the API removals says: the garbage collector
+/// and namespace controller list every served API to find what to delete,
+/// and kube-controller-manager and cluster-policy-controller walk every
+/// resource to enforce policies. By user name, or by user agent prefix.
+pub const PLATFORM_CALLERS: &[&str] = &[
+    "system:serviceaccount:kube-system:generic-garbage-collector",
+    "system:serviceaccount:kube-system:namespace-controller",
+    "system:kube-controller-manager",
+    "system:cluster-policy-controller",
+    "system:serviceaccount:openshift-infra:cluster-policy-controller",
+];
+
+/// User agents of the same components, whatever user they run as.
+pub const PLATFORM_USER_AGENTS: &[&str] = &["cluster-policy-controller/"];
+
+/// Whether a caller is a platform component whose calls need no action.
+pub fn is_platform_caller(username: &str, user_agent: &str) -> bool {
+    PLATFORM_CALLERS.contains(&username)
+        || PLATFORM_USER_AGENTS
+            .iter()
+            .any(|prefix| user_agent.starts_with(prefix))
 }
 
 /// Who called an API, and how often.
@@ -263,8 +335,16 @@ pub fn read_api_request_count<'de, D: Deserializer<'de>>(
             .entry((user.username.clone(), user.user_agent.clone()))
             .or_default() += user.request_count;
     }
+    let mut platform_request_count = 0u64;
     let mut callers: Vec<Caller> = totals
         .into_iter()
+        .filter(|((username, user_agent), count)| {
+            let platform = is_platform_caller(username, user_agent);
+            if platform {
+                platform_request_count = platform_request_count.saturating_add(*count);
+            }
+            !platform
+        })
         .map(|((username, user_agent), request_count)| Caller {
             username,
             user_agent,
@@ -273,7 +353,10 @@ pub fn read_api_request_count<'de, D: Deserializer<'de>>(
         .collect();
     callers.sort_by_key(|c| std::cmp::Reverse(c.request_count));
     callers.truncate(CALLERS_KEPT);
-    let counted: u64 = callers.iter().map(|c| c.request_count).sum();
+    let counted = callers
+        .iter()
+        .map(|c| c.request_count)
+        .fold(platform_request_count, u64::saturating_add);
     Ok(ApiRequestCount {
         name: raw.metadata.name,
         removed_in_release: raw
@@ -282,6 +365,7 @@ pub fn read_api_request_count<'de, D: Deserializer<'de>>(
             .filter(|r| !r.trim().is_empty()),
         request_count: raw.status.request_count.max(counted),
         callers,
+        platform_request_count,
     })
 }
 
@@ -372,4 +456,29 @@ pub struct IngressControllerSpec {
 #[serde(default)]
 pub struct LocalObjectReference {
     pub name: String,
+}
+
+/// `config.openshift.io/v1` Infrastructure `cluster`, for its topology.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Infrastructure {
+    pub metadata: Metadata,
+    pub status: InfrastructureStatus,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct InfrastructureStatus {
+    /// `HighlyAvailable`, `SingleReplica` or `External`.
+    pub control_plane_topology: Option<String>,
+    /// `HighlyAvailable` or `SingleReplica`.
+    pub infrastructure_topology: Option<String>,
+}
+
+impl Infrastructure {
+    /// A single-node cluster: both topologies `SingleReplica`.
+    pub fn single_node(&self) -> bool {
+        let single = |t: &Option<String>| t.as_deref() == Some("SingleReplica");
+        single(&self.status.control_plane_topology) && single(&self.status.infrastructure_topology)
+    }
 }

@@ -6,13 +6,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use jiff::Timestamp;
 use serde::{Deserialize, Deserializer};
 
 use super::alerts::Alert;
 use super::k8s::{ConfigMap, Node, Pod, PodDisruptionBudget, TlsSecret, read_pod, read_tls_secret};
 use super::openshift::{
-    ApiRequestCount, ClusterOperator, ClusterServiceVersion, ClusterVersion, IngressController,
-    MachineConfigPool, read_api_request_count, read_cluster_service_version,
+    ApiRequestCount, ClusterOperator, ClusterServiceVersion, ClusterVersion, Infrastructure,
+    IngressController, MachineConfigPool, newest_condition_time, read_api_request_count,
+    read_cluster_service_version,
 };
 
 /// The ConfigMaps checks read: admin gates and the administrator's acks.
@@ -34,7 +36,50 @@ pub const KINDS: &[&str] = &[
     "Secret",
     "IngressController",
     "ClusterServiceVersion",
+    "Infrastructure",
 ];
+
+/// The API versions (`group/version`, or `version` for the core group)
+/// each kept kind is read in. A snapshot object of a kept kind in another
+/// group is another kind: since 4.12 a must-gather holds the nodes
+/// configuration, `config.openshift.io/v1` `Node` named `cluster`, which
+/// is no Node of the cluster.
+pub const API_VERSIONS: &[(&str, &[&str])] = &[
+    ("ClusterVersion", &["config.openshift.io/v1"]),
+    ("ClusterOperator", &["config.openshift.io/v1"]),
+    ("Node", &["v1"]),
+    ("Pod", &["v1"]),
+    ("PodDisruptionBudget", &["policy/v1", "policy/v1beta1"]),
+    (
+        "MachineConfigPool",
+        &["machineconfiguration.openshift.io/v1"],
+    ),
+    ("APIRequestCount", &["apiserver.openshift.io/v1"]),
+    ("ConfigMap", &["v1"]),
+    ("Secret", &["v1"]),
+    ("IngressController", &["operator.openshift.io/v1"]),
+    ("ClusterServiceVersion", &["operators.coreos.com/v1alpha1"]),
+    ("Infrastructure", &["config.openshift.io/v1"]),
+];
+
+/// Whether an object of `kind` in `api_version` is one the view keeps.
+/// An object that names no API version (a hand-written snapshot) is taken
+/// by its kind.
+pub fn kept(kind: &str, api_version: Option<&str>) -> bool {
+    API_VERSIONS
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .is_some_and(|(_, versions)| api_version.is_none_or(|v| versions.contains(&v)))
+}
+
+/// When the data was taken, and how that was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AsOf {
+    pub time: Timestamp,
+    /// How the time was found, in words: "the must-gather's timestamp
+    /// file", "the newest timestamp in the data", "--now".
+    pub source: String,
+}
 
 /// Everything the checks read.
 #[derive(Clone, Debug, Default)]
@@ -60,6 +105,17 @@ pub struct ClusterView {
     pub loaded: BTreeSet<String>,
     /// Kinds the live source could not list, and why (e.g. RBAC).
     pub unreadable: BTreeMap<String, String>,
+    /// `config.openshift.io/v1` Infrastructure `cluster`.
+    pub infrastructure: Option<Infrastructure>,
+    /// When the data was taken; `None` for live data, which is judged by
+    /// the clock.
+    pub as_of: Option<AsOf>,
+    /// The newest timestamp among the objects read so far.
+    pub newest: Option<Timestamp>,
+    /// Objects a snapshot held that no check reads, by `kind (apiVersion)`.
+    pub skipped: BTreeMap<String, u64>,
+    /// A second, different ClusterVersion: the data holds two clusters.
+    pub other_cluster_version: Option<ClusterVersion>,
 }
 
 impl ClusterView {
@@ -83,26 +139,46 @@ impl ClusterView {
         let kept = match kind {
             "ClusterVersion" => {
                 let cv = ClusterVersion::deserialize(object)?;
-                // The CVO acts only on `version`.
-                if cv.metadata.name == "version" || self.cluster_version.is_none() {
-                    self.cluster_version = Some(cv);
+                self.saw(cv.newest_time());
+                match &self.cluster_version {
+                    None => self.cluster_version = Some(cv),
+                    // The same object, met again.
+                    Some(first)
+                        if first.metadata.name == cv.metadata.name
+                            && first.spec.cluster_id == cv.spec.cluster_id => {}
+                    Some(_) => {
+                        self.other_cluster_version.get_or_insert(cv);
+                    }
                 }
                 true
             }
-            "ClusterOperator" => push(
-                &mut self.cluster_operators,
-                Some(Deserialize::deserialize(object)?),
-            ),
-            "Node" => push(&mut self.nodes, Some(Deserialize::deserialize(object)?)),
+            "ClusterOperator" => {
+                let co: ClusterOperator = Deserialize::deserialize(object)?;
+                self.saw(newest_condition_time(&co.status.conditions));
+                push(&mut self.cluster_operators, Some(co))
+            }
+            "Node" => {
+                let node: Node = Deserialize::deserialize(object)?;
+                self.saw(newest_condition_time(&node.status.conditions));
+                push(&mut self.nodes, Some(node))
+            }
+            "Infrastructure" => {
+                let infrastructure: Infrastructure = Deserialize::deserialize(object)?;
+                if infrastructure.metadata.name == "cluster" {
+                    self.infrastructure = Some(infrastructure);
+                }
+                true
+            }
             "Pod" => push(&mut self.pods, read_pod(object)?),
             "PodDisruptionBudget" => push(
                 &mut self.pod_disruption_budgets,
                 Some(Deserialize::deserialize(object)?),
             ),
-            "MachineConfigPool" => push(
-                &mut self.machine_config_pools,
-                Some(Deserialize::deserialize(object)?),
-            ),
+            "MachineConfigPool" => {
+                let pool: MachineConfigPool = Deserialize::deserialize(object)?;
+                self.saw(newest_condition_time(&pool.status.conditions));
+                push(&mut self.machine_config_pools, Some(pool))
+            }
             "APIRequestCount" => push(
                 &mut self.api_request_counts,
                 Some(read_api_request_count(object)?),
@@ -127,6 +203,28 @@ impl ClusterView {
         };
         self.loaded.insert(kind.to_owned());
         Ok(kept)
+    }
+
+    /// Takes `time` into the newest timestamp of the data.
+    pub fn saw(&mut self, time: Option<Timestamp>) {
+        self.newest = self.newest.max(time);
+    }
+
+    /// Counts an object no check reads.
+    pub fn skip(&mut self, kind: &str, api_version: Option<&str>) {
+        let key = match api_version {
+            Some(v) => format!("{kind} ({v})"),
+            None => kind.to_owned(),
+        };
+        *self.skipped.entry(key).or_default() += 1;
+    }
+
+    /// Whether the cluster runs on a single node, as its Infrastructure
+    /// says.
+    pub fn single_node(&self) -> bool {
+        self.infrastructure
+            .as_ref()
+            .is_some_and(Infrastructure::single_node)
     }
 
     /// Records that `kind` was loaded, e.g. from an empty List.

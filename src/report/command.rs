@@ -55,6 +55,7 @@ pub fn run(args: &CheckArgs) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(match e {
                 CheckError::NoTarget => EXIT_USAGE,
+                CheckError::Snapshot(e) if e.is_mixed() => EXIT_USAGE,
                 _ => EXIT_ERROR,
             })
         }
@@ -79,6 +80,12 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
             ca_file: args.prometheus_ca.clone(),
         };
         view.alerts = Some(runtime()?.block_on(prometheus.alerts())?);
+    }
+    if let Some(now) = args.now {
+        view.as_of = Some(crate::cluster::AsOf {
+            time: now,
+            source: "--now".to_owned(),
+        });
     }
     let target = Target::resolve(&view, &args.to);
     let ctx = Context::new(&view, &target, jiff::Timestamp::now());

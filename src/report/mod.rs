@@ -34,6 +34,14 @@ pub struct Report {
     pub current: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub update_kind: Option<String>,
+    /// The time the data was judged at (RFC 3339), and how it was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_of_source: Option<String>,
+    /// Objects of the snapshot no check reads, by `kind (apiVersion)`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub skipped: std::collections::BTreeMap<String, u64>,
     /// Checks accepted with `--accept` whose failures count as warnings.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub accepted: Vec<String>,
@@ -61,6 +69,9 @@ impl Report {
             image: ctx.target.image.clone(),
             current: ctx.current.as_ref().map(ToString::to_string),
             update_kind: ctx.kind.map(|k| format!("{k:?}").to_lowercase()),
+            as_of: Some(ctx.now.to_string()),
+            as_of_source: Some(ctx.now_source.clone()),
+            skipped: ctx.view.skipped.clone(),
             accepted,
             summary: summarize(&results),
             results,
@@ -74,6 +85,9 @@ impl Report {
             image,
             current: None,
             update_kind: None,
+            as_of: None,
+            as_of_source: None,
+            skipped: Default::default(),
             accepted: Vec::new(),
             summary: summarize(&results),
             results,

@@ -34,6 +34,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../examples/snapshot/configmaps.yaml"),
     ),
     (
+        "infrastructures.yaml",
+        include_str!("../../examples/snapshot/infrastructures.yaml"),
+    ),
+    (
         "ingresscontrollers.yaml",
         include_str!("../../examples/snapshot/ingresscontrollers.yaml"),
     ),

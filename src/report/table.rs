@@ -56,6 +56,16 @@ pub fn table(report: &Report, color: bool) -> String {
     if let Some(kind) = &report.update_kind {
         header.push_str(&format!(", a {kind} update"));
     }
+    if let Some(as_of) = &report.as_of {
+        header.push_str(&format!("\nas of {as_of}"));
+        if let Some(source) = &report.as_of_source {
+            header.push_str(&format!(" ({source})"));
+        }
+    }
+    if let Some(line) = skipped_line(report) {
+        header.push('\n');
+        header.push_str(&line);
+    }
     let verdict = report.verdict();
     let verdict = match (color, report.exit_code()) {
         (false, _) => verdict,
@@ -64,6 +74,35 @@ pub fn table(report: &Report, color: bool) -> String {
         (true, _) => verdict.green().bold().to_string(),
     };
     format!("{header}\n{table}\n{links}{verdict}\n")
+}
+
+/// How many objects the snapshot held that no check reads; those of a kind
+/// the checks read, but in another API group, are named.
+fn skipped_line(report: &Report) -> Option<String> {
+    let total: u64 = report.skipped.values().sum();
+    if total == 0 {
+        return None;
+    }
+    let named: Vec<String> = report
+        .skipped
+        .iter()
+        .filter(|(key, _)| {
+            let kind = key.split(' ').next().unwrap_or("");
+            crate::cluster::KINDS.contains(&kind)
+        })
+        .map(|(key, n)| format!("{n} {key}"))
+        .collect();
+    let mut line = format!(
+        "skipped {total} objects of {} kinds no check reads",
+        report.skipped.len()
+    );
+    if !named.is_empty() {
+        line.push_str(&format!(
+            ", among them {} (not the kind of the same name the checks read)",
+            named.join(", ")
+        ));
+    }
+    Some(line)
 }
 
 /// Blocking failures first, then warnings, errors, passes, skips.

@@ -8,6 +8,7 @@ mod deploy;
 mod generated;
 mod harness;
 mod keys;
+mod must_gathers;
 mod prometheus;
 mod report;
 mod reviews;

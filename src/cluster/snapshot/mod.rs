@@ -1,7 +1,16 @@
 //! Reading a cluster from a snapshot: `oc get -o yaml` output (Lists or
 //! single objects, YAML or JSON, several documents per file) or a
-//! must-gather tree, searched recursively, plus an optional `alerts.json`
-//! in Prometheus `/api/v1/alerts` format.
+//! must-gather, as a directory searched recursively or as a `.tar`,
+//! `.tar.gz` or `.tar.xz` archive read as a stream, plus alerts in
+//! Prometheus' `/api/v1/alerts` format (`alerts.json`) or the
+//! `/api/v1/rules` format a must-gather stores (`monitoring/alerts.json`
+//! in 4.6 to 4.8, `monitoring/prometheus/rules.json` since 4.9).
+//!
+//! Every object is matched by kind and API version (see
+//! [`super::view::API_VERSIONS`]); the rest are counted by kind and left
+//! out. The data's own time is the must-gather's `timestamp` file, else
+//! the newest timestamp among the objects. Two ClusterVersions of
+//! different clusters, or two must-gathers, in one snapshot are an error.
 //!
 //! JSON is read without building a tree of the whole file: each List item
 //! is deserialized straight into its lean type, which is what lets a
@@ -11,15 +20,17 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use jiff::Timestamp;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 mod yaml;
 
-use super::alerts::AlertsResponse;
-use super::view::ClusterView;
+use super::alerts::read_alert_file;
+use super::view::{AsOf, ClusterView, kept};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -38,25 +49,106 @@ pub enum SnapshotError {
     },
     #[error("{path} holds no Kubernetes objects")]
     Empty { path: PathBuf },
+    /// The snapshot mixes clusters, or must-gathers: no verdict can be
+    /// trusted, whichever files were read first.
+    #[error("{path} holds {what}: {first} and {second}; give the snapshot of one cluster")]
+    Mixed {
+        path: PathBuf,
+        what: &'static str,
+        first: String,
+        second: String,
+    },
 }
 
-/// The file name of alerts in a snapshot.
-pub const ALERTS_FILE: &str = "alerts.json";
+impl SnapshotError {
+    /// Whether the snapshot given is not one cluster's: a usage error.
+    pub fn is_mixed(&self) -> bool {
+        matches!(self, Self::Mixed { .. })
+    }
+}
 
-/// Loads every object of a kind the checks read from `dir`.
-pub fn load(dir: &Path) -> Result<ClusterView, SnapshotError> {
+/// The file name of alerts in a snapshot (either format).
+pub const ALERTS_FILE: &str = "alerts.json";
+/// The file name of a 4.9+ must-gather's alerting rules and their alerts.
+pub const RULES_FILE: &str = "rules.json";
+/// The file `oc adm must-gather` writes the time it started and ended into.
+pub const TIMESTAMP_FILE: &str = "timestamp";
+
+/// Loads every object of a kind the checks read from `path`: a directory,
+/// a tar archive (plain, gzip or xz) or a single YAML or JSON file.
+pub fn load(path: &Path) -> Result<ClusterView, SnapshotError> {
+    let read_error = |source| SnapshotError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let metadata = std::fs::metadata(path).map_err(read_error)?;
+    if metadata.is_file() {
+        return if wanted(path) {
+            let text = std::fs::read_to_string(path).map_err(read_error)?;
+            let mut snapshot = Snapshot::default();
+            snapshot.add_file(path, &text)?;
+            snapshot.finish(path)
+        } else {
+            load_archive(path)
+        };
+    }
     let mut files = Vec::new();
-    collect(dir, &mut files)?;
+    collect(path, &mut files)?;
     files.sort();
     let mut snapshot = Snapshot::default();
-    for path in &files {
-        let text = std::fs::read_to_string(path).map_err(|source| SnapshotError::Read {
-            path: path.to_owned(),
+    for file in &files {
+        let text = std::fs::read_to_string(file).map_err(|source| SnapshotError::Read {
+            path: file.to_owned(),
             source,
         })?;
-        snapshot.add_file(path, &text)?;
+        snapshot.add_file(file, &text)?;
     }
-    snapshot.finish(dir)
+    snapshot.finish(path)
+}
+
+/// Loads a must-gather archive, one entry at a time: `.tar`, `.tar.gz`
+/// (`.tgz`) or `.tar.xz`, told apart by their first bytes.
+fn load_archive(path: &Path) -> Result<ClusterView, SnapshotError> {
+    let read_error = |source| SnapshotError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = BufReader::new(std::fs::File::open(path).map_err(read_error)?);
+    let magic = std::io::BufRead::fill_buf(&mut file).map_err(read_error)?;
+    let stream: Box<dyn Read> = if magic.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::bufread::MultiGzDecoder::new(file))
+    } else if magic.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+        Box::new(xz2::bufread::XzDecoder::new_multi_decoder(file))
+    } else if magic.len() > 262 && &magic[257..262] == b"ustar" {
+        Box::new(file)
+    } else {
+        return Err(SnapshotError::Parse {
+            path: path.to_owned(),
+            message: "neither a directory, a YAML or JSON file, nor a .tar, .tar.gz or .tar.xz archive".to_owned(),
+        });
+    };
+    let mut archive = tar::Archive::new(stream);
+    let mut snapshot = Snapshot::default();
+    let entries = archive.entries().map_err(read_error)?;
+    for entry in entries {
+        let mut entry = entry.map_err(read_error)?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let inner = path.join(entry.path().map_err(read_error)?);
+        if !wanted(&inner) {
+            continue;
+        }
+        let mut text = String::new();
+        entry
+            .read_to_string(&mut text)
+            .map_err(|source| SnapshotError::Read {
+                path: inner.clone(),
+                source,
+            })?;
+        snapshot.add_file(&inner, &text)?;
+    }
+    snapshot.finish(path)
 }
 
 /// Loads a snapshot held in memory as `(file name, text)` pairs, such as
@@ -77,20 +169,68 @@ pub struct Snapshot {
     /// millions of objects apart, at a fraction of the memory of the names.
     seen: HashSet<u64>,
     kept: usize,
+    /// The file the ClusterVersion came from.
+    cluster_version_file: Option<PathBuf>,
+    /// Each must-gather `timestamp` file, and the time it ends with.
+    timestamps: Vec<(PathBuf, Timestamp)>,
 }
 
 impl Snapshot {
-    /// The view, or an error naming `source` if it holds no object at all.
-    pub fn finish(self, source: &Path) -> Result<ClusterView, SnapshotError> {
+    /// The view, or an error naming `source` if it holds no object at all
+    /// or more than one must-gather.
+    pub fn finish(mut self, source: &Path) -> Result<ClusterView, SnapshotError> {
         if self.kept == 0 {
             return Err(SnapshotError::Empty {
                 path: source.to_owned(),
             });
         }
+        let mut stamps = self.timestamps.iter();
+        if let Some((first, time)) = stamps.next() {
+            let first_dir = first.parent().unwrap_or(Path::new(""));
+            if let Some((second, _)) = stamps.find(|(p, _)| {
+                let dir = p.parent().unwrap_or(Path::new(""));
+                !dir.starts_with(first_dir) && !first_dir.starts_with(dir)
+            }) {
+                return Err(SnapshotError::Mixed {
+                    path: source.to_owned(),
+                    what: "two must-gathers",
+                    first: first.display().to_string(),
+                    second: second.display().to_string(),
+                });
+            }
+            let newest = self.timestamps.iter().map(|(_, t)| *t).max().unwrap_or(*time);
+            self.view.as_of = Some(AsOf {
+                time: newest,
+                source: "the must-gather's timestamp file".to_owned(),
+            });
+        } else if let Some(time) = self.view.newest {
+            self.view.as_of = Some(AsOf {
+                time,
+                source: "the newest timestamp in the data".to_owned(),
+            });
+        }
+        if let Some(alerts) = &mut self.view.alerts {
+            super::alerts::dedup(alerts);
+        }
         Ok(self.view)
     }
 
-    /// Whether this is the first time the object is met; objects without a
+    /// Whether the object is one the view keeps, met for the first time;
+    /// objects of other kinds or API versions are counted as skipped.
+    /// ClusterVersions are always handed on, so that two of different
+    /// clusters are seen.
+    fn admit(&mut self, kind: &str, api_version: Option<&str>, namespace: &str, name: &str) -> bool {
+        if kind.is_empty() {
+            return false;
+        }
+        if !kept(kind, api_version) {
+            self.view.skip(kind, api_version);
+            return false;
+        }
+        kind == "ClusterVersion" || self.first_time(kind, namespace, name)
+    }
+
+    /// Whether the object is met for the first time; objects without a
     /// name are always new.
     fn first_time(&mut self, kind: &str, namespace: &str, name: &str) -> bool {
         use std::hash::{Hash, Hasher};
@@ -107,8 +247,49 @@ impl Snapshot {
     pub fn add_file(&mut self, path: &Path, text: &str) -> Result<usize, SnapshotError> {
         let kept = add_file(self, path, text)?;
         self.kept += kept;
+        if self.view.cluster_version.is_some() && self.cluster_version_file.is_none() {
+            self.cluster_version_file = Some(path.to_owned());
+        }
+        if let Some(other) = &self.view.other_cluster_version {
+            let first = self.view.cluster_version.as_ref().map(describe).unwrap_or_default();
+            let file = self
+                .cluster_version_file
+                .as_deref()
+                .unwrap_or(Path::new("?"))
+                .display()
+                .to_string();
+            return Err(SnapshotError::Mixed {
+                path: path.to_owned(),
+                what: "two clusters",
+                first: format!("{first} from {file}"),
+                second: format!("{} from {}", describe(other), path.display()),
+            });
+        }
         Ok(kept)
     }
+}
+
+/// A ClusterVersion as the error about two clusters names it.
+fn describe(cv: &super::openshift::ClusterVersion) -> String {
+    format!(
+        "the ClusterVersion {} of cluster {} at {}",
+        cv.metadata.name,
+        cv.spec.cluster_id.as_deref().unwrap_or("(no clusterID)"),
+        if cv.status.desired.version.is_empty() {
+            "an unknown version"
+        } else {
+            &cv.status.desired.version
+        }
+    )
+}
+
+/// Whether a file may hold objects, alerts or the must-gather's time.
+fn wanted(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()) == Some(TIMESTAMP_FILE)
+        || matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "json")
+        )
 }
 
 fn collect(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), SnapshotError> {
@@ -120,14 +301,33 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), SnapshotError> {
         let path = entry.path();
         if path.is_dir() {
             collect(&path, files)?;
-        } else if matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        ) {
+        } else if wanted(&path) {
             files.push(path);
         }
     }
     Ok(())
+}
+
+/// Reads a must-gather's `timestamp` file: one line when it started and
+/// one when it ended, as Go prints a time
+/// (`2021-06-10 12:59:49.123456789 +0000 UTC m=+0.1`); RFC 3339 is taken
+/// too. The last time in the file is the data's.
+pub fn parse_timestamp_file(text: &str) -> Option<Timestamp> {
+    text.lines().filter_map(parse_time_line).next_back()
+}
+
+fn parse_time_line(line: &str) -> Option<Timestamp> {
+    let line = line.trim();
+    if let Ok(t) = line.parse::<Timestamp>() {
+        return Some(t);
+    }
+    let mut words = line.split_whitespace();
+    let (date, time, offset) = (words.next()?, words.next()?, words.next()?);
+    let text = format!("{date} {time} {offset}");
+    jiff::fmt::strtime::parse("%Y-%m-%d %H:%M:%S%.f %z", &text)
+        .ok()?
+        .to_timestamp()
+        .ok()
 }
 
 fn add_file(snapshot: &mut Snapshot, path: &Path, text: &str) -> Result<usize, SnapshotError> {
@@ -135,16 +335,25 @@ fn add_file(snapshot: &mut Snapshot, path: &Path, text: &str) -> Result<usize, S
         path: path.to_owned(),
         message,
     };
-    if path.file_name().and_then(|n| n.to_str()) == Some(ALERTS_FILE) {
-        let response: AlertsResponse =
-            serde_json::from_str(text).map_err(|e| parse_error(e.to_string()))?;
-        if response.status != "success" {
-            return Err(parse_error(
-                "not a successful Prometheus /api/v1/alerts response".to_owned(),
-            ));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name == TIMESTAMP_FILE {
+        let time = parse_timestamp_file(text).ok_or_else(|| {
+            parse_error("not a must-gather timestamp file: no time in it".to_owned())
+        })?;
+        snapshot.timestamps.push((path.to_owned(), time));
+        return Ok(0);
+    }
+    if name == ALERTS_FILE || name == RULES_FILE {
+        match read_alert_file(text) {
+            Ok(file) => {
+                snapshot.view.saw(file.newest);
+                snapshot.view.add_alerts(file.alerts);
+                return Ok(1);
+            }
+            Err(message) if name == ALERTS_FILE => return Err(parse_error(message)),
+            // Some other rules.json: read it as objects.
+            Err(_) => {}
         }
-        snapshot.view.add_alerts(response.data.alerts);
-        return Ok(1);
     }
     if text.trim_start().starts_with('{') {
         return add_json(snapshot, path, text);
@@ -152,32 +361,30 @@ fn add_file(snapshot: &mut Snapshot, path: &Path, text: &str) -> Result<usize, S
     yaml::add(snapshot, path, text)
 }
 
+fn str_of(value: Option<&serde_json::Value>) -> &str {
+    value.and_then(|v| v.as_str()).unwrap_or("")
+}
+
 impl Snapshot {
-    /// Adds one object given as a tree, unless it was met before; returns
-    /// whether it was kept, or its kind and why it does not fit.
+    /// Adds one object given as a tree, unless it is of a kind the view
+    /// does not keep or was met before; returns whether it was kept, or
+    /// its kind and why it does not fit.
     fn add_value(&mut self, item: serde_json::Value) -> Result<bool, (String, serde_json::Error)> {
-        let kind = kind_of(&item);
-        let field = |name: &str| {
-            item.get("metadata")
-                .and_then(|m| m.get(name))
-                .and_then(|v| v.as_str())
-                .unwrap_or("")
-                .to_owned()
+        let kind = str_of(item.get("kind")).to_owned();
+        let api_version = item.get("apiVersion").and_then(|v| v.as_str());
+        let metadata = item.get("metadata");
+        let namespace = str_of(metadata.and_then(|m| m.get("namespace")));
+        let name = str_of(metadata.and_then(|m| m.get("name")));
+        let admitted = {
+            let (api_version, namespace, name) =
+                (api_version.map(str::to_owned), namespace.to_owned(), name.to_owned());
+            self.admit(&kind, api_version.as_deref(), &namespace, &name)
         };
-        let (namespace, name) = (field("namespace"), field("name"));
-        if !self.first_time(&kind, &namespace, &name) {
+        if !admitted {
             return Ok(false);
         }
         self.view.add(&kind, item).map_err(|e| (kind, e))
     }
-}
-
-fn kind_of(value: &serde_json::Value) -> String {
-    value
-        .get("kind")
-        .and_then(|k| k.as_str())
-        .unwrap_or("")
-        .to_owned()
 }
 
 fn object_error(path: &Path, kind: &str, e: serde_json::Error) -> SnapshotError {
@@ -193,6 +400,8 @@ fn object_error(path: &Path, kind: &str, e: serde_json::Error) -> SnapshotError 
 struct Head<'a> {
     #[serde(default, borrow)]
     kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "apiVersion")]
+    api_version: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     items: Option<Vec<&'a RawValue>>,
 }
@@ -202,6 +411,8 @@ struct Head<'a> {
 struct Identity<'a> {
     #[serde(default, borrow)]
     kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "apiVersion")]
+    api_version: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     metadata: Option<Names<'a>>,
 }
@@ -220,29 +431,43 @@ fn add_json(snapshot: &mut Snapshot, path: &Path, text: &str) -> Result<usize, S
         message: e.to_string(),
     })?;
     let kind = head.kind.unwrap_or_default();
+    let api_version = head.api_version.as_deref();
     let Some(item_kind) = kind.strip_suffix("List") else {
-        return add_json_object(snapshot, path, text, &kind);
+        return add_json_object(snapshot, path, text, ("", None));
     };
-    snapshot.view.mark_loaded(item_kind);
+    // A typed List (`NodeList`) names its items' kind and API version,
+    // which the API server leaves out of each item.
+    let defaults = if item_kind.is_empty() {
+        ("", None)
+    } else {
+        (item_kind, api_version)
+    };
+    if !item_kind.is_empty() && kept(item_kind, api_version) {
+        snapshot.view.mark_loaded(item_kind);
+    }
     let mut kept = 0;
     for item in head.items.unwrap_or_default() {
-        kept += add_json_object(snapshot, path, item.get(), item_kind)?;
+        kept += add_json_object(snapshot, path, item.get(), defaults)?;
     }
     Ok(kept)
 }
 
-/// Adds one JSON object; `context` names its kind in errors when it has none.
+/// Adds one JSON object; `defaults` are the kind and API version of a typed
+/// List's items.
 fn add_json_object(
     snapshot: &mut Snapshot,
     path: &Path,
     text: &str,
-    context: &str,
+    defaults: (&str, Option<&str>),
 ) -> Result<usize, SnapshotError> {
-    let id: Identity = serde_json::from_str(text).map_err(|e| object_error(path, context, e))?;
-    let kind = id.kind.unwrap_or_default();
+    let id: Identity =
+        serde_json::from_str(text).map_err(|e| object_error(path, defaults.0, e))?;
+    let kind = id.kind.as_deref().unwrap_or(defaults.0);
+    let api_version = id.api_version.as_deref().or(defaults.1);
     let names = id.metadata.unwrap_or_default();
-    if !snapshot.first_time(
-        &kind,
+    if !snapshot.admit(
+        kind,
+        api_version,
         names.namespace.as_deref().unwrap_or(""),
         names.name.as_deref().unwrap_or(""),
     ) {
@@ -251,8 +476,8 @@ fn add_json_object(
     let mut de = serde_json::Deserializer::from_str(text);
     let kept = snapshot
         .view
-        .add_from(&kind, &mut de)
-        .map_err(|e| object_error(path, &kind, e))?;
+        .add_from(kind, &mut de)
+        .map_err(|e| object_error(path, kind, e))?;
     Ok(usize::from(kept))
 }
 

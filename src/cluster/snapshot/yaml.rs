@@ -88,7 +88,12 @@ fn deliver<E: de::Error>(object: Value) -> Result<(), E> {
     })
 }
 
-fn mark_loaded(kind: &str) {
+/// Marks a typed List's kind loaded, if it is in the API version the view
+/// keeps.
+fn mark_loaded(kind: &str, api_version: Option<&str>) {
+    if !crate::cluster::view::kept(kind, api_version) {
+        return;
+    }
     SINK.with(|slot| {
         if let Some(sink) = slot.borrow_mut().as_mut() {
             sink.snapshot.view.mark_loaded(kind);
@@ -127,8 +132,9 @@ impl<'de> Visitor<'de> for DocumentVisitor {
             }
         }
         let kind = rest.get("kind").and_then(Value::as_str).unwrap_or("");
+        let api_version = rest.get("apiVersion").and_then(Value::as_str);
         match kind.strip_suffix("List") {
-            Some(item_kind) => mark_loaded(item_kind),
+            Some(item_kind) => mark_loaded(item_kind, api_version),
             None if list => {}
             None => deliver(Value::Object(rest))?,
         }
