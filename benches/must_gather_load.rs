@@ -93,7 +93,9 @@ fn write(root: &Path) -> std::io::Result<()> {
     )?;
     for i in 0..34 {
         object(
-            &cluster.join(format!("config.openshift.io/clusteroperators/operator-{i}.yaml")),
+            &cluster.join(format!(
+                "config.openshift.io/clusteroperators/operator-{i}.yaml"
+            )),
             &json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator", "metadata": {"name": format!("operator-{i}")},
                     "status": {"conditions": [{"type": "Available", "status": "True", "lastTransitionTime": "2026-10-01T01:00:00Z",
                                                "message": "All is well"}],
@@ -103,17 +105,22 @@ fn write(root: &Path) -> std::io::Result<()> {
     for i in 0..NODES {
         object(
             &cluster.join(format!("core/nodes/node-{i}.yaml")),
-            &padded(json!({"apiVersion": "v1", "kind": "Node",
+            &padded(
+                json!({"apiVersion": "v1", "kind": "Node",
                     "metadata": {"name": format!("node-{i}"), "labels": {"node-role.kubernetes.io/worker": ""}},
                     "status": {"allocatable": {"cpu": "7500m", "memory": "31Gi"},
                                "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-11-30T11:59:20Z",
                                                "lastTransitionTime": "2026-10-01T00:30:00Z"}],
-                               "images": (0..60).map(|j| json!({"names": [format!("quay.io/openshift/image-{j}@sha256:{j:064x}")], "sizeBytes": 400_000_000 + j})).collect::<Vec<_>>()}}), 4),
+                               "images": (0..60).map(|j| json!({"names": [format!("quay.io/openshift/image-{j}@sha256:{j:064x}")], "sizeBytes": 400_000_000 + j})).collect::<Vec<_>>()}}),
+                4,
+            ),
         )?;
     }
     for i in 0..CRDS {
         object(
-            &cluster.join(format!("apiextensions.k8s.io/customresourcedefinitions/crd-{i}.example.com.yaml")),
+            &cluster.join(format!(
+                "apiextensions.k8s.io/customresourcedefinitions/crd-{i}.example.com.yaml"
+            )),
             &crd(i),
         )?;
     }
@@ -125,10 +132,18 @@ fn write(root: &Path) -> std::io::Result<()> {
             object(&dir.join(format!("pods/{name}/{name}.yaml")), p)?;
         }
         list(&dir.join("core/pods.yaml"), pods)?;
-        list(&dir.join("core/events.yaml"), (0..60).map(|e| event(ns, e)).collect())?;
+        list(
+            &dir.join("core/events.yaml"),
+            (0..60).map(|e| event(ns, e)).collect(),
+        )?;
         list(&dir.join("core/configmaps.yaml"), (0..6).map(|c| padded(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("cm-{c}"), "namespace": format!("ns-{ns}")}, "data": {"config.yaml": "x: 1\n".repeat(200)}}), 2)).collect())?;
         list(&dir.join("apps/deployments.yaml"), (0..4).map(|d| padded(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": format!("app-{d}"), "namespace": format!("ns-{ns}")}, "spec": {"replicas": 5}}), 4)).collect())?;
-        list(&dir.join("policy/poddisruptionbudgets.yaml"), vec![json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "app", "namespace": format!("ns-{ns}")}, "spec": {"selector": {"matchLabels": {"app": "app-0"}}}, "status": {"disruptionsAllowed": 1}})])?;
+        list(
+            &dir.join("policy/poddisruptionbudgets.yaml"),
+            vec![
+                json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "app", "namespace": format!("ns-{ns}")}, "spec": {"selector": {"matchLabels": {"app": "app-0"}}}, "status": {"disruptionsAllowed": 1}}),
+            ],
+        )?;
     }
     let monitoring = base.join("monitoring/prometheus");
     std::fs::create_dir_all(&monitoring)?;
@@ -139,7 +154,8 @@ fn write(root: &Path) -> std::io::Result<()> {
         .collect();
     std::fs::write(
         monitoring.join("rules.json"),
-        json!({"status": "success", "data": {"groups": [{"name": "all", "rules": rules}]}}).to_string(),
+        json!({"status": "success", "data": {"groups": [{"name": "all", "rules": rules}]}})
+            .to_string(),
     )?;
     Ok(())
 }
@@ -198,7 +214,11 @@ fn crd(i: usize) -> Value {
 fn object(path: &Path, value: &Value) -> std::io::Result<()> {
     std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
     let mut out = BufWriter::new(File::create(path)?);
-    out.write_all(serde_saphyr::to_string(value).map_err(std::io::Error::other)?.as_bytes())?;
+    out.write_all(
+        serde_saphyr::to_string(value)
+            .map_err(std::io::Error::other)?
+            .as_bytes(),
+    )?;
     out.flush()
 }
 

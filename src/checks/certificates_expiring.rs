@@ -113,8 +113,12 @@ mod tests {
         let finding = fixture::run(&CertificatesExpiringSoon, &view, "4.15.4");
         assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
         assert!(
-            finding.message.contains("none of 1 TLS certificates renewed by hand")
-                && finding.message.contains("2 that operators renew by themselves"),
+            finding
+                .message
+                .contains("none of 1 TLS certificates renewed by hand")
+                && finding
+                    .message
+                    .contains("2 that operators renew by themselves"),
             "{}",
             finding.message
         );

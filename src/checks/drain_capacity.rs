@@ -78,7 +78,9 @@ impl Check for DrainCapacity {
             let drained = pools.len() - single.len();
             let mut message = match drained {
                 0 => String::new(),
-                _ => format!("in each of {drained} pools the busiest node can be drained onto the others"),
+                _ => format!(
+                    "in each of {drained} pools the busiest node can be drained onto the others"
+                ),
             };
             if !single.is_empty() {
                 if !message.is_empty() {
@@ -193,6 +195,10 @@ mod tests {
         ]);
         let finding = fixture::run(&DrainCapacity, &view, "4.15.4");
         assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
-        assert!(finding.message.contains("single-node cluster"), "{}", finding.message);
+        assert!(
+            finding.message.contains("single-node cluster"),
+            "{}",
+            finding.message
+        );
     }
 }

@@ -90,16 +90,14 @@ impl Check for RemovedApisInUse {
         });
         let (kube_major, kube_minor) = kube;
         let removed_by = match floor {
-            Some((major, minor)) if (major, minor) < kube => format!(
-                "after Kubernetes {major}.{minor}, up to {kube_major}.{kube_minor}"
-            ),
+            Some((major, minor)) if (major, minor) < kube => {
+                format!("after Kubernetes {major}.{minor}, up to {kube_major}.{kube_minor}")
+            }
             _ => format!("by Kubernetes {kube_major}.{kube_minor}"),
         };
         let left_out = match platform_calls {
             0 => String::new(),
-            n => format!(
-                " ({n} calls by platform components, which need no action, left out)"
-            ),
+            n => format!(" ({n} calls by platform components, which need no action, left out)"),
         };
         if in_use.is_empty() {
             return Finding::pass(format!(
@@ -145,7 +143,13 @@ mod tests {
     use serde_json::{Value, json};
 
     fn count(name: &str, removed: &str, requests: u64) -> Value {
-        called_by(name, removed, "system:serviceaccount:ci:deployer", "helm/3.12", requests)
+        called_by(
+            name,
+            removed,
+            "system:serviceaccount:ci:deployer",
+            "helm/3.12",
+            requests,
+        )
     }
 
     fn called_by(name: &str, removed: &str, user: &str, agent: &str, requests: u64) -> Value {

@@ -22,7 +22,12 @@ impl Check for UpdatePath {
 
     fn run(&self, ctx: &Context) -> Finding {
         let Some(current) = &ctx.current else {
-            if let Some(cv) = ctx.view.cluster_version.as_ref().filter(|cv| cv.installing()) {
+            if let Some(cv) = ctx
+                .view
+                .cluster_version
+                .as_ref()
+                .filter(|cv| cv.installing())
+            {
                 return Finding::fail(format!(
                     "the cluster is still being installed ({}): it has no completed version to update from",
                     cv.status.desired.version

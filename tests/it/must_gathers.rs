@@ -106,30 +106,30 @@ impl Cluster {
 
     fn cluster_version(&self) -> Value {
         json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
-               "metadata": {"name": "version", "creationTimestamp": self.installed.to_string()},
-               "spec": {"channel": format!("stable-{}", self.minor()), "clusterID": self.id},
-               "status": {
-                   "desired": {"version": self.version, "image": format!("quay.io/openshift-release-dev/ocp-release:{}-x86_64", self.version)},
-                   "history": [{"state": "Completed", "version": self.version,
-                                "startedTime": self.installed.to_string(),
-                                "completionTime": (self.installed + 40.minutes()).to_string()}],
-                   "conditions": [
-                       condition("Available", "True", self.installed + 40.minutes(), "Done applying"),
-                       condition("Failing", "False", self.installed + 40.minutes(), ""),
-                       condition("Progressing", "False", self.installed + 40.minutes(), "Cluster version is"),
-                   ]}})
+        "metadata": {"name": "version", "creationTimestamp": self.installed.to_string()},
+        "spec": {"channel": format!("stable-{}", self.minor()), "clusterID": self.id},
+        "status": {
+            "desired": {"version": self.version, "image": format!("quay.io/openshift-release-dev/ocp-release:{}-x86_64", self.version)},
+            "history": [{"state": "Completed", "version": self.version,
+                         "startedTime": self.installed.to_string(),
+                         "completionTime": (self.installed + 40.minutes()).to_string()}],
+            "conditions": [
+                condition("Available", "True", self.installed + 40.minutes(), "Done applying"),
+                condition("Failing", "False", self.installed + 40.minutes(), ""),
+                condition("Progressing", "False", self.installed + 40.minutes(), "Cluster version is"),
+            ]}})
     }
 
     fn cluster_operator(&self, name: &str) -> Value {
         let since = self.installed + 40.minutes();
         json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
-               "metadata": {"name": name},
-               "status": {"conditions": [
-                   condition("Available", "True", since, ""),
-                   condition("Degraded", "False", since, ""),
-                   condition("Progressing", "False", since, ""),
-                   condition("Upgradeable", "True", since, ""),
-               ]}})
+        "metadata": {"name": name},
+        "status": {"conditions": [
+            condition("Available", "True", since, ""),
+            condition("Degraded", "False", since, ""),
+            condition("Progressing", "False", since, ""),
+            condition("Upgradeable", "True", since, ""),
+        ]}})
     }
 
     fn node(&self, name: &str, roles: &[&str]) -> Value {
@@ -406,7 +406,11 @@ fn cases() -> Vec<(&'static str, Vec<MustGather>)> {
         count(
             "flowschemas.v1beta1.flowcontrol.apiserver.k8s.io",
             "1.26",
-            &[("system:serviceaccount:monitoring:exporter", "exporter/1.4", 96)],
+            &[(
+                "system:serviceaccount:monitoring:exporter",
+                "exporter/1.4",
+                96,
+            )],
         ),
     );
     cases.push(("removed-apis-4.18", vec![mg]));
@@ -480,7 +484,12 @@ fn cases() -> Vec<(&'static str, Vec<MustGather>)> {
     cv["status"]["conditions"] = json!([
         condition("Available", "False", c.installed, ""),
         condition("Failing", "False", c.installed, ""),
-        condition("Progressing", "True", c.installed, "Working towards 4.15.9: 701 of 873 done (80% complete)"),
+        condition(
+            "Progressing",
+            "True",
+            c.installed,
+            "Working towards 4.15.9: 701 of 873 done (80% complete)"
+        ),
     ]);
     mg.cluster_scoped("config.openshift.io", "clusterversions", cv);
     cases.push(("installing-4.15", vec![mg]));
@@ -504,7 +513,12 @@ fn cases() -> Vec<(&'static str, Vec<MustGather>)> {
         secrets.push(tls_secret(
             "shop",
             &format!("{service}-serving-cert"),
-            &certificate(&format!("{service}.shop.svc"), (2022, 10, 8), soon, 20 + i as u64),
+            &certificate(
+                &format!("{service}.shop.svc"),
+                (2022, 10, 8),
+                soon,
+                20 + i as u64,
+            ),
             json!({"service.beta.openshift.io/originating-service-name": service}),
         ));
     }
@@ -567,10 +581,7 @@ fn the_checked_in_must_gathers_are_what_the_generator_writes() {
                 expected.insert(format!("{name}/{path}"), text.clone());
             }
         }
-        assert!(
-            must_gathers.iter().all(|mg| !mg.root.is_empty()),
-            "{name}"
-        );
+        assert!(must_gathers.iter().all(|mg| !mg.root.is_empty()), "{name}");
     }
     let mut found = BTreeMap::new();
     files_under(&dir, &dir, &mut found);
@@ -588,7 +599,13 @@ fn the_checked_in_must_gathers_are_what_the_generator_writes() {
 }
 
 /// Runs every check on a generated must-gather for an update to `to`.
-fn run(case: &str, to: &str) -> (preflight_gate::cluster::ClusterView, Vec<(String, Outcome, String)>) {
+fn run(
+    case: &str,
+    to: &str,
+) -> (
+    preflight_gate::cluster::ClusterView,
+    Vec<(String, Outcome, String)>,
+) {
     let view = snapshot::load(&data_dir().join(case)).unwrap_or_else(|e| panic!("{case}: {e}"));
     let target = Target {
         image: format!("quay.io/openshift-release-dev/ocp-release:{to}-x86_64"),
@@ -606,19 +623,90 @@ fn run(case: &str, to: &str) -> (preflight_gate::cluster::ClusterView, Vec<(Stri
 /// One case per way real must-gathers were misread: the check, its
 /// outcome, and what its message must say.
 #[rstest]
-#[case::config_node_is_not_a_node("config-node-4.12", "4.12.45", "NodesReady", Outcome::Pass, "all 5 nodes are Ready and schedulable")]
-#[case::config_node_is_not_drained("config-node-4.12", "4.12.45", "DrainCapacity", Outcome::Pass, "in each of 2 pools")]
-#[case::certificates_at_the_datas_time("old-certificates-4.8", "4.8.30", "IngressCertificateCompatible", Outcome::Pass, "meets the TLS policy")]
-#[case::durations_at_the_datas_time("old-certificates-4.8", "4.8.30", "ClusterOperatorsHealthy", Outcome::Fail, "ingress is not Available for 10m")]
-#[case::single_node("single-node-4.13", "4.13.35", "DrainCapacity", Outcome::Pass, "a single-node cluster")]
-#[case::rules_format_4_8("alerts-4.8", "4.8.30", "CriticalAlertsFiring", Outcome::Fail, "etcdMembersDown (namespace=openshift-etcd): etcd cluster members are down.")]
-#[case::rules_format_4_9("alerts-4.9", "4.9.60", "CriticalAlertsFiring", Outcome::Fail, "etcdMembersDown (namespace=openshift-etcd)")]
-#[case::removed_before_the_current_minor("removed-apis-4.18", "4.19.0", "RemovedAPIsInUse", Outcome::Pass, "no API removed after Kubernetes 1.31, up to 1.32")]
-#[case::platform_callers_left_out("removed-apis-4.8", "4.9.0", "RemovedAPIsInUse", Outcome::Pass, "(58 calls by platform components, which need no action, left out)")]
-#[case::an_install_is_not_an_update("installing-4.15", "4.15.10", "ClusterVersionState", Outcome::Fail, "the cluster is still being installed (4.15.9, started 45m ago)")]
-#[case::an_install_has_no_current_version("installing-4.15", "4.15.10", "UpdatePath", Outcome::Fail, "no completed version to update from")]
-#[case::only_certificates_a_person_renews("operator-certificates-4.16", "4.16.10", "CertificatesExpiringSoon", Outcome::Fail,
-    "shop/web-tls expires at 2024-10-08T00:00:00Z; 4 that operators renew by themselves")]
+#[case::config_node_is_not_a_node(
+    "config-node-4.12",
+    "4.12.45",
+    "NodesReady",
+    Outcome::Pass,
+    "all 5 nodes are Ready and schedulable"
+)]
+#[case::config_node_is_not_drained(
+    "config-node-4.12",
+    "4.12.45",
+    "DrainCapacity",
+    Outcome::Pass,
+    "in each of 2 pools"
+)]
+#[case::certificates_at_the_datas_time(
+    "old-certificates-4.8",
+    "4.8.30",
+    "IngressCertificateCompatible",
+    Outcome::Pass,
+    "meets the TLS policy"
+)]
+#[case::durations_at_the_datas_time(
+    "old-certificates-4.8",
+    "4.8.30",
+    "ClusterOperatorsHealthy",
+    Outcome::Fail,
+    "ingress is not Available for 10m"
+)]
+#[case::single_node(
+    "single-node-4.13",
+    "4.13.35",
+    "DrainCapacity",
+    Outcome::Pass,
+    "a single-node cluster"
+)]
+#[case::rules_format_4_8(
+    "alerts-4.8",
+    "4.8.30",
+    "CriticalAlertsFiring",
+    Outcome::Fail,
+    "etcdMembersDown (namespace=openshift-etcd): etcd cluster members are down."
+)]
+#[case::rules_format_4_9(
+    "alerts-4.9",
+    "4.9.60",
+    "CriticalAlertsFiring",
+    Outcome::Fail,
+    "etcdMembersDown (namespace=openshift-etcd)"
+)]
+#[case::removed_before_the_current_minor(
+    "removed-apis-4.18",
+    "4.19.0",
+    "RemovedAPIsInUse",
+    Outcome::Pass,
+    "no API removed after Kubernetes 1.31, up to 1.32"
+)]
+#[case::platform_callers_left_out(
+    "removed-apis-4.8",
+    "4.9.0",
+    "RemovedAPIsInUse",
+    Outcome::Pass,
+    "(58 calls by platform components, which need no action, left out)"
+)]
+#[case::an_install_is_not_an_update(
+    "installing-4.15",
+    "4.15.10",
+    "ClusterVersionState",
+    Outcome::Fail,
+    "the cluster is still being installed (4.15.9, started 45m ago)"
+)]
+#[case::an_install_has_no_current_version(
+    "installing-4.15",
+    "4.15.10",
+    "UpdatePath",
+    Outcome::Fail,
+    "no completed version to update from"
+)]
+#[case::only_certificates_a_person_renews(
+    "operator-certificates-4.16",
+    "4.16.10",
+    "CertificatesExpiringSoon",
+    Outcome::Fail,
+    "shop/web-tls expires at 2024-10-08T00:00:00Z; 4 that operators renew by themselves"
+)]
 fn must_gathers_read_as_an_engineer_reads_them(
     #[case] case: &str,
     #[case] to: &str,
@@ -663,7 +751,10 @@ fn the_rules_format_keeps_state_labels_and_annotations() {
         ("etcdMembersDown", "critical", "firing")
     );
     assert_eq!(alert.label("namespace"), "openshift-etcd");
-    assert_eq!(alert.annotations["summary"], "etcd cluster members are down.");
+    assert_eq!(
+        alert.annotations["summary"],
+        "etcd cluster members are down."
+    );
 }
 
 fn check_cli(args: &[&str]) -> std::process::Output {
@@ -723,7 +814,14 @@ fn a_must_gather_archive_reads_as_its_tree(#[case] compression: &str) {
     };
     let archive = tmp.path().join(name);
     pack("alerts-4.9", &archive, compression);
-    let out = check_cli(&["--snapshot", archive.to_str().unwrap(), "--to", "4.9.60", "-o", "json"]);
+    let out = check_cli(&[
+        "--snapshot",
+        archive.to_str().unwrap(),
+        "--to",
+        "4.9.60",
+        "-o",
+        "json",
+    ]);
     let tree = check_cli(&[
         "--snapshot",
         data_dir().join("alerts-4.9").to_str().unwrap(),
@@ -732,7 +830,12 @@ fn a_must_gather_archive_reads_as_its_tree(#[case] compression: &str) {
         "-o",
         "json",
     ]);
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let from_tree: Value = serde_json::from_slice(&tree.stdout).unwrap();
     let strip = |mut v: Value| {
@@ -753,7 +856,10 @@ fn a_file_that_is_no_snapshot_is_a_clear_error() {
     let out = check_cli(&["--snapshot", path.to_str().unwrap(), "--to", "4.9.60"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("nor a .tar, .tar.gz or .tar.xz archive"), "{stderr}");
+    assert!(
+        stderr.contains("nor a .tar, .tar.gz or .tar.xz archive"),
+        "{stderr}"
+    );
     let truncated = tmp.path().join("cut.tar.gz");
     pack("alerts-4.9", &truncated, "gz");
     let bytes = std::fs::read(&truncated).unwrap();

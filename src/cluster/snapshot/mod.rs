@@ -124,7 +124,9 @@ fn load_archive(path: &Path) -> Result<ClusterView, SnapshotError> {
     } else {
         return Err(SnapshotError::Parse {
             path: path.to_owned(),
-            message: "neither a directory, a YAML or JSON file, nor a .tar, .tar.gz or .tar.xz archive".to_owned(),
+            message:
+                "neither a directory, a YAML or JSON file, nor a .tar, .tar.gz or .tar.xz archive"
+                    .to_owned(),
         });
     };
     let mut archive = tar::Archive::new(stream);
@@ -173,6 +175,8 @@ pub struct Snapshot {
     cluster_version_file: Option<PathBuf>,
     /// Each must-gather `timestamp` file, and the time it ends with.
     timestamps: Vec<(PathBuf, Timestamp)>,
+    /// How many files alerts were read from.
+    alert_files: usize,
 }
 
 impl Snapshot {
@@ -198,7 +202,12 @@ impl Snapshot {
                     second: second.display().to_string(),
                 });
             }
-            let newest = self.timestamps.iter().map(|(_, t)| *t).max().unwrap_or(*time);
+            let newest = self
+                .timestamps
+                .iter()
+                .map(|(_, t)| *t)
+                .max()
+                .unwrap_or(*time);
             self.view.as_of = Some(AsOf {
                 time: newest,
                 source: "the must-gather's timestamp file".to_owned(),
@@ -209,7 +218,10 @@ impl Snapshot {
                 source: "the newest timestamp in the data".to_owned(),
             });
         }
-        if let Some(alerts) = &mut self.view.alerts {
+        // The same alerts read from more than one file (a must-gather's
+        // rules and an alerts.json beside it) count once; one file is
+        // taken as it is.
+        if let Some(alerts) = self.view.alerts.as_mut().filter(|_| self.alert_files > 1) {
             super::alerts::dedup(alerts);
         }
         Ok(self.view)
@@ -219,7 +231,13 @@ impl Snapshot {
     /// objects of other kinds or API versions are counted as skipped.
     /// ClusterVersions are always handed on, so that two of different
     /// clusters are seen.
-    fn admit(&mut self, kind: &str, api_version: Option<&str>, namespace: &str, name: &str) -> bool {
+    fn admit(
+        &mut self,
+        kind: &str,
+        api_version: Option<&str>,
+        namespace: &str,
+        name: &str,
+    ) -> bool {
         if kind.is_empty() {
             return false;
         }
@@ -251,7 +269,12 @@ impl Snapshot {
             self.cluster_version_file = Some(path.to_owned());
         }
         if let Some(other) = &self.view.other_cluster_version {
-            let first = self.view.cluster_version.as_ref().map(describe).unwrap_or_default();
+            let first = self
+                .view
+                .cluster_version
+                .as_ref()
+                .map(describe)
+                .unwrap_or_default();
             let file = self
                 .cluster_version_file
                 .as_deref()
@@ -348,6 +371,7 @@ fn add_file(snapshot: &mut Snapshot, path: &Path, text: &str) -> Result<usize, S
             Ok(file) => {
                 snapshot.view.saw(file.newest);
                 snapshot.view.add_alerts(file.alerts);
+                snapshot.alert_files += 1;
                 return Ok(1);
             }
             Err(message) if name == ALERTS_FILE => return Err(parse_error(message)),
@@ -376,8 +400,11 @@ impl Snapshot {
         let namespace = str_of(metadata.and_then(|m| m.get("namespace")));
         let name = str_of(metadata.and_then(|m| m.get("name")));
         let admitted = {
-            let (api_version, namespace, name) =
-                (api_version.map(str::to_owned), namespace.to_owned(), name.to_owned());
+            let (api_version, namespace, name) = (
+                api_version.map(str::to_owned),
+                namespace.to_owned(),
+                name.to_owned(),
+            );
             self.admit(&kind, api_version.as_deref(), &namespace, &name)
         };
         if !admitted {
@@ -460,8 +487,7 @@ fn add_json_object(
     text: &str,
     defaults: (&str, Option<&str>),
 ) -> Result<usize, SnapshotError> {
-    let id: Identity =
-        serde_json::from_str(text).map_err(|e| object_error(path, defaults.0, e))?;
+    let id: Identity = serde_json::from_str(text).map_err(|e| object_error(path, defaults.0, e))?;
     let kind = id.kind.as_deref().unwrap_or(defaults.0);
     let api_version = id.api_version.as_deref().or(defaults.1);
     let names = id.metadata.unwrap_or_default();
