@@ -119,8 +119,9 @@ pub struct ClusterArgs {
     /// Directory of UpdatePreflight YAML/JSON to serve results from, as they are.
     #[arg(long, env = "PREFLIGHT_GATE_RESULTS_DIR", conflicts_with = "snapshot")]
     pub results_dir: Option<PathBuf>,
-    /// Snapshot of a cluster (oc get -o yaml output or a must-gather) to run
-    /// the checks on, without a cluster. With neither this, --results-dir nor
+    /// Snapshot of a cluster (oc get -o yaml output or a must-gather, as a
+    /// directory or a .tar, .tar.gz or .tar.xz archive) to run the checks
+    /// on, without a cluster. With neither this, --results-dir nor
     /// a cluster, the sample snapshot compiled in from examples/snapshot/ is used.
     #[arg(long, env = "PREFLIGHT_GATE_SNAPSHOT")]
     pub snapshot: Option<PathBuf>,

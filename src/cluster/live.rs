@@ -52,6 +52,12 @@ pub const SOURCES: &[Source] = &[
         "ClusterOperator",
         "clusteroperators",
     ),
+    source(
+        "config.openshift.io",
+        "v1",
+        "Infrastructure",
+        "infrastructures",
+    ),
     source("", "v1", "Node", "nodes"),
     Source {
         fields: Some("status.phase!=Succeeded,status.phase!=Failed"),
