@@ -534,6 +534,61 @@ mod tests {
     }
 
     #[test]
+    fn kinds_are_matched_by_api_group_and_typed_list_items_take_the_lists() {
+        let nodes = r#"{"apiVersion":"v1","kind":"NodeList","items":[{"metadata":{"name":"a"}}]}"#;
+        let config = "apiVersion: config.openshift.io/v1\nkind: Node\nmetadata: {name: cluster}\nspec: {cgroupMode: v2}\n";
+        let other = r#"{"apiVersion":"example.com/v1","kind":"NodeList","items":[{"metadata":{"name":"b"}}]}"#;
+        let mut snapshot = Snapshot::default();
+        assert_eq!(
+            snapshot.add_file(Path::new("nodes.json"), nodes).unwrap(),
+            1
+        );
+        assert_eq!(
+            snapshot
+                .add_file(Path::new("cluster.yaml"), config)
+                .unwrap(),
+            0
+        );
+        assert_eq!(
+            snapshot.add_file(Path::new("other.json"), other).unwrap(),
+            0
+        );
+        let view = snapshot.finish(Path::new(".")).unwrap();
+        assert_eq!(view.nodes.len(), 1);
+        assert_eq!(view.skipped["Node (config.openshift.io/v1)"], 1);
+        assert_eq!(view.skipped["Node (example.com/v1)"], 1);
+    }
+
+    #[rstest::rstest]
+    #[case::go_time(
+        "2021-06-10 12:57:49.123456789 +0000 UTC m=+0.041893711\n2021-06-10 12:59:49.5 +0200 CEST m=+120.2\n",
+        Some("2021-06-10T10:59:49.5Z")
+    )]
+    #[case::rfc3339("2021-06-10T12:59:49Z\n", Some("2021-06-10T12:59:49Z"))]
+    #[case::nothing("started\n", None)]
+    fn timestamp_files(#[case] text: &str, #[case] time: Option<&str>) {
+        assert_eq!(
+            parse_timestamp_file(text),
+            time.map(|t| t.parse::<Timestamp>().unwrap())
+        );
+    }
+
+    #[test]
+    fn the_data_is_judged_at_its_newest_timestamp_without_a_timestamp_file() {
+        let node = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"},"status":{"conditions":[
+            {"type":"Ready","status":"True","lastTransitionTime":"2024-01-01T00:00:00Z","lastHeartbeatTime":"2024-02-07T16:31:00Z"}]}}"#;
+        let mut snapshot = Snapshot::default();
+        snapshot.add_file(Path::new("node.json"), node).unwrap();
+        let view = snapshot.finish(Path::new(".")).unwrap();
+        let as_of = view.as_of.unwrap();
+        assert_eq!(
+            as_of.time,
+            "2024-02-07T16:31:00Z".parse::<Timestamp>().unwrap()
+        );
+        assert_eq!(as_of.source, "the newest timestamp in the data");
+    }
+
+    #[test]
     fn bad_objects_name_the_file_and_kind() {
         let mut snapshot = Snapshot::default();
         let err = snapshot
