@@ -1,12 +1,14 @@
-//! Loading a must-gather the size of a real one: about 150 MB of YAML in
-//! about 3,700 files, in the must-gather layout (per-namespace lists, one
-//! file per pod, cluster-scoped objects one per file, CRDs and events that
-//! no check reads, the config Node, the rules-format alerts), read as a
-//! directory and as a `.tar.gz`. Prints the median load time and the peak
+//! Loading a must-gather the size of a real one: about 150 MB in about
+//! 3,700 files, in the must-gather layout (per-namespace lists, one file
+//! per pod, cluster-scoped objects one per file, CRDs and events that no
+//! check reads, the config Node, the rules-format alerts, and container
+//! logs, which are most of a real one's bytes), read as a directory and as
+//! a `.tar.gz`. Prints the median load time and the peak
 //! RSS of each; the budget is 2 s and 100 MB.
 //!
 //! `cargo bench --bench must_gather_load`; figures in docs/benchmarks.md.
-//! `PREFLIGHT_GATE_BENCH_RUNS` sets the number of timed runs (default 5).
+//! `PREFLIGHT_GATE_BENCH_RUNS` sets the number of timed runs (default 5);
+//! `PREFLIGHT_GATE_BENCH_DIR` keeps the generated must-gather in that folder.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -16,10 +18,12 @@ use std::time::{Duration, Instant};
 use preflight_gate::cluster::snapshot;
 use serde_json::{Value, json};
 
-const NAMESPACES: usize = 122;
-const PODS_PER_NAMESPACE: usize = 22;
+const NAMESPACES: usize = 60;
+const PODS_PER_NAMESPACE: usize = 20;
 const NODES: usize = 60;
-const CRDS: usize = 300;
+const CRDS: usize = 900;
+/// Bytes of log per pod: most of a real must-gather is container logs.
+const LOG_BYTES: usize = 92_000;
 
 fn main() {
     let benching = std::env::args().any(|a| a == "--bench");
@@ -28,16 +32,20 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(if benching { 5 } else { 1 });
     let tmp = tempfile::tempdir().expect("a temporary directory");
-    let root = tmp.path().join("must-gather.local.5020417323848155215");
+    // PREFLIGHT_GATE_BENCH_DIR keeps the generated must-gather there, to
+    // look at or profile.
+    let base = std::env::var_os("PREFLIGHT_GATE_BENCH_DIR")
+        .map_or_else(|| tmp.path().to_owned(), std::path::PathBuf::from);
+    let root = base.join("must-gather.local.5020417323848155215");
     let started = Instant::now();
     write(&root).expect("the must-gather is written");
     let (files, bytes) = size(&root);
     println!(
-        "must-gather: {files} files, {:.0} MB of YAML and JSON, written in {:.1}s",
+        "must-gather: {files} files, {:.0} MB, written in {:.1}s",
         bytes as f64 / 1e6,
         started.elapsed().as_secs_f64()
     );
-    let archive = tmp.path().join("must-gather.tar.gz");
+    let archive = base.join("must-gather.tar.gz");
     pack(&root, &archive).expect("the archive is written");
     println!(
         "must-gather.tar.gz: {:.0} MB",
@@ -130,6 +138,13 @@ fn write(root: &Path) -> std::io::Result<()> {
         for p in &pods {
             let name = p["metadata"]["name"].as_str().unwrap_or_default();
             object(&dir.join(format!("pods/{name}/{name}.yaml")), p)?;
+            let logs = dir.join(format!("pods/{name}/c0/c0/logs"));
+            std::fs::create_dir_all(&logs)?;
+            let line = "2026-11-30T11:59:59.123456789Z I1130 11:59:59.123456       1 controller.go:123] Reconciled the object in 12ms\n";
+            std::fs::write(
+                logs.join("current.log"),
+                line.repeat(LOG_BYTES / line.len()),
+            )?;
         }
         list(&dir.join("core/pods.yaml"), pods)?;
         list(

@@ -114,6 +114,9 @@ pub struct ClusterView {
     pub newest: Option<Timestamp>,
     /// Objects a snapshot held that no check reads, by `kind (apiVersion)`.
     pub skipped: BTreeMap<String, u64>,
+    /// Must-gather files not opened, since no check reads what they hold,
+    /// by `resource (group)`.
+    pub unread_files: BTreeMap<String, u64>,
     /// A second, different ClusterVersion: the data holds two clusters.
     pub other_cluster_version: Option<ClusterVersion>,
 }

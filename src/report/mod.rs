@@ -42,6 +42,9 @@ pub struct Report {
     /// Objects of the snapshot no check reads, by `kind (apiVersion)`.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub skipped: std::collections::BTreeMap<String, u64>,
+    /// Must-gather files not opened, by `resource (group)`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub unread_files: std::collections::BTreeMap<String, u64>,
     /// Checks accepted with `--accept` whose failures count as warnings.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub accepted: Vec<String>,
@@ -72,6 +75,7 @@ impl Report {
             as_of: Some(ctx.now.to_string()),
             as_of_source: Some(ctx.now_source.clone()),
             skipped: ctx.view.skipped.clone(),
+            unread_files: ctx.view.unread_files.clone(),
             accepted,
             summary: summarize(&results),
             results,
@@ -88,6 +92,7 @@ impl Report {
             as_of: None,
             as_of_source: None,
             skipped: Default::default(),
+            unread_files: Default::default(),
             accepted: Vec::new(),
             summary: summarize(&results),
             results,

@@ -80,7 +80,8 @@ pub fn table(report: &Report, color: bool) -> String {
 /// the checks read, but in another API group, are named.
 fn skipped_line(report: &Report) -> Option<String> {
     let total: u64 = report.skipped.values().sum();
-    if total == 0 {
+    let unread: u64 = report.unread_files.values().sum();
+    if total == 0 && unread == 0 {
         return None;
     }
     let named: Vec<String> = report
@@ -92,16 +93,27 @@ fn skipped_line(report: &Report) -> Option<String> {
         })
         .map(|(key, n)| format!("{n} {key}"))
         .collect();
-    let mut line = format!(
-        "skipped {total} objects of {} kinds no check reads",
-        report.skipped.len()
-    );
-    if !named.is_empty() {
-        line.push_str(&format!(
-            ", among them {} (not the kind of the same name the checks read)",
-            named.join(", ")
+    let mut parts = Vec::new();
+    if total > 0 {
+        let mut part = format!(
+            "skipped {total} objects of {} kinds no check reads",
+            report.skipped.len()
+        );
+        if !named.is_empty() {
+            part.push_str(&format!(
+                ", among them {} (not the kind of the same name the checks read)",
+                named.join(", ")
+            ));
+        }
+        parts.push(part);
+    }
+    if unread > 0 {
+        parts.push(format!(
+            "did not open {unread} must-gather files of {} resources no check reads",
+            report.unread_files.len()
         ));
     }
+    let line = parts.join("; ");
     Some(line)
 }
 

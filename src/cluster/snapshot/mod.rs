@@ -96,7 +96,12 @@ pub fn load(path: &Path) -> Result<ClusterView, SnapshotError> {
     collect(path, &mut files)?;
     files.sort();
     let mut snapshot = Snapshot::default();
+    let listed: HashSet<PathBuf> = files.iter().cloned().collect();
     for file in &files {
+        if let Some(resource) = unread(file, |list| listed.contains(list)) {
+            *snapshot.view.unread_files.entry(resource).or_default() += 1;
+            continue;
+        }
         let text = std::fs::read_to_string(file).map_err(|source| SnapshotError::Read {
             path: file.to_owned(),
             source,
@@ -132,6 +137,7 @@ fn load_archive(path: &Path) -> Result<ClusterView, SnapshotError> {
     let mut archive = tar::Archive::new(stream);
     let mut snapshot = Snapshot::default();
     let entries = archive.entries().map_err(read_error)?;
+    let mut lists_read = HashSet::new();
     for entry in entries {
         let mut entry = entry.map_err(read_error)?;
         if !entry.header().entry_type().is_file() {
@@ -140,6 +146,15 @@ fn load_archive(path: &Path) -> Result<ClusterView, SnapshotError> {
         let inner = path.join(entry.path().map_err(read_error)?);
         if !wanted(&inner) {
             continue;
+        }
+        // Entries come in any order: a pod's own file met before its
+        // namespace's list is read, and kept once with it.
+        if let Some(resource) = unread(&inner, |list| lists_read.contains(list)) {
+            *snapshot.view.unread_files.entry(resource).or_default() += 1;
+            continue;
+        }
+        if inner.ends_with("core/pods.yaml") {
+            lists_read.insert(inner.clone());
         }
         let mut text = String::new();
         entry
@@ -313,6 +328,75 @@ fn wanted(path: &Path) -> bool {
             path.extension().and_then(|e| e.to_str()),
             Some("yaml" | "yml" | "json")
         )
+}
+
+/// The must-gather resources (group folder, resource) whose files hold
+/// objects the view keeps; ConfigMaps only in the namespaces of those it
+/// keeps.
+const MUST_GATHER_RESOURCES: &[(&str, &str)] = &[
+    ("core", "pods"),
+    ("core", "nodes"),
+    ("core", "secrets"),
+    ("core", "configmaps"),
+    ("policy", "poddisruptionbudgets"),
+    ("config.openshift.io", "clusterversions"),
+    ("config.openshift.io", "clusteroperators"),
+    ("config.openshift.io", "infrastructures"),
+    ("machineconfiguration.openshift.io", "machineconfigpools"),
+    ("apiserver.openshift.io", "apirequestcounts"),
+    ("operator.openshift.io", "ingresscontrollers"),
+    ("operators.coreos.com", "clusterserviceversions"),
+];
+
+/// Whether a file in the must-gather layout need not be opened, and if so
+/// which resource it holds (`events (core)`): a resource no check reads,
+/// ConfigMaps of other namespaces than the ones checks read, or a pod's
+/// own file (`namespaces/<ns>/pods/<pod>/<pod>.yaml`) beside its
+/// namespace's `core/pods.yaml` (`has` tells whether a path is in the
+/// snapshot). Parsing YAML is what loading costs; this keeps it to what
+/// the checks read. Files outside the layout are always read.
+fn unread(path: &Path, has: impl Fn(&Path) -> bool) -> Option<String> {
+    let parts: Vec<&str> = path
+        .components()
+        .filter_map(|c| c.as_os_str().to_str())
+        .collect();
+    let stem = |name: &str| {
+        Path::new(name)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let is_kept = |group: &str, resource: &str| {
+        MUST_GATHER_RESOURCES
+            .iter()
+            .any(|(g, r)| *g == group && *r == resource)
+    };
+    if let Some(i) = parts.iter().rposition(|p| *p == "cluster-scoped-resources")
+        && let [group, resource, _name] = &parts[i + 1..]
+    {
+        return (!is_kept(group, resource)).then(|| format!("{resource} ({group})"));
+    }
+    let i = parts.iter().rposition(|p| *p == "namespaces")?;
+    match &parts[i + 1..] {
+        [namespace, "pods", pod, file] if stem(file) == *pod => {
+            let list: PathBuf = parts[..=i]
+                .iter()
+                .chain([namespace, &"core", &"pods.yaml"])
+                .collect();
+            has(&list).then(|| "pods (core), one file per pod beside the list".to_owned())
+        }
+        [namespace, group, file] => {
+            let resource = stem(file);
+            let wanted = is_kept(group, &resource)
+                && (resource != "configmaps"
+                    || super::view::CONFIG_MAPS
+                        .iter()
+                        .any(|(ns, _)| ns == namespace));
+            (!wanted).then(|| format!("{resource} ({group})"))
+        }
+        _ => None,
+    }
 }
 
 fn collect(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), SnapshotError> {
