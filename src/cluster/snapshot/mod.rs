@@ -657,6 +657,33 @@ mod tests {
         );
     }
 
+    #[rstest::rstest]
+    #[case::events("mg/img/namespaces/shop/core/events.yaml", Some("events (core)"))]
+    #[case::pods("mg/img/namespaces/shop/core/pods.yaml", None)]
+    #[case::config_node(
+        "mg/img/cluster-scoped-resources/config.openshift.io/nodes/cluster.yaml",
+        Some("nodes (config.openshift.io)")
+    )]
+    #[case::nodes("mg/img/cluster-scoped-resources/core/nodes/master-0.yaml", None)]
+    #[case::other_configmaps(
+        "mg/img/namespaces/shop/core/configmaps.yaml",
+        Some("configmaps (core)")
+    )]
+    #[case::admin_acks("mg/img/namespaces/openshift-config/core/configmaps.yaml", None)]
+    #[case::pod_beside_its_list(
+        "mg/img/namespaces/shop/pods/db-0/db-0.yaml",
+        Some("pods (core), one file per pod beside the list")
+    )]
+    #[case::pod_without_a_list("mg/img/namespaces/staging/pods/db-0/db-0.yaml", None)]
+    #[case::outside_the_layout("snapshot/events.yaml", None)]
+    fn must_gather_files_no_check_reads_are_not_opened(
+        #[case] path: &str,
+        #[case] unread_as: Option<&str>,
+    ) {
+        let has = |p: &Path| p == Path::new("mg/img/namespaces/shop/core/pods.yaml");
+        assert_eq!(unread(Path::new(path), has).as_deref(), unread_as);
+    }
+
     #[test]
     fn the_data_is_judged_at_its_newest_timestamp_without_a_timestamp_file() {
         let node = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"},"status":{"conditions":[
