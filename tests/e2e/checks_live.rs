@@ -220,13 +220,15 @@ fn create_cluster(objects: &mut Objects) {
         objects.status("clusteroperator", name, None, json!({"conditions": [
             condition("Available", "True"), condition("Degraded", "False"), condition("Upgradeable", upgradeable)]}));
     }
+    // An API the 4.14 -> 4.15 update removes (Kubernetes 1.27 -> 1.28); one
+    // removed in 1.27 or before would be gone from a 4.14 cluster already.
     let api = "csistoragecapacities.v1beta1.storage.k8s.io";
     objects.create(
         json!({"apiVersion": "apiserver.openshift.io/v1", "kind": "APIRequestCount",
         "metadata": {"name": api}, "spec": {"numberOfUsersToReport": 10}}),
     );
     objects.status("apirequestcount", api, None, json!({
-        "removedInRelease": "1.27", "requestCount": 7,
+        "removedInRelease": "1.28", "requestCount": 7,
         "currentHour": {"requestCount": 0},
         "last24h": [{"requestCount": 7, "byNode": [{"nodeName": "e2e-master-0", "requestCount": 7, "byUser": [
             {"username": "system:serviceaccount:storage:csi-driver", "userAgent": "csi-provisioner/3.5",
@@ -315,7 +317,7 @@ fn the_live_source_feeds_the_same_checks_as_a_snapshot() {
         (
             "RemovedAPIsInUse",
             Outcome::Fail,
-            "csistoragecapacities.v1beta1.storage.k8s.io (removed in 1.27): 7 requests, by system:serviceaccount:storage:csi-driver (csi-provisioner/3.5) 7",
+            "csistoragecapacities.v1beta1.storage.k8s.io (removed in 1.28): 7 requests, by system:serviceaccount:storage:csi-driver (csi-provisioner/3.5) 7",
         ),
         (
             "AdminAcksMissing",
