@@ -9,6 +9,8 @@ mod deploy;
 mod generated;
 mod harness;
 mod keys;
+#[path = "../common/oc.rs"]
+mod oc;
 mod prometheus;
 mod release;
 mod report;

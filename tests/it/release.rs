@@ -7,11 +7,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
 use crate::deploy::{OVERLAYS, kubectl, objects, rendered};
+use crate::oc::oc;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -29,44 +29,6 @@ fn read(relative: &str) -> String {
 fn is_digest(text: &str) -> bool {
     text.strip_prefix("sha256:")
         .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-/// The real `oc` (../shared/tools/oc, see its README), unpacked once into
-/// the cache the control plane's binaries use; None where it is absent.
-pub fn oc() -> Option<&'static Path> {
-    static OC: OnceLock<Option<PathBuf>> = OnceLock::new();
-    OC.get_or_init(|| {
-        let xz = Path::new(ROOT).join("../shared/tools/oc/oc.xz");
-        if !xz.is_file() {
-            return None;
-        }
-        let sum = Command::new("sha256sum").arg(&xz).output().ok()?;
-        let sum = String::from_utf8_lossy(&sum.stdout);
-        let key = sum.get(..12)?;
-        let cache = std::env::var_os("PREFLIGHT_GATE_CACHE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/preflight-gate")
-            });
-        let dir = cache.join(format!("bin/oc-{key}"));
-        let bin = dir.join("oc");
-        if !bin.is_file() {
-            std::fs::create_dir_all(&dir).unwrap();
-            let tmp = dir.join(format!("oc.tmp.{}", std::process::id()));
-            let out = Command::new("sh")
-                .arg("-c")
-                .arg("xz -dc \"$1\" > \"$2\" && chmod +x \"$2\"")
-                .arg("sh")
-                .arg(&xz)
-                .arg(&tmp)
-                .status()
-                .expect("xz runs");
-            assert!(out.success(), "cannot unpack {}", xz.display());
-            std::fs::rename(&tmp, &bin).unwrap();
-        }
-        Some(bin)
-    })
-    .as_deref()
 }
 
 fn deployment(objects: &[Value]) -> Option<&Value> {
