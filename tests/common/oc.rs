@@ -44,4 +44,3 @@ pub fn oc() -> Option<&'static Path> {
     })
     .as_deref()
 }
-

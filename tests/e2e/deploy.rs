@@ -425,9 +425,11 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
 /// PriorityClasses OpenShift has and the control plane lacks: the openshift
 /// overlay's pod asks for this one (its value is OpenShift's).
 pub(crate) fn openshift_priority_classes(world: &World) {
-    world.apply_json(&json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+    world.apply_json(
+        &json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
         "metadata": {"name": "openshift-user-critical"}, "value": 1000000000,
-        "description": "Stand-in for OpenShift's class for user-critical add-ons."}));
+        "description": "Stand-in for OpenShift's class for user-critical add-ons."}),
+    );
 }
 
 /// A user bound to the shipped `preflight-gate-updater` ClusterRole, and
@@ -453,9 +455,10 @@ fn subject_access_review(world: &World, user: &str, verb: &str, attributes: &Val
         "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
         "spec": {"user": user, "groups": ["system:authenticated"], "resourceAttributes": attributes},
     });
-    let path = world
-        .dir()
-        .join(format!("sar-{user}-{verb}-{}.json", attributes["resource"].as_str().unwrap()));
+    let path = world.dir().join(format!(
+        "sar-{user}-{verb}-{}.json",
+        attributes["resource"].as_str().unwrap()
+    ));
     std::fs::write(&path, review.to_string()).unwrap();
     let out = world.admin(&["create", "-f", path.to_str().unwrap(), "-o", "json"]);
     let answer: Value = serde_json::from_str(&out).unwrap();
@@ -467,9 +470,7 @@ fn the_updater_role_may_update_and_ask_for_runs_but_not_override() {
     let (_turn, world) = lock();
     apply_dev(world);
     bind_updater(world);
-    let cv = |name: &str| {
-        json!({"group": "config.openshift.io", "resource": "clusterversions", "name": name})
-    };
+    let cv = |name: &str| json!({"group": "config.openshift.io", "resource": "clusterversions", "name": name});
     let upf = json!({"group": "preflight.dev", "resource": "updatepreflights"});
     let mut upf_status = upf.clone();
     upf_status["subresource"] = "status".into();
@@ -510,12 +511,21 @@ fn the_updater_role_may_update_and_ask_for_runs_but_not_override() {
         }),
         ("delete", cv("version")),
         ("patch", cv("other")),
-        ("patch", json!({"group": "config.openshift.io", "resource": "proxies", "name": "cluster"})),
+        (
+            "patch",
+            json!({"group": "config.openshift.io", "resource": "proxies", "name": "cluster"}),
+        ),
         ("patch", operators.clone()),
         // Nor the gate's own configuration.
-        ("delete", json!({"group": "admissionregistration.k8s.io",
-            "resource": "validatingwebhookconfigurations", "name": "preflight-gate"})),
-        ("create", json!({"group": "rbac.authorization.k8s.io", "resource": "clusterrolebindings"})),
+        (
+            "delete",
+            json!({"group": "admissionregistration.k8s.io",
+            "resource": "validatingwebhookconfigurations", "name": "preflight-gate"}),
+        ),
+        (
+            "create",
+            json!({"group": "rbac.authorization.k8s.io", "resource": "clusterrolebindings"}),
+        ),
     ] {
         assert!(
             !subject_access_review(world, UPDATER, verb, &what),
@@ -573,7 +583,9 @@ fn an_updater_asks_for_runs_with_the_guides_oc_commands() {
     let real = match crate::oc::oc() {
         Some(oc) => oc.to_path_buf(),
         None => {
-            eprintln!("the real oc (../shared/tools/oc) is absent: running the guide's commands with kubectl");
+            eprintln!(
+                "the real oc (../shared/tools/oc) is absent: running the guide's commands with kubectl"
+            );
             std::path::PathBuf::from(world.var("KUBECTL"))
         }
     };
@@ -589,7 +601,11 @@ fn an_updater_asks_for_runs_with_the_guides_oc_commands() {
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap());
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
     let sh = |script: &str| {
         let out = std::process::Command::new("bash")
             .args(["-euo", "pipefail", "-c", script])
@@ -611,16 +627,10 @@ fn an_updater_asks_for_runs_with_the_guides_oc_commands() {
     assert!(manifest.contains(image), "{manifest}");
     std::fs::write(world.dir().join("upf-4.15.3.yaml"), &manifest).unwrap();
     let created = sh("oc create -f upf-4.15.3.yaml -o name");
-    let name = created
-        .trim()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    let name = created.trim().rsplit('/').next().unwrap().to_owned();
     assert!(name.starts_with("manual-"), "{created}");
-    let done = |o: &Value| {
-        ["Passed", "Failed"].contains(&o["status"]["phase"].as_str().unwrap_or(""))
-    };
+    let done =
+        |o: &Value| ["Passed", "Failed"].contains(&o["status"]["phase"].as_str().unwrap_or(""));
     let first = world.wait_for_result(image, "finished", done);
     assert_eq!(first["metadata"]["name"], name.as_str());
     let first_start = first["status"]["startTime"].as_str().unwrap().to_owned();
@@ -628,7 +638,9 @@ fn an_updater_asks_for_runs_with_the_guides_oc_commands() {
     // `oc get upf` lists it, with its phase.
     let listing = sh("oc get upf");
     assert!(
-        listing.lines().any(|l| l.starts_with(&name) && l.contains("4.99.1")),
+        listing
+            .lines()
+            .any(|l| l.starts_with(&name) && l.contains("4.99.1")),
         "{listing}"
     );
 
@@ -643,10 +655,16 @@ fn an_updater_asks_for_runs_with_the_guides_oc_commands() {
         .collect::<Vec<_>>()
         .join("\n")
         .replace("<name>", &name);
-    assert!(annotate.contains("preflight.dev/requested-at"), "{annotate}");
+    assert!(
+        annotate.contains("preflight.dev/requested-at"),
+        "{annotate}"
+    );
     sh(&annotate);
     let again = world.wait_for_result(image, "run again", |o| {
-        done(o) && o["status"]["startTime"].as_str().is_some_and(|s| s > first_start.as_str())
+        done(o)
+            && o["status"]["startTime"]
+                .as_str()
+                .is_some_and(|s| s > first_start.as_str())
     });
     assert_eq!(again["metadata"]["name"], name.as_str());
     world.admin(&["delete", "updatepreflight", &name]);

@@ -67,8 +67,14 @@ fn one_version_is_stamped_into_the_binary_the_image_and_the_manifests() {
             .any(|l| l == format!("ARG VERSION={VERSION}")),
         "Containerfile: ARG VERSION={VERSION}"
     );
-    for label in ["version=\"${VERSION}\"", "org.opencontainers.image.version=\"${VERSION}\""] {
-        assert!(containerfile.contains(label), "Containerfile: LABEL {label}");
+    for label in [
+        "version=\"${VERSION}\"",
+        "org.opencontainers.image.version=\"${VERSION}\"",
+    ] {
+        assert!(
+            containerfile.contains(label),
+            "Containerfile: LABEL {label}"
+        );
     }
     // The manifests: every object carries the version, and the image is
     // the release's tag.
@@ -76,11 +82,9 @@ fn one_version_is_stamped_into_the_binary_the_image_and_the_manifests() {
         let objects = rendered(overlay);
         for o in &objects {
             assert_eq!(
-                o["metadata"]["labels"]["app.kubernetes.io/version"],
-                VERSION,
+                o["metadata"]["labels"]["app.kubernetes.io/version"], VERSION,
                 "{overlay}: {} {} has no version label",
-                o["kind"],
-                o["metadata"]["name"]
+                o["kind"], o["metadata"]["name"]
             );
         }
         if overlay != "dev" {
@@ -97,7 +101,9 @@ fn one_version_is_stamped_into_the_binary_the_image_and_the_manifests() {
 #[test]
 fn the_licence_is_the_apache_licence_cargo_toml_names() {
     let licence = read("LICENSE");
-    assert!(licence.contains("Apache License\n                           Version 2.0, January 2004"));
+    assert!(
+        licence.contains("Apache License\n                           Version 2.0, January 2004")
+    );
     assert!(licence.contains("END OF TERMS AND CONDITIONS"));
     assert!(read("Cargo.toml").contains("\nlicense = \"Apache-2.0\"\n"));
 }
@@ -172,7 +178,11 @@ fn the_binary_asks_for_no_glibc_newer_than_ubi_9s() {
         .args(["-T", BINARY])
         .output()
         .unwrap_or_else(|e| panic!("cannot run objdump ({e}): install binutils (tests/run does)"));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let versions: Vec<(u32, u32)> = text
         .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
@@ -258,7 +268,11 @@ fn the_guides_image_override_deploys_the_image_it_sets() {
     );
     assert!(is_digest(image["digest"].as_str().unwrap()));
     // The command the guide gives to look before applying.
-    let commands = block_after(&guide[guide.find("<!-- image-override").unwrap()..], "```yaml", "sh");
+    let commands = block_after(
+        &guide[guide.find("<!-- image-override").unwrap()..],
+        "```yaml",
+        "sh",
+    );
     let render = commands
         .lines()
         .find(|l| l.contains("kustomize my-cluster"))
@@ -304,7 +318,11 @@ fn pinned(overlay: &str, image: &str) -> Vec<Value> {
         .arg(dir.path().join("layer"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     objects(&String::from_utf8(out.stdout).unwrap())
 }
 
@@ -406,7 +424,11 @@ fn the_release_script_cuts_a_release() {
             .arg("index.json")
             .output()
             .unwrap();
-        assert!(index.status.success(), "{} has no index.json", archive.display());
+        assert!(
+            index.status.success(),
+            "{} has no index.json",
+            archive.display()
+        );
         let index: Value = serde_json::from_slice(&index.stdout).unwrap();
         assert!(
             index["manifests"]
@@ -425,7 +447,11 @@ fn the_release_script_cuts_a_release() {
         .map(|e| e.unwrap().path())
         .find(|p| p.to_string_lossy().ends_with("-linux.tar.gz"))
         .expect("a CLI tarball");
-    let listing = Command::new("tar").arg("-tzf").arg(&tarball).output().unwrap();
+    let listing = Command::new("tar")
+        .arg("-tzf")
+        .arg(&tarball)
+        .output()
+        .unwrap();
     let listing = String::from_utf8_lossy(&listing.stdout);
     for file in ["preflight-gate", "LICENSE", "README.md", "CHANGELOG.md"] {
         assert!(
@@ -477,7 +503,11 @@ fn the_release_script_cuts_a_release() {
         .current_dir(out_dir.path())
         .output()
         .unwrap();
-    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stdout));
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
     let sums = std::fs::read_to_string(path("SHA256SUMS")).unwrap();
     assert!(sums.contains("manifests/openshift.yaml"), "{sums}");
 }
@@ -485,8 +515,14 @@ fn the_release_script_cuts_a_release() {
 #[test]
 fn the_release_script_refuses_bad_input_clearly() {
     for (args, says) in [
-        (&["--digest", "sha256:nothex"][..], "is not sha256:<64 hex digits>"),
-        (&["--repository", "Registry/UPPER:tag"], "is not an image repository"),
+        (
+            &["--digest", "sha256:nothex"][..],
+            "is not sha256:<64 hex digits>",
+        ),
+        (
+            &["--repository", "Registry/UPPER:tag"],
+            "is not an image repository",
+        ),
         (&["--frobnicate"], "unknown argument: --frobnicate"),
         (&["--out"], "--out needs a value"),
     ] {
