@@ -280,3 +280,30 @@ fn the_catalogue_documents_every_metric() {
     }
     assert!(families.len() >= 18, "{families:?}");
 }
+
+#[test]
+fn the_runbooks_need_only_oc() {
+    // An administrator paged at night has `oc`, not the gate's binary: every
+    // command in a runbook's shell blocks is an `oc` command.
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root().join("docs/runbooks")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        for block in text.split("```sh\n").skip(1) {
+            let block = block.split("```").next().unwrap();
+            let joined = block.replace("\\\n", " ");
+            for line in joined.lines().map(str::trim) {
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                assert!(
+                    line.split_whitespace().next() == Some("oc"),
+                    "{name}: `{line}` is not an oc command"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} commands in the runbooks");
+}
