@@ -131,15 +131,14 @@ fn olm_deployment(deployment: &Value) -> Value {
 }
 
 fn crd_description(crd: &Value) -> (String, String) {
-    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
     let kind = crd["spec"]["names"]["kind"].as_str().unwrap();
     let description = match kind {
         "UpdatePreflight" => {
             "The preflight results for one target release: which checks ran, their findings, and whether an update to it is allowed. The gate creates one per offered target; create one to ask for a run."
         }
-        _ => schema["description"]
-            .as_str()
-            .unwrap_or("A check that runs as a Job in every preflight run."),
+        _ => {
+            "A check of your own or a vendor's: an image the gate runs as a Job in every preflight run, whose exit code is the check's outcome."
+        }
     };
     (kind.to_owned(), description.to_owned())
 }
@@ -266,7 +265,6 @@ pub fn generate() -> BTreeMap<String, String> {
                 "operatorframework.io/suggested-namespace-template": suggested_namespace.to_string(),
                 // The console labels the namespace for cluster monitoring.
                 "operatorframework.io/cluster-monitoring": "true",
-                "operators.openshift.io/valid-subscription": "[]",
                 "features.operators.openshift.io/disconnected": "true",
                 "features.operators.openshift.io/fips-compliant": "false",
                 "features.operators.openshift.io/proxy-aware": "false",
