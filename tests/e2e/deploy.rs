@@ -121,6 +121,7 @@ fn the_overlays_pass_a_server_side_dry_run() {
     // The dev overlay's namespace labels (Pod Security `restricted`) and
     // ServiceAccount are what the pod below is admitted against.
     apply_dev(world);
+    openshift_priority_classes(world);
     let dir = tempfile::tempdir().unwrap();
     for overlay in ["openshift", "kubernetes"] {
         let objects = rendered(overlay);
@@ -419,4 +420,273 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
     ] {
         assert!(!can_i(world, refused), "may {refused:?}");
     }
+}
+
+/// PriorityClasses OpenShift has and the control plane lacks: the openshift
+/// overlay's pod asks for this one (its value is OpenShift's).
+pub(crate) fn openshift_priority_classes(world: &World) {
+    world.apply_json(
+        &json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": "openshift-user-critical"}, "value": 1000000000,
+        "description": "Stand-in for OpenShift's class for user-critical add-ons."}),
+    );
+}
+
+/// A user bound to the shipped `preflight-gate-updater` ClusterRole, and
+/// nothing else.
+const UPDATER: &str = "carol";
+
+fn bind_updater(world: &World) {
+    world.apply_json(&json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "e2e-carol-updater"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+            "name": "preflight-gate-updater"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": UPDATER}],
+    }));
+}
+
+/// Asks the authorizer, with a SubjectAccessReview, whether `user` may
+/// `verb` the resource described by `attributes` (group, resource, ...).
+fn subject_access_review(world: &World, user: &str, verb: &str, attributes: &Value) -> bool {
+    let mut attributes = attributes.clone();
+    attributes["verb"] = verb.into();
+    let review = json!({
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": user, "groups": ["system:authenticated"], "resourceAttributes": attributes},
+    });
+    let path = world.dir().join(format!(
+        "sar-{user}-{verb}-{}.json",
+        attributes["resource"].as_str().unwrap()
+    ));
+    std::fs::write(&path, review.to_string()).unwrap();
+    let out = world.admin(&["create", "-f", path.to_str().unwrap(), "-o", "json"]);
+    let answer: Value = serde_json::from_str(&out).unwrap();
+    answer["status"]["allowed"] == true
+}
+
+#[test]
+fn the_updater_role_may_update_and_ask_for_runs_but_not_override() {
+    let (_turn, world) = lock();
+    apply_dev(world);
+    bind_updater(world);
+    let cv = |name: &str| json!({"group": "config.openshift.io", "resource": "clusterversions", "name": name});
+    let upf = json!({"group": "preflight.dev", "resource": "updatepreflights"});
+    let mut upf_status = upf.clone();
+    upf_status["subresource"] = "status".into();
+    let operators = json!({"group": "config.openshift.io", "resource": "clusteroperators"});
+    for (verb, what) in [
+        ("get", cv("version")),
+        ("list", cv("")),
+        ("watch", cv("")),
+        // How oc adm upgrade and the console set spec.desiredUpdate.
+        ("patch", cv("version")),
+        ("update", cv("version")),
+        ("get", operators.clone()),
+        ("list", operators.clone()),
+        // Read results, and ask for a run (oc create -f, oc annotate).
+        ("get", upf.clone()),
+        ("list", upf.clone()),
+        ("watch", upf.clone()),
+        ("create", upf.clone()),
+        ("patch", upf.clone()),
+    ] {
+        assert!(
+            subject_access_review(world, UPDATER, verb, &what),
+            "the updater may not {verb} {what}"
+        );
+    }
+    for (verb, what) in [
+        // Never the override, nor results of its own making.
+        ("override", upf.clone()),
+        ("patch", upf_status.clone()),
+        ("update", upf_status.clone()),
+        ("delete", upf.clone()),
+        // Only the ClusterVersion's spec, not its status, nor other
+        // cluster configuration.
+        ("patch", {
+            let mut s = cv("version");
+            s["subresource"] = "status".into();
+            s
+        }),
+        ("delete", cv("version")),
+        ("patch", cv("other")),
+        (
+            "patch",
+            json!({"group": "config.openshift.io", "resource": "proxies", "name": "cluster"}),
+        ),
+        ("patch", operators.clone()),
+        // Nor the gate's own configuration.
+        (
+            "delete",
+            json!({"group": "admissionregistration.k8s.io",
+            "resource": "validatingwebhookconfigurations", "name": "preflight-gate"}),
+        ),
+        (
+            "create",
+            json!({"group": "rbac.authorization.k8s.io", "resource": "clusterrolebindings"}),
+        ),
+    ] {
+        assert!(
+            !subject_access_review(world, UPDATER, verb, &what),
+            "the updater may {verb} {what}"
+        );
+    }
+
+    // And the gate, which asks the same authorizer, honours no override of
+    // theirs: an update to a failing target stays denied.
+    let as_updater = format!("--as={UPDATER}");
+    let annotate = world.kubectl(
+        User::Admin,
+        &[
+            as_updater.as_str(),
+            "annotate",
+            "--overwrite",
+            "clusterversion",
+            "version",
+            "preflight.dev/override=4.15.3",
+            "preflight.dev/override-reason=an updater trying",
+        ],
+    );
+    assert!(annotate.ok, "{}", annotate.stderr);
+    let refused = world.kubectl(User::Admin, &merge_patch_args("4.15.3", &[&as_updater]));
+    assert!(!refused.ok, "an updater's override was honoured");
+    assert!(
+        refused.stderr.contains(&format!(
+            r#"Override ignored: user "{UPDATER}" is not allowed the "override" verb"#
+        )),
+        "{}",
+        refused.stderr
+    );
+    // A passing target goes through: the role suffices to update, with the
+    // real `oc adm upgrade` where ../shared has it.
+    let allowed = match crate::oc::oc() {
+        Some(oc) => {
+            let out = std::process::Command::new(oc)
+                .args(["--kubeconfig", world.var("ADMIN_KUBECONFIG"), &as_updater])
+                .args(["adm", "upgrade", "--to", "4.14.12"])
+                .output()
+                .unwrap();
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        }
+        None => {
+            let out = world.kubectl(User::Admin, &merge_patch_args("4.14.12", &[&as_updater]));
+            (out.ok, out.stderr)
+        }
+    };
+    assert!(allowed.0, "{}", allowed.1);
+    assert_eq!(
+        world.cluster_version()["spec"]["desiredUpdate"]["version"],
+        "4.14.12"
+    );
+}
+
+/// The fenced block of `lang` that follows `marker` in the install guide.
+fn guide_block(marker: &str, lang: &str) -> String {
+    let guide = std::fs::read_to_string(format!("{ROOT}/docs/install.md")).unwrap();
+    let at = guide.find(marker).unwrap_or_else(|| panic!("no {marker}"));
+    let fence = format!("```{lang}\n");
+    let start = at + guide[at..].find(&fence).unwrap() + fence.len();
+    let end = start + guide[start..].find("```").unwrap();
+    guide[start..end].to_owned()
+}
+
+#[test]
+fn an_updater_asks_for_runs_with_the_guides_oc_commands() {
+    let (_turn, world) = lock();
+    apply_dev(world);
+    bind_updater(world);
+    // `oc` on PATH, as the updater: the real one where ../shared has it.
+    let bin = tempfile::tempdir().unwrap();
+    let real = match crate::oc::oc() {
+        Some(oc) => oc.to_path_buf(),
+        None => {
+            eprintln!(
+                "the real oc (../shared/tools/oc) is absent: running the guide's commands with kubectl"
+            );
+            std::path::PathBuf::from(world.var("KUBECTL"))
+        }
+    };
+    let wrapper = bin.path().join("oc");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec '{}' --kubeconfig '{}' --as {UPDATER} \"$@\"\n",
+            real.display(),
+            world.var("ADMIN_KUBECONFIG")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let sh = |script: &str| {
+        let out = std::process::Command::new("bash")
+            .args(["-euo", "pipefail", "-c", script])
+            .current_dir(world.dir())
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{script}\n{stderr}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    // A target nobody asked about: the guide's UpdatePreflight, with a
+    // release image of this test's.
+    let image = "quay.io/e2e/release@sha256:0d3e10ed00000000000000000000000000000000000000000000000000c0ffee";
+    let manifest = guide_block("<!-- run-request", "yaml")
+        .replace("<the image printed above>", image)
+        .replace("version: 4.15.3", "version: 4.99.1");
+    assert!(manifest.contains(image), "{manifest}");
+    std::fs::write(world.dir().join("upf-4.15.3.yaml"), &manifest).unwrap();
+    let created = sh("oc create -f upf-4.15.3.yaml -o name");
+    let name = created.trim().rsplit('/').next().unwrap().to_owned();
+    assert!(name.starts_with("manual-"), "{created}");
+    let done =
+        |o: &Value| ["Passed", "Failed"].contains(&o["status"]["phase"].as_str().unwrap_or(""));
+    let first = world.wait_for_result(image, "finished", done);
+    assert_eq!(first["metadata"]["name"], name.as_str());
+    let first_start = first["status"]["startTime"].as_str().unwrap().to_owned();
+
+    // `oc get upf` lists it, with its phase.
+    let listing = sh("oc get upf");
+    assert!(
+        listing
+            .lines()
+            .any(|l| l.starts_with(&name) && l.contains("4.99.1")),
+        "{listing}"
+    );
+
+    // Ask again with the guide's annotate command, a second later than
+    // the first run began (requests are compared to the second).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let commands = guide_block("Ask for a fresh run of a target that has an object", "sh");
+    let annotate = commands
+        .split("\n")
+        .skip_while(|l| !l.starts_with("oc annotate upf"))
+        .take_while(|l| !l.starts_with("oc get"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("<name>", &name);
+    assert!(
+        annotate.contains("preflight.dev/requested-at"),
+        "{annotate}"
+    );
+    sh(&annotate);
+    let again = world.wait_for_result(image, "run again", |o| {
+        done(o)
+            && o["status"]["startTime"]
+                .as_str()
+                .is_some_and(|s| s > first_start.as_str())
+    });
+    assert_eq!(again["metadata"]["name"], name.as_str());
+    world.admin(&["delete", "updatepreflight", &name]);
 }

@@ -8,4 +8,6 @@ mod deploy;
 mod external;
 mod flows;
 mod metrics;
+#[path = "../common/oc.rs"]
+mod oc;
 mod runs;

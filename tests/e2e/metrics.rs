@@ -599,7 +599,7 @@ fn a_real_prometheus_sees_the_blocked_update_alert_fire_and_resolve() {
     );
     let rules = prometheus.api("/api/v1/rules", &[("type", "alert")]);
     let loaded = rules["groups"][0]["rules"].as_array().unwrap().len();
-    assert_eq!(loaded, 7, "{rules}");
+    assert_eq!(loaded, 8, "{rules}");
 
     // An accepted target first: nothing is blocked, and nothing fires.
     let asked_at = now();

@@ -157,7 +157,7 @@ fn promtool_tests_every_alert_firing_and_not_firing() {
         .iter()
         .map(|r| r["alert"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(alerts.len(), 6, "{alerts:?}");
+    assert_eq!(alerts.len(), 7, "{alerts:?}");
     for alert in &alerts {
         let (fires, quiet) = covered.get(alert).copied().unwrap_or_default();
         assert!(fires, "no test shows {alert} firing");
@@ -194,6 +194,7 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
         ("PreflightGateOverrideUsed", "info"),
         ("PreflightResultsStale", "warning"),
         ("PreflightGateDown", "critical"),
+        ("PreflightGateDegraded", "warning"),
         ("PreflightGateCertificateExpiringSoon", "warning"),
     ];
     let rules = alert_rules();
@@ -278,4 +279,31 @@ fn the_catalogue_documents_every_metric() {
         );
     }
     assert!(families.len() >= 18, "{families:?}");
+}
+
+#[test]
+fn the_runbooks_need_only_oc() {
+    // An administrator paged at night has `oc`, not the gate's binary: every
+    // command in a runbook's shell blocks is an `oc` command.
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root().join("docs/runbooks")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        for block in text.split("```sh\n").skip(1) {
+            let block = block.split("```").next().unwrap();
+            let joined = block.replace("\\\n", " ");
+            for line in joined.lines().map(str::trim) {
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                assert!(
+                    line.split_whitespace().next() == Some("oc"),
+                    "{name}: `{line}` is not an oc command"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} commands in the runbooks");
 }

@@ -196,22 +196,43 @@ fn the_deployment_survives_drains_and_its_own_updates() {
         let pod = &spec["template"]["spec"];
         let labels = &spec["template"]["metadata"]["labels"];
         assert!(selects(&spec["selector"], labels), "{overlay}");
-        assert_eq!(pod["priorityClassName"], "system-cluster-critical");
+        // OpenShift's class for add-ons; plain Kubernetes has no such class.
+        let priority = match overlay {
+            "openshift" => "openshift-user-critical",
+            _ => "system-cluster-critical",
+        };
+        assert_eq!(pod["priorityClassName"], priority, "{overlay}");
         assert_eq!(pod["serviceAccountName"], SA_NAME);
-        assert!(
-            pod["topologySpreadConstraints"]
-                .as_array()
-                .is_some_and(|c| c
-                    .iter()
-                    .any(|c| c["topologyKey"] == "kubernetes.io/hostname"
-                        && selects(&c["labelSelector"], labels)))
-                || pod["affinity"]["podAntiAffinity"].is_object(),
-            "{overlay}: spread over nodes"
+        // Hard spreading over nodes: never both replicas of a revision on
+        // one node while another can take one; cordoned and tainted nodes
+        // are not counted, so a drain can always move a replica.
+        let spread = pod["topologySpreadConstraints"]
+            .as_array()
+            .and_then(|c| {
+                c.iter()
+                    .find(|c| c["topologyKey"] == "kubernetes.io/hostname")
+            })
+            .unwrap_or_else(|| panic!("{overlay}: no spreading over nodes"));
+        assert_eq!(spread["whenUnsatisfiable"], "DoNotSchedule", "{overlay}");
+        assert_eq!(spread["maxSkew"], 1, "{overlay}");
+        assert_eq!(spread["nodeTaintsPolicy"], "Honor", "{overlay}");
+        assert!(selects(&spread["labelSelector"], labels), "{overlay}");
+        assert_eq!(
+            strings(&spread["matchLabelKeys"]),
+            ["pod-template-hash"],
+            "{overlay}: the surge pod of a rollout is counted apart"
         );
 
         let pdb = one(&objects, "PodDisruptionBudget", "preflight-gate");
-        assert_eq!(pdb["spec"]["minAvailable"], 1, "{overlay}");
+        assert_eq!(pdb["spec"]["maxUnavailable"], 1, "{overlay}");
+        assert!(pdb["spec"].get("minAvailable").is_none(), "{overlay}");
         assert!(selects(&pdb["spec"]["selector"], labels), "{overlay}");
+        // SCC pinned on OpenShift, so a wider one granted later is not used.
+        let scc = &spec["template"]["metadata"]["annotations"]["openshift.io/required-scc"];
+        match overlay {
+            "openshift" => assert_eq!(scc, "restricted-v2"),
+            _ => assert!(scc.is_null(), "{overlay}: {scc}"),
+        }
 
         // Restricted: pod and container.
         assert_eq!(pod["securityContext"]["runAsNonRoot"], true);

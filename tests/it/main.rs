@@ -1,6 +1,7 @@
 //! Integration tests, in one binary to keep link time down.
 
 mod alerts;
+mod bundle;
 mod check_cli;
 mod checks;
 mod dashboard;
@@ -9,7 +10,10 @@ mod generated;
 mod harness;
 mod keys;
 mod must_gathers;
+#[path = "../common/oc.rs"]
+mod oc;
 mod prometheus;
+mod release;
 mod report;
 mod reviews;
 mod router;

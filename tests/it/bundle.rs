@@ -1,0 +1,632 @@
+//! bundle/, the OLM bundle for OperatorHub, is generated here from the
+//! openshift overlay's rendering (deploy/rendered/openshift.yaml), so it
+//! cannot drift from deploy/: the test fails when the checked-in bundle is
+//! not what this generates (`PREFLIGHT_GATE_BLESS=1` rewrites it). The
+//! operator framework's own validators check it (tests/olm/validate, a Go
+//! wrapper around github.com/operator-framework/api/pkg/validation, built
+//! and cached by tests/olm/build).
+//!
+//! What OLM does differently from the overlay, on purpose:
+//! - OLM issues the webhook's serving certificate and injects its CA
+//!   (`webhookdefinitions`), so the Deployment reads the certificate where
+//!   OLM mounts it and has no volume of its own; OLM names the webhook's
+//!   Service `preflight-gate-service`.
+//! - The gate serves the admin port with the webhook's certificate, which
+//!   is OLM's and not one Prometheus trusts: under OLM the admin port
+//!   serves plain HTTP and the ServiceMonitor scrapes HTTP.
+//! - OLM grants Roles only in the install namespace: the overlay's Roles in
+//!   other namespaces (Events in `default`, three OpenShift namespaces)
+//!   become cluster-wide rules, with their resourceNames kept.
+//! - OLM's webhook descriptions have no matchConditions: every write of a
+//!   ClusterVersion's spec reaches the gate, which allows the ones that
+//!   leave the target alone at once.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+
+use crate::deploy::rendered;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const NAMESPACE: &str = "preflight-gate";
+const SA: &str = "preflight-gate";
+/// Where OLM mounts the serving certificate it issues for webhookdefinitions.
+const OLM_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
+/// The oldest OpenShift the overlay supports (docs/install.md).
+const MIN_OPENSHIFT: &str = "v4.15";
+const MIN_KUBE: &str = "1.28.0";
+
+fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    objects
+        .iter()
+        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("the openshift overlay has no {kind} {name}"))
+}
+
+/// An object as a bundle manifest: no namespace (OLM puts it in the install
+/// namespace).
+fn unplaced(object: &Value) -> Value {
+    let mut object = object.clone();
+    if let Some(meta) = object["metadata"].as_object_mut() {
+        meta.remove("namespace");
+    }
+    object
+}
+
+fn is_ours(subject: &Value, account: &str) -> bool {
+    subject["kind"] == "ServiceAccount"
+        && subject["name"] == account
+        && subject["namespace"] == NAMESPACE
+}
+
+/// The rules granted to `account`: (cluster-wide, in its own namespace).
+/// Roles in other namespaces become cluster-wide rules.
+fn rules_of(objects: &[Value], account: &str) -> (Vec<Value>, Vec<Value>) {
+    let (mut cluster, mut own) = (Vec::new(), Vec::new());
+    for binding in objects
+        .iter()
+        .filter(|o| o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding")
+    {
+        let subjects = binding["subjects"].as_array().unwrap();
+        if !subjects.iter().any(|s| is_ours(s, account)) {
+            continue;
+        }
+        let namespace = binding["metadata"]["namespace"].as_str();
+        let role_ref = &binding["roleRef"];
+        let role = objects
+            .iter()
+            .find(|o| {
+                o["kind"] == role_ref["kind"]
+                    && o["metadata"]["name"] == role_ref["name"]
+                    && o["metadata"]["namespace"].as_str() == namespace
+            })
+            .unwrap_or_else(|| panic!("the role of {}", binding["metadata"]["name"]));
+        let rules = role["rules"].as_array().unwrap().iter().cloned();
+        match namespace {
+            Some(NAMESPACE) => own.extend(rules),
+            _ => cluster.extend(rules),
+        }
+    }
+    (cluster, own)
+}
+
+/// The Deployment as OLM runs it: the certificate where OLM mounts it, the
+/// admin port in plain HTTP.
+fn olm_deployment(deployment: &Value) -> Value {
+    let mut spec = deployment["spec"].clone();
+    let pod = &mut spec["template"]["spec"];
+    let container = &mut pod["containers"][0];
+    let env = container["env"].as_array_mut().unwrap();
+    env.retain(|e| e["name"] != "PREFLIGHT_GATE_ADMIN_TLS");
+    for e in env.iter_mut() {
+        match e["name"].as_str().unwrap() {
+            "PREFLIGHT_GATE_TLS_CERT" => e["value"] = format!("{OLM_CERT_DIR}/tls.crt").into(),
+            "PREFLIGHT_GATE_TLS_KEY" => e["value"] = format!("{OLM_CERT_DIR}/tls.key").into(),
+            _ => {}
+        }
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(get) = container[probe]["httpGet"].as_object_mut() {
+            get.remove("scheme");
+        }
+    }
+    let tls = "tls";
+    if let Some(mounts) = container["volumeMounts"].as_array_mut() {
+        mounts.retain(|m| m["name"] != tls);
+        if mounts.is_empty() {
+            container.as_object_mut().unwrap().remove("volumeMounts");
+        }
+    }
+    if let Some(volumes) = pod["volumes"].as_array_mut() {
+        volumes.retain(|v| v["name"] != tls);
+        if volumes.is_empty() {
+            pod.as_object_mut().unwrap().remove("volumes");
+        }
+    }
+    spec
+}
+
+fn crd_description(crd: &Value) -> (String, String) {
+    let kind = crd["spec"]["names"]["kind"].as_str().unwrap();
+    let description = match kind {
+        "UpdatePreflight" => {
+            "The preflight results for one target release: which checks ran, their findings, and whether an update to it is allowed. The gate creates one per offered target; create one to ask for a run."
+        }
+        _ => {
+            "A check of your own or a vendor's: an image the gate runs as a Job in every preflight run, whose exit code is the check's outcome."
+        }
+    };
+    (kind.to_owned(), description.to_owned())
+}
+
+const DESCRIPTION: &str = "\
+preflight-gate keeps an OpenShift cluster from starting an update whose preflight checks fail.
+
+It is a validating admission webhook on the ClusterVersion: a change of `spec.desiredUpdate` \
+(`oc adm upgrade --to`, the console, GitOps) is allowed only when the target release passes the \
+gate's checks: cluster operators healthy and upgradeable, machine config pools, nodes, drain \
+capacity and PodDisruptionBudgets, etcd, removed APIs in use, OLM operators' maximum OpenShift \
+version, certificates, critical alerts, and checks the release or you declare. The results are \
+`UpdatePreflight` objects (`oc get upf`), computed ahead of time for every offered target.
+
+Administrators with the `override` verb can override, and every override is recorded. \
+The ClusterRole `preflight-gate-updater` lets people update without being able to override.
+
+The webhook fails closed: while the gate is down, changes of the update target are refused. \
+Break-glass: `oc delete validatingwebhookconfiguration -l olm.owner=preflight-gate.v<version>`.
+
+Documentation: https://github.com/preflight-gate/preflight-gate/blob/main/docs/install.md";
+
+/// A small icon: a gate, in SVG.
+const ICON_SVG: &str = r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="8" fill="#1f4e79"/><path d="M12 52V20h8v32M44 52V20h8v32M20 28h24M20 38h24" stroke="#fff" stroke-width="5" fill="none"/></svg>"##;
+
+fn base64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn yaml(value: &Value) -> String {
+    serde_saphyr::to_string(value).unwrap()
+}
+
+/// Every file of bundle/, by path relative to it.
+pub fn generate() -> BTreeMap<String, String> {
+    let objects = rendered("openshift");
+    let deployment = find(&objects, "Deployment", "preflight-gate");
+    let image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let webhook_config = find(&objects, "ValidatingWebhookConfiguration", "preflight-gate");
+    let webhook = &webhook_config["webhooks"][0];
+    let service = find(&objects, "Service", "preflight-gate");
+    let namespace = find(&objects, "Namespace", NAMESPACE);
+    let crds: Vec<&Value> = objects
+        .iter()
+        .filter(|o| o["kind"] == "CustomResourceDefinition")
+        .collect();
+
+    let (gate_cluster, gate_own) = rules_of(&objects, SA);
+    let (check_cluster, check_own) = rules_of(&objects, "preflight-check");
+    assert!(check_own.is_empty());
+
+    let webhook_port = service["spec"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["port"] == webhook["clientConfig"]["service"]["port"])
+        .expect("the webhook's Service port");
+    let webhook_definition = json!({
+        "type": "ValidatingAdmissionWebhook",
+        "generateName": webhook["name"],
+        "deploymentName": deployment["metadata"]["name"],
+        "containerPort": webhook_port["port"],
+        "targetPort": 8443,
+        "webhookPath": webhook["clientConfig"]["service"]["path"],
+        "admissionReviewVersions": webhook["admissionReviewVersions"],
+        "failurePolicy": webhook["failurePolicy"],
+        "matchPolicy": "Equivalent",
+        "rules": webhook["rules"],
+        "sideEffects": webhook["sideEffects"],
+        "timeoutSeconds": webhook["timeoutSeconds"],
+    });
+
+    let suggested_namespace = json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": NAMESPACE, "labels": namespace["metadata"]["labels"]},
+    });
+    let examples = json!([
+        {
+            "apiVersion": "preflight.dev/v1alpha1",
+            "kind": "UpdatePreflight",
+            "metadata": {"name": "manual-4.15.3"},
+            "spec": {
+                "version": "4.15.3",
+                "image": "quay.io/openshift-release-dev/ocp-release:4.15.3-x86_64"
+            }
+        }
+    ]);
+    let owned: Vec<Value> = crds
+        .iter()
+        .map(|crd| {
+            let (kind, description) = crd_description(crd);
+            json!({
+                "name": crd["metadata"]["name"],
+                "version": crd["spec"]["versions"][0]["name"],
+                "kind": kind,
+                "displayName": kind,
+                "description": description,
+            })
+        })
+        .collect();
+    let mut labels = deployment["metadata"]["labels"].clone();
+    labels["operatorframework.io/arch.amd64"] = "supported".into();
+    labels["operatorframework.io/os.linux"] = "supported".into();
+    let csv = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "ClusterServiceVersion",
+        "metadata": {
+            "name": format!("preflight-gate.v{VERSION}"),
+            "labels": labels,
+            "annotations": {
+                "alm-examples": serde_json::to_string_pretty(&examples).unwrap(),
+                "capabilities": "Basic Install",
+                "categories": "Security",
+                "containerImage": image,
+                "description": "Refuses a change of the ClusterVersion's update target while the target release fails its preflight checks.",
+                "repository": "https://github.com/preflight-gate/preflight-gate",
+                "support": "preflight-gate project",
+                "operatorframework.io/suggested-namespace": NAMESPACE,
+                "operatorframework.io/suggested-namespace-template": suggested_namespace.to_string(),
+                // The console labels the namespace for cluster monitoring.
+                "operatorframework.io/cluster-monitoring": "true",
+                "features.operators.openshift.io/disconnected": "true",
+                "features.operators.openshift.io/fips-compliant": "false",
+                "features.operators.openshift.io/proxy-aware": "false",
+                "features.operators.openshift.io/tls-profiles": "false",
+                "features.operators.openshift.io/token-auth-aws": "false",
+                "features.operators.openshift.io/token-auth-azure": "false",
+                "features.operators.openshift.io/token-auth-gcp": "false",
+                "features.operators.openshift.io/cnf": "false",
+                "features.operators.openshift.io/cni": "false",
+                "features.operators.openshift.io/csi": "false",
+            },
+        },
+        "spec": {
+            "displayName": "preflight-gate",
+            "description": DESCRIPTION,
+            "version": VERSION,
+            "minKubeVersion": MIN_KUBE,
+            "maturity": "alpha",
+            "provider": {"name": "preflight-gate project", "url": "https://github.com/preflight-gate/preflight-gate"},
+            "links": [
+                {"name": "Source", "url": "https://github.com/preflight-gate/preflight-gate"},
+                {"name": "Install guide", "url": "https://github.com/preflight-gate/preflight-gate/blob/main/docs/install.md"},
+            ],
+            "keywords": ["openshift", "update", "upgrade", "preflight", "admission webhook"],
+            "icon": [{"base64data": base64(ICON_SVG.as_bytes()), "mediatype": "image/svg+xml"}],
+            "installModes": [
+                {"type": "OwnNamespace", "supported": false},
+                {"type": "SingleNamespace", "supported": false},
+                {"type": "MultiNamespace", "supported": false},
+                {"type": "AllNamespaces", "supported": true},
+            ],
+            "customresourcedefinitions": {"owned": owned},
+            "install": {
+                "strategy": "deployment",
+                "spec": {
+                    "clusterPermissions": [
+                        {"serviceAccountName": SA, "rules": gate_cluster},
+                        {"serviceAccountName": "preflight-check", "rules": check_cluster},
+                    ],
+                    "permissions": [{"serviceAccountName": SA, "rules": gate_own}],
+                    "deployments": [{
+                        "name": deployment["metadata"]["name"],
+                        "label": deployment["metadata"]["labels"],
+                        "spec": olm_deployment(deployment),
+                    }],
+                },
+            },
+            "webhookdefinitions": [webhook_definition],
+            "relatedImages": [{"name": "preflight-gate", "image": image}],
+        },
+    });
+
+    let mut files = BTreeMap::new();
+    let header = "# Generated by tests/it/bundle.rs from deploy/rendered/openshift.yaml; do not edit.\n# Regenerate: PREFLIGHT_GATE_BLESS=1 cargo test --test it bundle\n";
+    let mut put = |path: String, value: &Value| {
+        files.insert(path, format!("{header}{}", yaml(value)));
+    };
+    put(
+        "manifests/preflight-gate.clusterserviceversion.yaml".into(),
+        &csv,
+    );
+    for crd in &crds {
+        put(
+            format!(
+                "manifests/{}.crd.yaml",
+                crd["metadata"]["name"].as_str().unwrap()
+            ),
+            crd,
+        );
+    }
+    // Objects OLM applies as they are, in the install namespace.
+    for (kind, name, file) in [
+        (
+            "ClusterRole",
+            "preflight-gate-override",
+            "preflight-gate-override.clusterrole",
+        ),
+        (
+            "ClusterRole",
+            "preflight-gate-updater",
+            "preflight-gate-updater.clusterrole",
+        ),
+        (
+            "PodDisruptionBudget",
+            "preflight-gate",
+            "preflight-gate.poddisruptionbudget",
+        ),
+        (
+            "PrometheusRule",
+            "preflight-gate",
+            "preflight-gate.prometheusrule",
+        ),
+        ("Role", "prometheus-k8s", "prometheus-k8s.role"),
+        (
+            "RoleBinding",
+            "prometheus-k8s",
+            "prometheus-k8s.rolebinding",
+        ),
+    ] {
+        put(
+            format!("manifests/{file}.yaml"),
+            &unplaced(find(&objects, kind, name)),
+        );
+    }
+    // The metrics Service (OLM makes the webhook's own), scraped over HTTP.
+    let mut metrics = unplaced(service);
+    metrics["metadata"]["name"] = "preflight-gate-metrics".into();
+    metrics["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("annotations");
+    metrics["spec"]["ports"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|p| p["name"] == "metrics");
+    put(
+        "manifests/preflight-gate-metrics.service.yaml".into(),
+        &metrics,
+    );
+    let mut monitor = unplaced(find(&objects, "ServiceMonitor", "preflight-gate"));
+    monitor["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("namespaceSelector");
+    monitor["spec"]["selector"] = json!({"matchLabels": metrics["metadata"]["labels"]});
+    let endpoint = &mut monitor["spec"]["endpoints"][0];
+    endpoint["scheme"] = "http".into();
+    endpoint.as_object_mut().unwrap().remove("tlsConfig");
+    put(
+        "manifests/preflight-gate.servicemonitor.yaml".into(),
+        &monitor,
+    );
+
+    let annotations = json!({"annotations": {
+        "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1",
+        "operators.operatorframework.io.bundle.manifests.v1": "manifests/",
+        "operators.operatorframework.io.bundle.metadata.v1": "metadata/",
+        "operators.operatorframework.io.bundle.package.v1": "preflight-gate",
+        "operators.operatorframework.io.bundle.channels.v1": "candidate",
+        "operators.operatorframework.io.bundle.channel.default.v1": "candidate",
+        "com.redhat.openshift.versions": format!("{MIN_OPENSHIFT}"),
+    }});
+    put("metadata/annotations.yaml".into(), &annotations);
+
+    let mut dockerfile = String::from(
+        "# The bundle image: `podman build -f bundle.Dockerfile -t <registry>/preflight-gate-bundle:<version> bundle/`.\n\
+         # Generated by tests/it/bundle.rs; do not edit. Its labels are metadata/annotations.yaml.\n\
+         FROM scratch\n",
+    );
+    for (key, value) in annotations["annotations"].as_object().unwrap() {
+        dockerfile.push_str(&format!("LABEL {key}={value}\n"));
+    }
+    dockerfile.push_str("COPY manifests /manifests/\nCOPY metadata /metadata/\n");
+    files.insert("bundle.Dockerfile".into(), dockerfile);
+    files
+}
+
+#[test]
+fn the_bundle_is_generated_from_the_openshift_overlay() {
+    let root = Path::new(ROOT).join("bundle");
+    let files = generate();
+    if std::env::var_os("PREFLIGHT_GATE_BLESS").is_some() {
+        let _ = std::fs::remove_dir_all(root.join("manifests"));
+        for (path, text) in &files {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+    }
+    let mut stale = Vec::new();
+    for (path, text) in &files {
+        if std::fs::read_to_string(root.join(path)).ok().as_deref() != Some(text.as_str()) {
+            stale.push(path.clone());
+        }
+    }
+    let present: Vec<String> = std::fs::read_dir(root.join("manifests"))
+        .map(|d| {
+            d.map(|e| format!("manifests/{}", e.unwrap().file_name().to_string_lossy()))
+                .collect()
+        })
+        .unwrap_or_default();
+    for path in present {
+        if !files.contains_key(&path) {
+            stale.push(format!("{path} (not generated)"));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "bundle/ is stale: {stale:?}; run PREFLIGHT_GATE_BLESS=1 cargo test --test it bundle"
+    );
+}
+
+#[test]
+fn the_bundle_keeps_the_overlays_promises() {
+    let files = generate();
+    let csv: Value =
+        serde_saphyr::from_str(&files["manifests/preflight-gate.clusterserviceversion.yaml"])
+            .unwrap();
+    let annotations = &csv["metadata"]["annotations"];
+    assert_eq!(
+        annotations["operatorframework.io/cluster-monitoring"],
+        "true"
+    );
+    assert_eq!(csv["spec"]["version"], VERSION);
+    let deployment = &csv["spec"]["install"]["spec"]["deployments"][0]["spec"];
+    let template = &deployment["template"];
+    assert_eq!(
+        template["spec"]["priorityClassName"],
+        "openshift-user-critical"
+    );
+    assert_eq!(
+        template["metadata"]["annotations"]["openshift.io/required-scc"],
+        "restricted-v2"
+    );
+    assert_eq!(deployment["replicas"], 2);
+    // The CRDs are owned APIs, each shipped.
+    let owned = csv["spec"]["customresourcedefinitions"]["owned"]
+        .as_array()
+        .unwrap();
+    assert_eq!(owned.len(), 2);
+    for api in owned {
+        let name = api["name"].as_str().unwrap();
+        assert!(
+            files.contains_key(&format!("manifests/{name}.crd.yaml")),
+            "{name}"
+        );
+    }
+    // The webhook is the overlay's, with OLM's certificate.
+    let webhook = &csv["spec"]["webhookdefinitions"][0];
+    assert_eq!(webhook["failurePolicy"], "Fail");
+    assert_eq!(webhook["sideEffects"], "NoneOnDryRun");
+    assert_eq!(webhook["webhookPath"], "/validate/clusterversion");
+    assert_eq!(webhook["rules"][0]["resources"], json!(["clusterversions"]));
+    let env = template["spec"]["containers"][0]["env"].as_array().unwrap();
+    let cert = env
+        .iter()
+        .find(|e| e["name"] == "PREFLIGHT_GATE_TLS_CERT")
+        .unwrap();
+    assert_eq!(cert["value"], format!("{OLM_CERT_DIR}/tls.crt"));
+    // The gate never grants itself overrides, under OLM either.
+    for permissions in ["clusterPermissions", "permissions"] {
+        for entry in csv["spec"]["install"]["spec"][permissions]
+            .as_array()
+            .unwrap()
+        {
+            for rule in entry["rules"].as_array().unwrap() {
+                let verbs = rule["verbs"].as_array().unwrap();
+                assert!(!verbs.contains(&json!("override")), "{rule}");
+                assert!(!verbs.contains(&json!("*")), "{rule}");
+            }
+        }
+    }
+}
+
+/// tests/olm/build's validator, built once (cached outside the repository).
+fn validator() -> &'static str {
+    static BIN: OnceLock<String> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let out = Command::new(format!("{ROOT}/tests/olm/build"))
+            .output()
+            .expect("tests/olm/build runs");
+        assert!(
+            out.status.success(),
+            "tests/olm/build failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    })
+}
+
+#[test]
+fn the_operator_frameworks_validators_accept_the_bundle() {
+    // The removed-API check cannot tell an RBAC rule (which names a group
+    // and resource, never a version) from a use of a removed version: it
+    // flags the gate's rules on events.k8s.io events and policy
+    // poddisruptionbudgets. Accepted, and only where it points at
+    // permissions; the manifests themselves are checked below.
+    let out = Command::new(validator())
+        .args(["-allow-warning", "Migrate the API(s) for"])
+        .arg(format!("{ROOT}/bundle"))
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{report}");
+    for line in report.lines().filter(|l| l.contains("(accepted)")) {
+        let paths: Vec<&str> = line
+            .split('"')
+            .filter(|p| p.starts_with("ClusterServiceVersion."))
+            .collect();
+        assert!(!paths.is_empty(), "{line}");
+        assert!(
+            paths
+                .iter()
+                .all(|p| p.contains(".ClusterPermissions[") || p.contains(".Permissions[")),
+            "a removed API outside RBAC rules: {line}"
+        );
+    }
+    for (path, text) in generate() {
+        for removed in [
+            "policy/v1beta1",
+            "events.k8s.io/v1beta1",
+            "apiextensions.k8s.io/v1beta1",
+        ] {
+            assert!(
+                !text.contains(&format!("apiVersion: {removed}")),
+                "{path}: {removed}"
+            );
+        }
+    }
+    assert!(
+        out.status.success(),
+        "the bundle does not validate:\n{report}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for suite in [
+        "default",
+        "operatorhub",
+        "openshift",
+        "objects",
+        "good-practices",
+    ] {
+        assert!(
+            report.contains(&format!("{suite}: ok")),
+            "{suite}:\n{report}"
+        );
+    }
+}
+
+#[test]
+fn the_validators_catch_a_broken_bundle() {
+    // A CSV that owns a CRD the bundle does not ship, with a capability
+    // level OperatorHub does not know: the validators must say so, or their
+    // "ok" above means nothing.
+    // Not a hidden directory: the bundle loader skips those.
+    let dir = tempfile::Builder::new()
+        .prefix("bundle-")
+        .tempdir()
+        .unwrap();
+    let files = generate();
+    for (path, text) in &files {
+        if path.ends_with(".crd.yaml") && path.contains("updatepreflights") {
+            continue;
+        }
+        let text = if path.ends_with("clusterserviceversion.yaml") {
+            text.replace("capabilities: Basic Install", "capabilities: Fully Magic")
+        } else {
+            text.clone()
+        };
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let out = Command::new(validator()).arg(dir.path()).output().unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "a broken bundle passed:\n{report}");
+    assert!(
+        report.contains(r#"owned CRD "preflight.dev/v1alpha1, Kind=UpdatePreflight" not found"#),
+        "{report}"
+    );
+    assert!(report.contains("Fully Magic"), "{report}");
+}

@@ -1,0 +1,534 @@
+//! The release: one version stamped into the binary, the image and the
+//! manifests; the Containerfile on UBI with its bases pinned by digest; a
+//! binary that runs on UBI 9's glibc; the install guide's image override,
+//! rendered exactly as the guide says; deploy/release/; and the release
+//! script, deploy/release/cut, cutting a release into a scratch directory.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::deploy::{OVERLAYS, kubectl, objects, rendered};
+use crate::oc::oc;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const BINARY: &str = env!("CARGO_BIN_EXE_preflight-gate");
+/// The name the base deploys (deploy/base/kustomization.yaml, `images:`).
+pub const IMAGE_NAME: &str = "ghcr.io/preflight-gate/preflight-gate";
+/// The newest glibc UBI 9 has.
+const UBI9_GLIBC: (u32, u32) = (2, 34);
+
+fn read(relative: &str) -> String {
+    std::fs::read_to_string(Path::new(ROOT).join(relative))
+        .unwrap_or_else(|e| panic!("cannot read {relative}: {e}"))
+}
+
+fn is_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:")
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn deployment(objects: &[Value]) -> Option<&Value> {
+    objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == "preflight-gate")
+}
+
+fn images(objects: &[Value]) -> Vec<String> {
+    deployment(objects)
+        .map(|d| {
+            d["spec"]["template"]["spec"]["containers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["image"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn one_version_is_stamped_into_the_binary_the_image_and_the_manifests() {
+    // The binary.
+    let out = Command::new(BINARY).arg("--version").output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("preflight-gate {VERSION}\n")
+    );
+    // The image's labels.
+    let containerfile = read("Containerfile");
+    assert!(
+        containerfile
+            .lines()
+            .any(|l| l == format!("ARG VERSION={VERSION}")),
+        "Containerfile: ARG VERSION={VERSION}"
+    );
+    for label in [
+        "version=\"${VERSION}\"",
+        "org.opencontainers.image.version=\"${VERSION}\"",
+    ] {
+        assert!(
+            containerfile.contains(label),
+            "Containerfile: LABEL {label}"
+        );
+    }
+    // The manifests: every object carries the version, and the image is
+    // the release's tag.
+    for overlay in OVERLAYS {
+        let objects = rendered(overlay);
+        for o in &objects {
+            assert_eq!(
+                o["metadata"]["labels"]["app.kubernetes.io/version"], VERSION,
+                "{overlay}: {} {} has no version label",
+                o["kind"], o["metadata"]["name"]
+            );
+        }
+        if overlay != "dev" {
+            assert_eq!(images(&objects), [format!("{IMAGE_NAME}:{VERSION}")]);
+        }
+    }
+    // The changelog has the version.
+    assert!(
+        read("CHANGELOG.md").contains(&format!("\n## [{VERSION}]")),
+        "CHANGELOG.md has no section for {VERSION}"
+    );
+}
+
+#[test]
+fn the_licence_is_the_apache_licence_cargo_toml_names() {
+    let licence = read("LICENSE");
+    assert!(
+        licence.contains("Apache License\n                           Version 2.0, January 2004")
+    );
+    assert!(licence.contains("END OF TERMS AND CONDITIONS"));
+    assert!(read("Cargo.toml").contains("\nlicense = \"Apache-2.0\"\n"));
+}
+
+/// The Containerfile's ARG defaults, and each stage's base with them
+/// substituted.
+fn containerfile_bases() -> (BTreeMap<String, String>, Vec<String>) {
+    let text = read("Containerfile");
+    let mut args = BTreeMap::new();
+    let mut bases = Vec::new();
+    for line in text.lines() {
+        if let Some(arg) = line.strip_prefix("ARG ")
+            && let Some((name, value)) = arg.split_once('=')
+        {
+            args.insert(name.to_owned(), value.to_owned());
+        }
+        if let Some(from) = line.strip_prefix("FROM ") {
+            let image = from.split_whitespace().next().unwrap();
+            let image = match image.strip_prefix("${").and_then(|i| i.strip_suffix('}')) {
+                Some(arg) => args
+                    .get(arg)
+                    .unwrap_or_else(|| panic!("FROM ${{{arg}}} has no ARG default"))
+                    .clone(),
+                None => image.to_owned(),
+            };
+            bases.push(image);
+        }
+    }
+    (args, bases)
+}
+
+#[test]
+fn the_containerfile_builds_on_ubi_with_bases_pinned_by_digest() {
+    let (_, bases) = containerfile_bases();
+    assert_eq!(bases.len(), 2, "{bases:?}");
+    let changelog = read("CHANGELOG.md");
+    for base in &bases {
+        let (_, digest) = base
+            .split_once('@')
+            .unwrap_or_else(|| panic!("{base} is not pinned by digest"));
+        assert!(is_digest(digest), "{base}");
+        assert!(
+            changelog.contains(base.as_str()),
+            "CHANGELOG.md does not say where {base} comes from"
+        );
+    }
+    let runtime = bases.last().unwrap();
+    assert!(
+        runtime.starts_with("registry.access.redhat.com/ubi9/ubi-minimal:")
+            || runtime.starts_with("registry.access.redhat.com/ubi9/ubi-micro:"),
+        "the runtime base is UBI 9 minimal or micro: {runtime}"
+    );
+    // What the Deployment and deploy/image/build rely on stays as it was.
+    let text = read("Containerfile");
+    for line in [
+        "USER 65532:65532",
+        "EXPOSE 8443 9090",
+        "ENTRYPOINT [\"/usr/local/bin/preflight-gate\"]",
+        "CMD [\"serve\"]",
+        "COPY LICENSE /licenses/LICENSE",
+    ] {
+        assert!(text.lines().any(|l| l == line), "Containerfile: {line}");
+    }
+    // LICENSE is in the build context.
+    let ignored = read(".containerignore");
+    assert!(!ignored.lines().any(|l| l.trim() == "LICENSE"));
+}
+
+#[test]
+fn the_binary_asks_for_no_glibc_newer_than_ubi_9s() {
+    let out = Command::new("objdump")
+        .args(["-T", BINARY])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run objdump ({e}): install binutils (tests/run does)"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let versions: Vec<(u32, u32)> = text
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .filter_map(|w| w.strip_prefix("GLIBC_"))
+        .filter_map(|v| {
+            let mut parts = v.split('.');
+            Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+        })
+        .collect();
+    assert!(!versions.is_empty(), "no versioned glibc symbol: {text}");
+    let newest = versions.iter().max().unwrap();
+    assert!(
+        *newest <= UBI9_GLIBC,
+        "the binary needs GLIBC_{}.{}, UBI 9 has {}.{}",
+        newest.0,
+        newest.1,
+        UBI9_GLIBC.0,
+        UBI9_GLIBC.1
+    );
+}
+
+/// The first fenced block of `lang` after `marker` in `text`.
+fn block_after<'a>(text: &'a str, marker: &str, lang: &str) -> &'a str {
+    let at = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker} in the guide"));
+    let fence = format!("```{lang}\n");
+    let start = at + text[at..].find(&fence).expect("a fenced block") + fence.len();
+    let end = start + text[start..].find("\n```").unwrap();
+    &text[start..=end]
+}
+
+/// Renders `kustomization` (text) as `my-cluster/` beside a checkout named
+/// `preflight-gate/`, with `command` run in their parent, as the guide says.
+fn render_as_guided(kustomization: &str, command: &[&str]) -> Vec<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(ROOT, dir.path().join("preflight-gate")).unwrap();
+    std::fs::create_dir(dir.path().join("my-cluster")).unwrap();
+    std::fs::write(
+        dir.path().join("my-cluster/kustomization.yaml"),
+        kustomization,
+    )
+    .unwrap();
+    let (tool, args) = match (command[0], oc()) {
+        ("oc", Some(oc)) => (oc.to_path_buf(), &command[1..]),
+        ("oc", None) => {
+            eprintln!(
+                "the real oc (../shared/tools/oc) is absent: rendering with kubectl, \
+                 whose kustomize oc embeds too"
+            );
+            (PathBuf::from(kubectl()), &command[1..])
+        }
+        _ => (PathBuf::from(kubectl()), &command[1..]),
+    };
+    let out = Command::new(&tool)
+        .args(args)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{} {args:?}: {}",
+        tool.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    objects(&String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn the_guides_image_override_deploys_the_image_it_sets() {
+    let guide = read("docs/install.md");
+    let snippet = block_after(&guide, "<!-- image-override", "yaml");
+    let overlay: Value = serde_saphyr::from_str(snippet).unwrap();
+    let resource = overlay["resources"][0].as_str().unwrap();
+    assert_eq!(resource, "../preflight-gate/deploy/overlays/openshift");
+    let image = &overlay["images"][0];
+    // The override names what the base really deploys.
+    assert_eq!(image["name"], IMAGE_NAME);
+    let wanted = format!(
+        "{}@{}",
+        image["newName"].as_str().unwrap(),
+        image["digest"].as_str().unwrap()
+    );
+    assert!(is_digest(image["digest"].as_str().unwrap()));
+    // The command the guide gives to look before applying.
+    let commands = block_after(
+        &guide[guide.find("<!-- image-override").unwrap()..],
+        "```yaml",
+        "sh",
+    );
+    let render = commands
+        .lines()
+        .find(|l| l.contains("kustomize my-cluster"))
+        .expect("the guide shows how to render the overlay");
+    let render: Vec<&str> = render
+        .split('|')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(render, ["oc", "kustomize", "my-cluster"]);
+
+    for name in OVERLAYS {
+        let text = snippet.replace("overlays/openshift", &format!("overlays/{name}"));
+        let objects = render_as_guided(&text, &render);
+        match name {
+            "dev" => assert!(deployment(&objects).is_none()),
+            _ => assert_eq!(images(&objects), std::slice::from_ref(&wanted), "{name}"),
+        }
+    }
+    // And the override the guide used to give, which matched nothing,
+    // would be caught: the base's image stays.
+    let stale = snippet.replace(&format!("name: {IMAGE_NAME}"), "name: preflight-gate");
+    let objects = render_as_guided(&stale, &render);
+    assert_eq!(images(&objects), [format!("{IMAGE_NAME}:{VERSION}")]);
+}
+
+/// The overlay with the image pinned, as deploy/release/cut renders it.
+fn pinned(overlay: &str, image: &str) -> Vec<Value> {
+    let (repository, digest) = image.split_once('@').unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(ROOT, dir.path().join("checkout")).unwrap();
+    std::fs::create_dir(dir.path().join("layer")).unwrap();
+    std::fs::write(
+        dir.path().join("layer/kustomization.yaml"),
+        format!(
+            "resources:\n  - ../checkout/deploy/overlays/{overlay}\nimages:\n  - name: {IMAGE_NAME}\n    newName: {repository}\n    digest: {digest}\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(kubectl())
+        .arg("kustomize")
+        .arg(dir.path().join("layer"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    objects(&String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn the_released_manifests_are_the_overlays_with_the_image_pinned() {
+    let dir = Path::new(ROOT).join("deploy/release");
+    let Ok(image) = std::fs::read_to_string(dir.join("IMAGE")) else {
+        // No release cut yet: then there are no release manifests either.
+        let yaml: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".yaml"))
+            .collect();
+        assert!(yaml.is_empty(), "deploy/release/ has {yaml:?} but no IMAGE");
+        eprintln!(
+            "deploy/release/ holds no release yet (deploy/release/cut --manifests-dir deploy/release writes one)"
+        );
+        return;
+    };
+    let image = image.trim();
+    let (_, digest) = image.split_once('@').expect("IMAGE is pinned by digest");
+    assert!(is_digest(digest), "{image}");
+    for overlay in ["openshift", "kubernetes"] {
+        let path = dir.join(format!("{overlay}.yaml"));
+        let released = objects(&std::fs::read_to_string(&path).unwrap());
+        assert_eq!(images(&released), [image.to_owned()], "{overlay}");
+        assert!(
+            released == pinned(overlay, image),
+            "deploy/release/{overlay}.yaml is not deploy/overlays/{overlay} with {image}: cut the release again"
+        );
+    }
+}
+
+/// A digest for the release script when no image is built here: the
+/// sha256 of the words below, so that it is no image's.
+fn stand_in_digest() -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("printf 'no image was built for this test' | sha256sum")
+        .output()
+        .unwrap();
+    format!("sha256:{}", &String::from_utf8_lossy(&out.stdout)[..64])
+}
+
+fn cut(args: &[&str], kubectl: Option<&str>) -> std::process::Output {
+    let mut command = Command::new(format!("{ROOT}/deploy/release/cut"));
+    command.args(args);
+    if let Some(kubectl) = kubectl {
+        command.env("KUBECTL", kubectl);
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn the_release_script_cuts_a_release() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let out_path = out_dir.path().to_str().unwrap();
+    let repository = "registry.internal/platform/preflight-gate";
+    let mut args = vec![
+        "--repository",
+        repository,
+        "--out",
+        out_path,
+        "--binary",
+        BINARY,
+    ];
+    let builder = Path::new(ROOT).join("deploy/image/build");
+    let stand_in = stand_in_digest();
+    let built_here = builder.is_file();
+    if !built_here {
+        eprintln!(
+            "SKIPPED one step: deploy/image/build is not in this tree, so no image is built; \
+             the rest of the release is cut with --digest {stand_in}"
+        );
+        args.extend(["--digest", &stand_in]);
+    }
+    let out = cut(&args, Some(kubectl()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "deploy/release/cut failed:\n{stderr}");
+    let image = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let (named, digest) = image.split_once('@').unwrap();
+    assert_eq!(named, repository);
+    assert!(is_digest(digest), "{image}");
+    if !built_here {
+        assert_eq!(digest, stand_in);
+    }
+    let path = |name: &str| out_dir.path().join(name);
+    assert_eq!(
+        std::fs::read_to_string(path("IMAGE")).unwrap().trim(),
+        image
+    );
+
+    // The image: an OCI archive whose index names the digest printed.
+    if built_here {
+        let archive = path(&format!("preflight-gate-{VERSION}.oci.tar"));
+        let index = Command::new("tar")
+            .arg("-xOf")
+            .arg(&archive)
+            .arg("index.json")
+            .output()
+            .unwrap();
+        assert!(
+            index.status.success(),
+            "{} has no index.json",
+            archive.display()
+        );
+        let index: Value = serde_json::from_slice(&index.stdout).unwrap();
+        assert!(
+            index["manifests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["digest"] == digest),
+            "{index}"
+        );
+    }
+
+    // The CLI tarball: the binary, which runs and says its version, and the
+    // licence.
+    let tarball = std::fs::read_dir(out_dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("-linux.tar.gz"))
+        .expect("a CLI tarball");
+    let listing = Command::new("tar")
+        .arg("-tzf")
+        .arg(&tarball)
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    for file in ["preflight-gate", "LICENSE", "README.md", "CHANGELOG.md"] {
+        assert!(
+            listing
+                .lines()
+                .any(|l| l == format!("preflight-gate-{VERSION}/{file}")),
+            "{file} not in the tarball:\n{listing}"
+        );
+    }
+    let unpacked = tempfile::tempdir().unwrap();
+    let status = Command::new("tar")
+        .arg("-xzf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(unpacked.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let version = Command::new(
+        unpacked
+            .path()
+            .join(format!("preflight-gate-{VERSION}/preflight-gate")),
+    )
+    .arg("--version")
+    .output()
+    .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout),
+        format!("preflight-gate {VERSION}\n")
+    );
+
+    // The manifests: each overlay as checked in, with the image pinned.
+    for overlay in ["openshift", "kubernetes"] {
+        let text = std::fs::read_to_string(path(&format!("manifests/{overlay}.yaml"))).unwrap();
+        let released = objects(&text);
+        assert_eq!(images(&released), std::slice::from_ref(&image), "{overlay}");
+        let mut expected = rendered(overlay);
+        for o in &mut expected {
+            if o["kind"] == "Deployment" {
+                o["spec"]["template"]["spec"]["containers"][0]["image"] = image.clone().into();
+            }
+        }
+        assert!(released == expected, "{overlay}: differs beyond the image");
+    }
+
+    // The checksums hold.
+    let check = Command::new("sha256sum")
+        .args(["--check", "--quiet", "SHA256SUMS"])
+        .current_dir(out_dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let sums = std::fs::read_to_string(path("SHA256SUMS")).unwrap();
+    assert!(sums.contains("manifests/openshift.yaml"), "{sums}");
+}
+
+#[test]
+fn the_release_script_refuses_bad_input_clearly() {
+    for (args, says) in [
+        (
+            &["--digest", "sha256:nothex"][..],
+            "is not sha256:<64 hex digits>",
+        ),
+        (
+            &["--repository", "Registry/UPPER:tag"],
+            "is not an image repository",
+        ),
+        (&["--frobnicate"], "unknown argument: --frobnicate"),
+        (&["--out"], "--out needs a value"),
+    ] {
+        let out = cut(args, None);
+        assert!(!out.status.success(), "{args:?} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
