@@ -8,4 +8,5 @@ mod deploy;
 mod external;
 mod flows;
 mod metrics;
+mod prompt_exit;
 mod runs;
