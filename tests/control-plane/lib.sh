@@ -74,13 +74,22 @@ CP_NODE_IP=10.250.0.1
 CP_POD_CIDR=10.244.0.0/24
 CP_NODE_CGROUP="preflight-gate-$CP_DIR_HASH"
 
-# Debian packages the node needs, by the command each provides.
-CP_NODE_PACKAGES=(runc:runc containernetworking-plugins:/usr/lib/cni/bridge
-    iptables:iptables conntrack:conntrack ethtool:ethtool socat:socat)
+# runc, built with seccomp (the restricted profile's RuntimeDefault) by
+# `go install` at this version: Debian 12's runc 1.1.5 cannot start the
+# sandboxes containerd 2.4 asks for ("can't get final child's PID from
+# pipe: EOF").
+RUNC_VERSION=v1.5.3
+RUNC_BIN="$CP_CACHE/bin/runc-$RUNC_VERSION-seccomp/runc"
+
+# Debian packages the node needs, by the file or command each provides.
+CP_NODE_PACKAGES=(containernetworking-plugins:/usr/lib/cni/bridge
+    iptables:iptables conntrack:conntrack ethtool:ethtool socat:socat
+    libseccomp-dev:/usr/include/seccomp.h pkg-config:pkg-config gcc:gcc)
 
 cp_node_binaries_present() {
     [[ -x "$KUBE_CONTROLLER_MANAGER_BIN" && -x "$KUBE_SCHEDULER_BIN" && -x "$KUBELET_BIN" \
-        && -x "$KUBE_PROXY_BIN" && -x "$CONTAINERD_BIN" && -x "$CONTAINERD_SHIM_BIN" && -x "$CTR_BIN" ]]
+        && -x "$KUBE_PROXY_BIN" && -x "$CONTAINERD_BIN" && -x "$CONTAINERD_SHIM_BIN" && -x "$CTR_BIN" \
+        && -x "$RUNC_BIN" ]]
 }
 
 cp_binaries_present() {

@@ -6,7 +6,7 @@
 # kube-controller-manager, kube-scheduler, containerd, the kubelet and
 # kube-proxy, the CNI bridge with the pods behind it, and kube-proxy's
 # iptables rules. The namespace has its loopback and a dummy interface with
-# the node's address (CP_NODE_IP); pods get addresses from CP_POD_CIDR on the
+# the node's address (CP_NODE_IP) on an empty bridge; pods get addresses from CP_POD_CIDR on the
 # bridge cni0. Nothing is routed out of it. The host reaches the API server
 # only through a loopback forwarder (socat over a Unix socket), on the same
 # 127.0.0.1 port as without a node, so clients do not know the difference.
@@ -29,7 +29,7 @@ node_prepare() {
     [[ $(id -u) -eq 0 ]] || cp_die "--node needs root (network namespaces, mounts, cgroups)"
     local missing=() spec
     for spec in "${CP_NODE_PACKAGES[@]}"; do
-        command -v "${spec#*:}" >/dev/null || missing+=("${spec%%:*}")
+        [[ -e "${spec#*:}" ]] || command -v "${spec#*:}" >/dev/null || missing+=("${spec%%:*}")
     done
     # The static busybox (not the dynamic one of the package busybox) for
     # the pause image and the tests' images.
@@ -51,7 +51,9 @@ node_prepare() {
     ip netns delete "$CP_NODE_NETNS" 2>/dev/null || true
     ip netns add "$CP_NODE_NETNS"
     "${node_exec[@]}" ip link set lo up
-    "${node_exec[@]}" ip link add node0 type dummy
+    # A bridge with no ports holds the node's address (this kernel may have
+    # no dummy interfaces).
+    "${node_exec[@]}" ip link add node0 type bridge
     "${node_exec[@]}" ip addr add "$CP_NODE_IP/24" dev node0
     "${node_exec[@]}" ip link set node0 up
     # The node's default route, so that Service addresses (DNAT'ed by
@@ -153,13 +155,17 @@ state = "$NODE_CTD_DIR/state"
     sandbox = "$NODE_PAUSE_IMAGE"
 [plugins.'io.containerd.cri.v1.runtime']
   netns_mounts_under_state_dir = true
+  # Sandboxes ask for -998, critical pods less than 0; lowering a score
+  # needs CAP_SYS_RESOURCE, which a sandboxed machine may not give root.
+  # Keep every score at or above containerd's own.
+  restrict_oom_score_adj = true
   enable_selinux = false
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = "runc"
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-        BinaryName = "$(command -v runc)"
+        BinaryName = "$RUNC_BIN"
         SystemdCgroup = false
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ["/usr/lib/cni"]
@@ -241,6 +247,16 @@ maxPods: 50
 protectKernelDefaults: false
 localStorageCapacityIsolation: true
 EOF
+    # The kubelet wants its cgroup root to exist in every hierarchy.
+    local hierarchy
+    for hierarchy in /sys/fs/cgroup/*/; do
+        [[ -f "$hierarchy/cgroup.procs" ]] || continue
+        mkdir -p "$hierarchy$CP_NODE_CGROUP"
+        if [[ -f "${hierarchy}cpuset.cpus" ]]; then
+            cat "${hierarchy}cpuset.cpus" >"$hierarchy$CP_NODE_CGROUP/cpuset.cpus"
+            cat "${hierarchy}cpuset.mems" >"$hierarchy$CP_NODE_CGROUP/cpuset.mems"
+        fi
+    done
     cp_log "starting kubelet $NODE_K8S_VERSION (node $NODE_NAME)"
     KUBELET_PID=$(start kubelet "$KUBELET_BIN" \
         --config="$CP_DIR/kubelet-config.yaml" \

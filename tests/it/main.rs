@@ -7,6 +7,7 @@ mod dashboard;
 mod deploy;
 mod generated;
 mod harness;
+mod image;
 mod keys;
 mod prometheus;
 mod report;

@@ -37,9 +37,9 @@ fn both_replicas_turn_ready_and_oc_adm_upgrade_is_denied_then_allowed_through_th
         assert_eq!(container["started"], true);
         let image_id = container["imageID"].as_str().unwrap_or_default();
         assert!(
-            image_id.ends_with(&world.gate_digest),
+            image_id.ends_with(&world.gate_image_id),
             "runs {image_id}, not the image built here ({})",
-            world.gate_digest
+            world.gate_image_id
         );
         assert_eq!(pod["spec"]["nodeName"], world.var("NODE_NAME"));
         let spec = &pod["spec"]["containers"][0];

@@ -22,7 +22,10 @@ pub struct World {
     env: HashMap<String, String>,
     pub check_image: String,
     pub release_image: String,
+    /// The manifest digest deploy/image/build printed.
     pub gate_digest: String,
+    /// The image's config digest: its ID, as the kubelet reports it.
+    pub gate_image_id: String,
     dir: tempfile::TempDir,
 }
 
@@ -110,9 +113,10 @@ impl World {
             check_image: String::new(),
             release_image: String::new(),
             gate_digest: String::new(),
+            gate_image_id: String::new(),
             dir,
         };
-        world.gate_digest = world.import_gate_image();
+        (world.gate_digest, world.gate_image_id) = world.import_gate_image();
         let images = run(Command::new(format!("{ROOT}/tests/node/images"))
             .arg(world.dir().join("images"))
             .envs(&world.env));
@@ -121,8 +125,8 @@ impl World {
         world.check_image = images["CHECK_IMAGE"].clone();
         world.release_image = images["RELEASE_IMAGE"].clone();
         world.install_openshift_crds();
-        world.deploy_gate();
         world.create_cluster_version();
+        world.deploy_gate();
         world
     }
 
@@ -171,8 +175,9 @@ impl World {
 
     /// The gate's image: from PREFLIGHT_GATE_IMAGE_TAR (tests/run builds it
     /// from the release binary), or built here from the binary under test.
-    /// Imported into the node's containerd; returns its manifest digest.
-    fn import_gate_image(&self) -> String {
+    /// Imported into the node's containerd; returns its manifest and config
+    /// digests.
+    fn import_gate_image(&self) -> (String, String) {
         let (tar, digest) = match std::env::var("PREFLIGHT_GATE_IMAGE_TAR") {
             Ok(tar) => {
                 let index: Value =
@@ -201,7 +206,14 @@ impl World {
             "ctr images import failed:\n{}",
             imported.stderr
         );
-        digest
+        let tar = tar.to_str().unwrap();
+        let manifest: Value = serde_json::from_str(&self.tar_member(
+            tar,
+            &format!("blobs/sha256/{}", digest.trim_start_matches("sha256:")),
+        ))
+        .unwrap();
+        let config = manifest["config"]["digest"].as_str().unwrap().to_owned();
+        (digest, config)
     }
 
     fn tar_member(&self, tar: &str, member: &str) -> String {
@@ -391,6 +403,12 @@ impl World {
         let mut cv = review["request"]["oldObject"].clone();
         cv["metadata"] = json!({"name": "version"});
         cv["status"]["versionHash"] = json!("XGjSjKwUh");
+        // The update graph offers the local release image only: the gate
+        // checks offered targets ahead of time, and the node must never try
+        // to pull a release from outside.
+        cv["status"]["availableUpdates"] = json!([{"version": "4.99.0",
+            "image": self.release_image, "channels": ["stable-4.99"]}]);
+        cv["status"]["conditionalUpdates"] = json!([]);
         if !self.kubectl(&["get", "clusterversion", "version"]).ok {
             let spec_only = json!({"apiVersion": cv["apiVersion"], "kind": cv["kind"],
                 "metadata": cv["metadata"], "spec": cv["spec"]});
