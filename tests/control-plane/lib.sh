@@ -84,7 +84,8 @@ RUNC_BIN="$CP_CACHE/bin/runc-$RUNC_VERSION-seccomp/runc"
 # Debian packages the node needs, by the file or command each provides.
 CP_NODE_PACKAGES=(containernetworking-plugins:/usr/lib/cni/bridge
     iptables:iptables conntrack:conntrack ethtool:ethtool socat:socat
-    libseccomp-dev:/usr/include/seccomp.h pkg-config:pkg-config gcc:gcc)
+    libseccomp-dev:/usr/include/seccomp.h pkg-config:pkg-config gcc:gcc
+    iproute2:ip util-linux:nsenter)
 
 cp_node_binaries_present() {
     [[ -x "$KUBE_CONTROLLER_MANAGER_BIN" && -x "$KUBE_SCHEDULER_BIN" && -x "$KUBELET_BIN" \

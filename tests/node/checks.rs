@@ -198,6 +198,16 @@ fn the_release_image_declares_a_check_that_runs_from_its_image_references() {
         let job = world.get_json(&["get", "job", "-n", NAMESPACE, &job_name]);
         (job["status"]["succeeded"] == 1).then_some(())
     });
+    // The gate read the extraction pod's log through the API server and the
+    // kubelet, not the termination message it falls back to.
+    for pod in world.gate_pods() {
+        let name = pod["metadata"]["name"].as_str().unwrap();
+        let logs = world.admin(&["logs", "-n", NAMESPACE, name]);
+        assert!(
+            !logs.contains("cannot read the extraction pod's log"),
+            "{name}: {logs}"
+        );
+    }
     // The extraction pod ran from the release image and is gone.
     let extraction = world.get_json(&[
         "get",
