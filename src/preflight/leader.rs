@@ -34,25 +34,37 @@ pub async fn lead<W, F>(
 {
     let duration = lease.duration.as_secs().max(2);
     let grace = (duration / 3).max(1);
-    let manager = loop {
-        let built = LeaseManagerBuilder::new(client.clone(), &lease.name)
-            .with_namespace(&lease.namespace)
-            .with_identity(&lease.identity)
-            .with_duration(duration)
-            .with_grace(grace)
-            .build()
-            .await;
-        match built {
-            Ok(manager) => break manager,
-            Err(e) => {
-                warn!(error = %e, lease = %lease.name, "cannot set up leader election; retrying");
-                tokio::time::sleep(Duration::from_secs(5)).await;
+    // The stop signal is watched from the start: while the Lease cannot be
+    // set up (its namespace missing, RBAC not bound yet, the API server
+    // away), SIGTERM must still end the process at once, not after the
+    // pod's whole grace period.
+    tokio::pin!(stop);
+    let setup = async {
+        loop {
+            let built = LeaseManagerBuilder::new(client.clone(), &lease.name)
+                .with_namespace(&lease.namespace)
+                .with_identity(&lease.identity)
+                .with_duration(duration)
+                .with_grace(grace)
+                .build()
+                .await;
+            match built {
+                Ok(manager) => break manager.watch().await,
+                Err(e) => {
+                    warn!(error = %e, lease = %lease.name, "cannot set up leader election; retrying");
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                }
             }
         }
     };
-    let (mut leading, manager_task) = manager.watch().await;
+    let (mut leading, manager_task) = tokio::select! {
+        watching = setup => watching,
+        () = &mut stop => {
+            info!(lease = %lease.name, "stopping before leader election was set up");
+            return;
+        }
+    };
     let mut running: Option<JoinHandle<()>> = None;
-    tokio::pin!(stop);
     loop {
         let is_leader = *leading.borrow_and_update();
         metrics.controller_leader.set(i64::from(is_leader));

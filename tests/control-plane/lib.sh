@@ -43,6 +43,56 @@ KUBE_APISERVER_BIN="$CP_CACHE/bin/kube-apiserver-$K8S_VERSION-$K8S_HASH/kube-api
 KUBECTL_BIN="$CP_CACHE/bin/kubectl-$K8S_VERSION-$K8S_HASH/kubectl"
 ETCD_BIN="$CP_CACHE/bin/etcd-$ETCD_VERSION-$ETCD_HASH/etcd"
 
+# --- the node (up --node) ----------------------------------------------------
+# kube-controller-manager, kube-scheduler, kubelet and kube-proxy come from
+# their own wrapper module (node/), so that adding them does not change the
+# hash, and so the cached build, of kube-apiserver; containerd, its runc shim
+# and ctr from containerd/. runc, the CNI plugins, iptables and conntrack are
+# Debian's packages (see node-packages).
+NODE_MODULE_DIR="$CP_HARNESS_DIR/node"
+CONTAINERD_MODULE_DIR="$CP_HARNESS_DIR/containerd"
+NODE_K8S_VERSION="$(cp_module_version "$NODE_MODULE_DIR/go.mod" k8s.io/kubernetes)"
+CONTAINERD_VERSION="$(cp_module_version "$CONTAINERD_MODULE_DIR/go.mod" github.com/containerd/containerd/v2)"
+[[ -n "$NODE_K8S_VERSION" && -n "$CONTAINERD_VERSION" ]] || cp_die "cannot read versions from node/go.mod or containerd/go.mod"
+NODE_HASH="$(cp_inputs_hash "$NODE_MODULE_DIR" go.mod go.sum controller-manager/main.go \
+    scheduler/main.go kubelet/main.go proxy/main.go)"
+CONTAINERD_HASH="$(cp_inputs_hash "$CONTAINERD_MODULE_DIR" go.mod go.sum main.go shim/main.go ctr/main.go)"
+
+KUBE_CONTROLLER_MANAGER_BIN="$CP_CACHE/bin/kube-controller-manager-$NODE_K8S_VERSION-$NODE_HASH/kube-controller-manager"
+KUBE_SCHEDULER_BIN="$CP_CACHE/bin/kube-scheduler-$NODE_K8S_VERSION-$NODE_HASH/kube-scheduler"
+KUBELET_BIN="$CP_CACHE/bin/kubelet-$NODE_K8S_VERSION-$NODE_HASH/kubelet"
+KUBE_PROXY_BIN="$CP_CACHE/bin/kube-proxy-$NODE_K8S_VERSION-$NODE_HASH/kube-proxy"
+CONTAINERD_BIN="$CP_CACHE/bin/containerd-$CONTAINERD_VERSION-$CONTAINERD_HASH/containerd"
+CONTAINERD_SHIM_BIN="$CP_CACHE/bin/containerd-$CONTAINERD_VERSION-$CONTAINERD_HASH/containerd-shim-runc-v2"
+CTR_BIN="$CP_CACHE/bin/containerd-$CONTAINERD_VERSION-$CONTAINERD_HASH/ctr"
+
+# The node's network namespace (one per state dir), its address there, the
+# pod network on its bridge, and the cgroup its pods run under.
+CP_DIR_HASH="$(printf '%s' "$CP_DIR" | sha256sum | cut -c1-8)"
+CP_NODE_NETNS="preflight-gate-$CP_DIR_HASH"
+CP_NODE_IP=10.250.0.1
+CP_POD_CIDR=10.244.0.0/24
+CP_NODE_CGROUP="preflight-gate-$CP_DIR_HASH"
+
+# runc, built with seccomp (the restricted profile's RuntimeDefault) by
+# `go install` at this version: Debian 12's runc 1.1.5 cannot start the
+# sandboxes containerd 2.4 asks for ("can't get final child's PID from
+# pipe: EOF").
+RUNC_VERSION=v1.5.3
+RUNC_BIN="$CP_CACHE/bin/runc-$RUNC_VERSION-seccomp/runc"
+
+# Debian packages the node needs, by the file or command each provides.
+CP_NODE_PACKAGES=(containernetworking-plugins:/usr/lib/cni/bridge
+    iptables:iptables conntrack:conntrack ethtool:ethtool socat:socat
+    libseccomp-dev:/usr/include/seccomp.h pkg-config:pkg-config gcc:gcc
+    iproute2:ip util-linux:nsenter)
+
+cp_node_binaries_present() {
+    [[ -x "$KUBE_CONTROLLER_MANAGER_BIN" && -x "$KUBE_SCHEDULER_BIN" && -x "$KUBELET_BIN" \
+        && -x "$KUBE_PROXY_BIN" && -x "$CONTAINERD_BIN" && -x "$CONTAINERD_SHIM_BIN" && -x "$CTR_BIN" \
+        && -x "$RUNC_BIN" ]]
+}
+
 cp_binaries_present() {
     [[ -x "$KUBE_APISERVER_BIN" && -x "$KUBECTL_BIN" && -x "$ETCD_BIN" ]]
 }

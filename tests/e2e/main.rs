@@ -10,4 +10,5 @@ mod flows;
 mod metrics;
 #[path = "../common/oc.rs"]
 mod oc;
+mod prompt_exit;
 mod runs;

@@ -15,7 +15,7 @@ use preflight_gate::cluster::live::SOURCES;
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-pub const OVERLAYS: [&str; 3] = ["openshift", "kubernetes", "dev"];
+pub const OVERLAYS: [&str; 4] = ["openshift", "kubernetes", "dev", "node"];
 const SA_NAMESPACE: &str = "preflight-gate";
 const SA_NAME: &str = "preflight-gate";
 

@@ -8,6 +8,7 @@ mod dashboard;
 mod deploy;
 mod generated;
 mod harness;
+mod image;
 mod keys;
 mod must_gathers;
 #[path = "../common/oc.rs"]

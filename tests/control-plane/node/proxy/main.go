@@ -1,0 +1,11 @@
+// Command kube-proxy is the upstream kube-proxy, built from Go modules.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-proxy/app"
+)
+
+func main() { os.Exit(cli.Run(app.NewProxyCommand())) }
