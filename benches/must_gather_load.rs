@@ -10,12 +10,15 @@
 //! `PREFLIGHT_GATE_BENCH_RUNS` sets the number of timed runs (default 5);
 //! `PREFLIGHT_GATE_BENCH_DIR` keeps the generated must-gather in that folder.
 
+mod rss;
+
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use preflight_gate::cluster::snapshot;
+use rss::{peak_rss_mb, reset_peak_rss};
 use serde_json::{Value, json};
 
 const NAMESPACES: usize = 60;
@@ -265,17 +268,4 @@ fn size(dir: &Path) -> (usize, u64) {
         }
     }
     total
-}
-
-/// Resets the kernel's peak RSS mark (Linux 4.0+).
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// `VmHWM` from `/proc/self/status`, in MB.
-fn peak_rss_mb() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024)
 }

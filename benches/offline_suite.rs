@@ -7,6 +7,7 @@
 //! `PREFLIGHT_GATE_BENCH_RUNS` sets the number of timed runs (default 5).
 
 mod large_cluster;
+mod rss;
 
 use std::hint::black_box;
 use std::path::Path;
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use preflight_gate::checks::{self, Context, Target};
 use preflight_gate::cluster::snapshot;
+use rss::{peak_rss_mb, reset_peak_rss};
 
 struct Figures {
     load: Duration,
@@ -115,18 +117,4 @@ fn size(dir: &Path) -> u64 {
                 .sum()
         })
         .unwrap_or(0)
-}
-
-/// Resets the kernel's peak RSS mark (Linux 4.0+), so each size is
-/// measured on its own.
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// `VmHWM` from `/proc/self/status`, in MB.
-fn peak_rss_mb() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024)
 }

@@ -261,6 +261,10 @@ pub struct PolicyArgs {
     /// Retry hint given while a run is pending.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_RETRY_AFTER")]
     pub retry_after: Duration,
+    /// The four-eyes rule: honour an override or accept claim only when
+    /// preflight.dev/claimed-by names someone other than the requester.
+    #[arg(long, env = "PREFLIGHT_GATE_REQUIRE_DISTINCT_APPROVER")]
+    pub require_distinct_approver: bool,
 }
 
 #[derive(Debug, Args)]
@@ -332,6 +336,7 @@ impl PolicyArgs {
             max_result_age: self.max_result_age,
             fail_open_checks: self.fail_open_checks.iter().cloned().collect(),
             retry_after: self.retry_after,
+            require_distinct_approver: self.require_distinct_approver,
         }
     }
 }

@@ -38,6 +38,9 @@ pub struct Policy {
     pub fail_open_checks: BTreeSet<String>,
     /// The retry hint given while a run is pending.
     pub retry_after: Duration,
+    /// The four-eyes rule: an override or accept claim counts only when
+    /// `preflight.dev/claimed-by` names someone other than the requester.
+    pub require_distinct_approver: bool,
 }
 
 impl Default for Policy {
@@ -48,6 +51,7 @@ impl Default for Policy {
             max_result_age: Duration::from_secs(6 * 3600),
             fail_open_checks: BTreeSet::new(),
             retry_after: Duration::from_secs(60),
+            require_distinct_approver: false,
         }
     }
 }
@@ -68,6 +72,10 @@ pub enum Reason {
     Pending,
     UnknownVersion,
     Malformed,
+    /// A write of `preflight.dev/` claims by someone allowed to override.
+    ClaimWritten,
+    /// A write of `preflight.dev/` claims that is refused.
+    ClaimRefused,
 }
 
 impl Reason {
@@ -85,6 +93,8 @@ impl Reason {
             Self::Pending => "pending",
             Self::UnknownVersion => "unknown_version",
             Self::Malformed => "malformed",
+            Self::ClaimWritten => "claim_written",
+            Self::ClaimRefused => "claim_refused",
         }
     }
 }
@@ -199,10 +209,22 @@ pub struct PendingOverride {
     pub user: UserInfo,
     granted: Verdict,
     refused: Verdict,
+    /// What is asked for: an override used, or claims written.
+    asked: Asked,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Asked {
+    Override,
+    ClaimWrite,
 }
 
 impl PendingOverride {
     pub fn resolve(self, authorization: Authorization) -> Verdict {
+        let (lead, what) = match self.asked {
+            Asked::Override => ("Override ignored", "the override"),
+            Asked::ClaimWrite => ("Write refused", "the write"),
+        };
         let why = match authorization {
             Authorization::Allowed => return self.granted,
             Authorization::Denied => format!(
@@ -210,11 +232,11 @@ impl PendingOverride {
                 self.user.username
             ),
             Authorization::Unavailable(reason) => {
-                format!("the override could not be authorized: {reason}")
+                format!("{what} could not be authorized: {reason}")
             }
         };
         let mut verdict = self.refused;
-        message::add_note(&mut verdict.message, &format!("Override ignored: {why}."));
+        message::add_note(&mut verdict.message, &format!("{lead}: {why}."));
         verdict
     }
 }
@@ -259,7 +281,64 @@ pub fn decide(
     if name != CLUSTER_VERSION_NAME {
         return Decision::Final(Verdict::allow(Reason::NotGated));
     }
+    let decision = decide_target(request, new, source, policy, now);
+    let claims = overrides::written_claims(request.old_object.as_ref(), new);
+    if claims.is_empty() {
+        decision
+    } else {
+        claim_write(request, new, &claims, decision)
+    }
+}
 
+/// A write that adds or changes `preflight.dev/` claims: it must record its
+/// writer in `preflight.dev/claimed-by`, and the writer needs the `override`
+/// verb, so nobody plants a claim for someone else to carry. The same access
+/// review answers for a target change in the same write.
+fn claim_write(
+    request: &Request,
+    cv: &ClusterVersion,
+    claims: &[&str],
+    decision: Decision,
+) -> Decision {
+    let user = request.user.username.as_str();
+    let listed = claims.join(", ");
+    let mut refused = Verdict::deny(
+        Reason::ClaimRefused,
+        403,
+        message::claim_refused(&listed, user),
+    );
+    if cv.annotation(overrides::CLAIMED_BY) != Some(user) {
+        message::add_note(
+            &mut refused.message,
+            &message::claim_unattributed(cv.annotation(overrides::CLAIMED_BY), user),
+        );
+        return Decision::Final(refused);
+    }
+    let mut granted = match decision {
+        Decision::Final(verdict) => verdict,
+        Decision::NeedsAuthorization(pending) => pending.granted,
+    };
+    if matches!(granted.reason, Reason::NoTargetChange | Reason::NotGated) {
+        granted.reason = Reason::ClaimWritten;
+    }
+    granted.audit.insert("claim-by".into(), user.to_owned());
+    granted.audit.insert("claims".into(), claims.join(","));
+    Decision::NeedsAuthorization(Box::new(PendingOverride {
+        user: request.user.clone(),
+        granted,
+        refused,
+        asked: Asked::ClaimWrite,
+    }))
+}
+
+/// Decides on the target a request asks for, claims aside.
+fn decide_target(
+    request: &Request,
+    new: &ClusterVersion,
+    source: &dyn ResultSource,
+    policy: &Policy,
+    now: Timestamp,
+) -> Decision {
     let resolution = new.resolve_target();
     let old_resolution = request
         .old_object
@@ -405,8 +484,10 @@ fn gate(
     now: Timestamp,
 ) -> Decision {
     let lookup = source.lookup(&target.key);
-    let accepted = overrides::accepted_checks(cv);
-    let force = overrides::force_claim(cv, target, policy.honor_desired_update_force, now);
+    let approval = Approval::of(request, cv, policy);
+    let (accepted, mut ignored) = approval.accepted(overrides::accepted_checks(cv));
+    let force = overrides::force_claim(cv, target, policy.honor_desired_update_force, now)
+        .and_then(|claim| approval.force(claim));
 
     // The verdict without any force override.
     let (base, accept_pending) = match classify(
@@ -466,6 +547,7 @@ fn gate(
                     granted
                         .audit
                         .insert("override-reason".into(), "accepted risks".into());
+                    approval.record(&mut granted);
                     granted.override_kind = Some(OverrideKind::AcceptRisks);
                     granted.effects.push(Effect::Event(EventNote {
                         warning: true,
@@ -491,30 +573,96 @@ fn gate(
         Results::Running => pending(target, message::Pending::Running, policy),
         Results::Untrusted => pending(target, message::Pending::Untrusted, policy),
     };
-    let base = base.for_target(target);
+    let mut base = base.for_target(target);
 
-    let claim = match force {
-        Ok(claim) => claim,
-        Err(ignored) => {
-            let mut base = base;
-            if base.allowed {
-                base.warnings.push(format!("preflight-gate: {ignored}"));
-            } else {
-                message::add_note(&mut base.message, &format!("Override ignored: {ignored}."));
-            }
-            return match accept_pending {
-                Some(granted) => needs_authorization(request, granted.for_target(target), base),
-                None => Decision::Final(base),
-            };
+    let claim = force.unwrap_or_else(|why| {
+        ignored.push(why);
+        None
+    });
+    for why in ignored {
+        if base.allowed {
+            base.warnings.push(format!("preflight-gate: {why}"));
+        } else {
+            message::add_note(&mut base.message, &format!("Override ignored: {why}."));
         }
-    };
+    }
     match (claim, accept_pending) {
         (Some(claim), _) if !base.allowed => {
-            let granted = forced(request, target, &base, &claim);
+            let mut granted = forced(request, target, &base, &claim);
+            approval.record(&mut granted);
             needs_authorization(request, granted, base)
         }
         (_, Some(granted)) => needs_authorization(request, granted.for_target(target), base),
         (_, None) => Decision::Final(base),
+    }
+}
+
+/// Who wrote the claims a target change carries, and whether they count
+/// under the four-eyes rule (`--require-distinct-approver`).
+struct Approval<'a> {
+    required: bool,
+    requester: &'a str,
+    /// `preflight.dev/claimed-by`: checked against the writer on every
+    /// write of a claim, so it names who last wrote one.
+    writer: Option<&'a str>,
+}
+
+impl<'a> Approval<'a> {
+    fn of(request: &'a Request, cv: &'a ClusterVersion, policy: &Policy) -> Self {
+        Self {
+            required: policy.require_distinct_approver,
+            requester: &request.user.username,
+            writer: cv.annotation(overrides::CLAIMED_BY),
+        }
+    }
+
+    fn distinct(&self) -> bool {
+        self.writer.is_some_and(|w| w != self.requester)
+    }
+
+    /// The accepted names that count, and why the others do not.
+    fn accepted(&self, accepted: overrides::Accepted) -> (BTreeSet<String>, Vec<String>) {
+        if !self.required {
+            return (accepted.all(), Vec::new());
+        }
+        let mut ignored = Vec::new();
+        if !accepted.in_spec.is_empty() {
+            ignored.push(message::four_eyes_spec_accept(&accepted.in_spec));
+        }
+        if self.distinct() {
+            return (accepted.in_annotation, ignored);
+        }
+        if !accepted.in_annotation.is_empty() {
+            ignored.push(message::four_eyes_same_writer(
+                overrides::ACCEPT,
+                self.writer,
+                self.requester,
+            ));
+        }
+        (BTreeSet::new(), ignored)
+    }
+
+    /// Whether a force claim counts.
+    fn force(&self, claim: Option<ForceClaim>) -> Result<Option<ForceClaim>, String> {
+        match claim {
+            Some(claim) if self.required => match claim.kind {
+                ForceKind::DesiredUpdateForce => Err(message::four_eyes_desired_update_force()),
+                ForceKind::Annotation if !self.distinct() => Err(message::four_eyes_same_writer(
+                    overrides::OVERRIDE,
+                    self.writer,
+                    self.requester,
+                )),
+                ForceKind::Annotation => Ok(Some(claim)),
+            },
+            claim => Ok(claim),
+        }
+    }
+
+    /// Records the claim's writer in an honoured override's audit.
+    fn record(&self, verdict: &mut Verdict) {
+        if let Some(writer) = self.writer {
+            verdict.audit.insert("claimed-by".into(), writer.to_owned());
+        }
     }
 }
 
@@ -523,6 +671,7 @@ fn needs_authorization(request: &Request, granted: Verdict, refused: Verdict) ->
         user: request.user.clone(),
         granted,
         refused,
+        asked: Asked::Override,
     }))
 }
 

@@ -6,7 +6,9 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::clusterversion::Target;
-use super::overrides::{ACCEPT, OVERRIDE, OVERRIDE_REASON};
+use std::collections::BTreeSet;
+
+use super::overrides::{ACCEPT, CLAIMED_BY, OVERRIDE, OVERRIDE_REASON};
 use crate::preflight::{CheckResult, Outcome, UpdatePreflight};
 
 /// How many failures a denial lists before "and N more".
@@ -59,9 +61,9 @@ fn report_hint(result: &UpdatePreflight) -> String {
 fn override_hint(target: &Target, failing: &[&CheckResult]) -> String {
     let names: Vec<&str> = failing.iter().map(|c| c.name.as_str()).collect();
     format!(
-        "To accept single checks: oc annotate clusterversion version {ACCEPT}={}\n\
-         To override the gate for this target: oc annotate clusterversion version {OVERRIDE}={} {OVERRIDE_REASON}='<why>'\n\
-         (both need the \"override\" verb on updatepreflights.preflight.dev)",
+        "To accept single checks: oc annotate --overwrite clusterversion version {ACCEPT}={} {CLAIMED_BY}=$(oc whoami)\n\
+         To override the gate for this target: oc annotate --overwrite clusterversion version {OVERRIDE}={} {OVERRIDE_REASON}='<why>' {CLAIMED_BY}=$(oc whoami)\n\
+         (both need the \"override\" verb on updatepreflights.preflight.dev; then run oc adm upgrade again)",
         names.join(","),
         target.display()
     )
@@ -166,4 +168,50 @@ pub fn accepted(check: &CheckResult) -> String {
         "preflight check accepted as a risk: {}",
         &check_line(check)[2..]
     )
+}
+
+/// The first line of a refused write of claims.
+pub fn claim_refused(claims: &str, user: &str) -> String {
+    format!("preflight-gate: {user} may not write {claims}")
+}
+
+/// Why a write of claims that does not name its writer is refused.
+pub fn claim_unattributed(claimed_by: Option<&str>, user: &str) -> String {
+    let found = match claimed_by {
+        Some(other) => format!("it says {other:?}"),
+        None => "it is not set".to_owned(),
+    };
+    format!(
+        "A write of {PREFIX_ANY} annotations records its writer in {CLAIMED_BY}, and {found}.\n\
+         Write it in the same command: oc annotate --overwrite clusterversion version <annotations> {CLAIMED_BY}={user}\n\
+         (and it needs the \"override\" verb on updatepreflights.preflight.dev)"
+    )
+}
+
+const PREFIX_ANY: &str = "preflight.dev/*";
+
+/// Why claims written by the requester do not count under the four-eyes rule.
+pub fn four_eyes_same_writer(claim: &str, writer: Option<&str>, requester: &str) -> String {
+    let who = match writer {
+        Some(w) if w == requester => format!("was written by {w}, who is changing the target"),
+        Some(w) => format!("was written by {w}"),
+        None => format!("names no writer in {CLAIMED_BY}"),
+    };
+    format!(
+        "{claim} {who}; --require-distinct-approver needs it written by someone other than {requester}"
+    )
+}
+
+/// Why `acceptRisks` does not count under the four-eyes rule.
+pub fn four_eyes_spec_accept(names: &BTreeSet<String>) -> String {
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    format!(
+        "acceptRisks {} is written with the target, so --require-distinct-approver does not count it; an approver writes {ACCEPT} instead",
+        names.join(",")
+    )
+}
+
+/// Why `spec.desiredUpdate.force` does not count under the four-eyes rule.
+pub fn four_eyes_desired_update_force() -> String {
+    "spec.desiredUpdate.force is written with the target, so --require-distinct-approver does not count it; an approver writes preflight.dev/override instead".to_owned()
 }

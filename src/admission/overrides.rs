@@ -1,5 +1,7 @@
 //! The two ways an administrator overrides the gate: the force annotation for
-//! a whole target, and accepted risks for single checks.
+//! a whole target, and accepted risks for single checks. Both are claims
+//! written as `preflight.dev/` annotations, and every write of one records
+//! its writer in `preflight.dev/claimed-by`.
 
 use std::collections::BTreeSet;
 
@@ -11,6 +13,27 @@ pub const OVERRIDE: &str = "preflight.dev/override";
 pub const OVERRIDE_REASON: &str = "preflight.dev/override-reason";
 pub const OVERRIDE_UNTIL: &str = "preflight.dev/override-until";
 pub const ACCEPT: &str = "preflight.dev/accept";
+/// Who wrote the claims beside it. Every write that adds or changes a
+/// `preflight.dev/` annotation must set it to the writer's own name, so it
+/// always names whoever last wrote a claim.
+pub const CLAIMED_BY: &str = "preflight.dev/claimed-by";
+
+/// The prefix of every annotation the gate reads as a claim.
+pub const PREFIX: &str = "preflight.dev/";
+
+/// The `preflight.dev/` annotations that `new` adds or changes against
+/// `old`, sorted. Removing one weakens no claim, so removals are not listed.
+pub fn written_claims<'a>(old: Option<&ClusterVersion>, new: &'a ClusterVersion) -> Vec<&'a str> {
+    new.metadata
+        .annotations
+        .iter()
+        .filter(|(key, _)| key.starts_with(PREFIX))
+        .filter(|(key, value)| {
+            old.and_then(|old| old.metadata.annotations.get(*key)) != Some(*value)
+        })
+        .map(|(key, _)| key.as_str())
+        .collect()
+}
 
 /// How a whole target was forced through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,19 +97,40 @@ pub fn force_claim(
     }
 }
 
-/// Check names accepted as risks: `spec.desiredUpdate.acceptRisks[].name`
-/// and the comma-separated `preflight.dev/accept` annotation.
-pub fn accepted_checks(cv: &ClusterVersion) -> BTreeSet<String> {
-    let from_spec = cv
-        .spec
-        .desired_update
-        .iter()
-        .flat_map(|u| u.accept_risks.iter().map(|r| r.name.trim()));
-    let from_annotation = cv.annotation(ACCEPT).into_iter().flat_map(|v| v.split(','));
-    from_spec
-        .chain(from_annotation)
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .map(str::to_owned)
-        .collect()
+/// Check names accepted as risks, by where they were written.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Accepted {
+    /// `spec.desiredUpdate.acceptRisks[].name`, written with the target.
+    pub in_spec: BTreeSet<String>,
+    /// The comma-separated `preflight.dev/accept` annotation, a claim whose
+    /// writer is recorded.
+    pub in_annotation: BTreeSet<String>,
+}
+
+impl Accepted {
+    /// Every accepted name.
+    pub fn all(&self) -> BTreeSet<String> {
+        self.in_spec.union(&self.in_annotation).cloned().collect()
+    }
+}
+
+/// The check names `cv` accepts as risks.
+pub fn accepted_checks(cv: &ClusterVersion) -> Accepted {
+    let names = |names: &mut dyn Iterator<Item = &str>| -> BTreeSet<String> {
+        names
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    Accepted {
+        in_spec: names(
+            &mut cv
+                .spec
+                .desired_update
+                .iter()
+                .flat_map(|u| u.accept_risks.iter().map(|r| r.name.as_str())),
+        ),
+        in_annotation: names(&mut cv.annotation(ACCEPT).into_iter().flat_map(|v| v.split(','))),
+    }
 }

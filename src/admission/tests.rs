@@ -153,8 +153,18 @@ impl Review {
     fn version(self, v: &str) -> Self {
         self.to(json!({"version": v}))
     }
+    /// An annotation the ClusterVersion already has, before and after.
     fn annotate(mut self, key: &str, value: &str) -> Self {
+        self.old_obj()["metadata"]["annotations"][key] = json!(value);
+        self.write(key, value)
+    }
+    /// An annotation this request writes.
+    fn write(mut self, key: &str, value: &str) -> Self {
         self.new_obj()["metadata"]["annotations"][key] = json!(value);
+        self
+    }
+    fn by(mut self, user: &str) -> Self {
+        self.body["request"]["userInfo"]["username"] = json!(user);
         self
     }
     fn create(mut self) -> Self {
@@ -194,7 +204,7 @@ fn runs(v: &Verdict) -> Vec<&str> {
 
 #[rstest]
 #[case::channel_only(Review::new().set("/request/object/spec/channel", json!("fast-4.15")), Reason::NoTargetChange)]
-#[case::annotation_only(Review::new().version("4.15.3").from(json!({"version": "4.15.3"})).annotate("x/y", "z"), Reason::NoTargetChange)]
+#[case::annotation_only(Review::new().version("4.15.3").from(json!({"version": "4.15.3"})).write("x/y", "z"), Reason::NoTargetChange)]
 #[case::accept_risks_only(
     Review::new().to(json!({"version": "4.15.3", "acceptRisks": [{"name": "NodesReady"}]})).from(json!({"version": "4.15.3"})),
     Reason::NoTargetChange
@@ -665,6 +675,210 @@ fn result_age_uses_the_policy() {
     assert_eq!(v.reason, Reason::Pending);
     assert!(
         v.message.contains("the results are 1h0m old"),
+        "{}",
+        v.message
+    );
+}
+
+fn four_eyes() -> Policy {
+    Policy {
+        require_distinct_approver: true,
+        ..Policy::default()
+    }
+}
+
+#[rstest]
+#[case::unattributed(None, "it is not set")]
+#[case::someone_else(Some("bob"), "it says \"bob\"")]
+fn a_claim_write_that_does_not_name_its_writer_is_refused(
+    #[case] claimed_by: Option<&str>,
+    #[case] says: &str,
+) {
+    let mut review = Review::new().write("preflight.dev/accept", "NodesReady");
+    if let Some(who) = claimed_by {
+        review = review.write("preflight.dev/claimed-by", who);
+    }
+    let v = verdict(review);
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::ClaimRefused);
+    assert_eq!(v.code, 403);
+    assert!(
+        v.message
+            .starts_with("preflight-gate: alice may not write preflight.dev/accept"),
+        "{}",
+        v.message
+    );
+    assert!(v.message.contains(says), "{}", v.message);
+    assert!(
+        v.message.contains("preflight.dev/claimed-by=alice"),
+        "{}",
+        v.message
+    );
+}
+
+#[test]
+fn a_claim_write_that_names_its_writer_needs_the_override_verb() {
+    let review = Review::new()
+        .write("preflight.dev/override", "4.15.3")
+        .write("preflight.dev/override-reason", "CVE fix")
+        .write("preflight.dev/claimed-by", "alice");
+    let p = pending_override(review, &Policy::default());
+    assert_eq!(p.user.username, "alice");
+
+    let written = p.clone().resolve(Authorization::Allowed);
+    assert!(written.allowed);
+    assert_eq!(written.reason, Reason::ClaimWritten);
+    assert_eq!(written.audit["claim-by"], "alice");
+    assert_eq!(
+        written.audit["claims"],
+        "preflight.dev/claimed-by,preflight.dev/override,preflight.dev/override-reason"
+    );
+
+    let refused = p.clone().resolve(Authorization::Denied);
+    assert!(!refused.allowed);
+    assert_eq!(refused.reason, Reason::ClaimRefused);
+    assert!(
+        refused.message.contains(
+            r#"Write refused: user "alice" is not allowed the "override" verb on updatepreflights.preflight.dev."#
+        ),
+        "{}",
+        refused.message
+    );
+    let unavailable = p.resolve(Authorization::Unavailable("timed out".into()));
+    assert!(!unavailable.allowed);
+    assert!(
+        unavailable
+            .message
+            .contains("the write could not be authorized: timed out")
+    );
+}
+
+#[rstest]
+#[case::removed(Review::new().annotate("preflight.dev/accept", "NodesReady").set("/request/object/metadata/annotations", json!({})))]
+#[case::unchanged(Review::new().annotate("preflight.dev/accept", "NodesReady").annotate("preflight.dev/claimed-by", "bob"))]
+#[case::other_prefix(Review::new().write("example.com/accept", "NodesReady"))]
+fn writes_that_add_or_change_no_claim_are_not_claim_writes(#[case] review: Review) {
+    let v = verdict(review);
+    assert!(v.allowed);
+    assert_eq!(v.reason, Reason::NoTargetChange);
+}
+
+#[test]
+fn a_claim_written_with_the_target_is_one_question_for_both() {
+    // alice accepts both failing checks and asks for 4.15.3 in one write.
+    let review = Review::new()
+        .version("4.15.3")
+        .write("preflight.dev/accept", "NodesReady,ClusterOperatorsHealthy")
+        .write("preflight.dev/claimed-by", "alice");
+    let p = pending_override(review, &Policy::default());
+    let granted = p.clone().resolve(Authorization::Allowed);
+    assert!(granted.allowed);
+    assert_eq!(granted.reason, Reason::RisksAccepted);
+    assert_eq!(granted.audit["claim-by"], "alice");
+    assert_eq!(granted.audit["claimed-by"], "alice");
+    let refused = p.resolve(Authorization::Denied);
+    assert!(!refused.allowed);
+    assert_eq!(refused.reason, Reason::ClaimRefused);
+}
+
+#[test]
+fn four_eyes_refuses_an_override_its_requester_wrote() {
+    let review = forced(Review::new().version("4.15.3")).annotate("preflight.dev/claimed-by", "alice");
+    let v = decide_with(&review, &source(), &four_eyes())
+        .into_final()
+        .expect("nothing to authorize");
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::Failed);
+    assert!(
+        v.message.contains("Override ignored: preflight.dev/override was written by alice, who is changing the target; --require-distinct-approver needs it written by someone other than alice."),
+        "{}",
+        v.message
+    );
+
+    // Without the rule, the same claim is the requester's to use.
+    let p = pending_override(review, &Policy::default());
+    assert!(p.resolve(Authorization::Allowed).allowed);
+}
+
+#[test]
+fn four_eyes_refuses_a_claim_that_names_no_writer() {
+    let v = decide_with(&forced(Review::new().version("4.15.3")), &source(), &four_eyes())
+        .into_final()
+        .unwrap();
+    assert!(!v.allowed);
+    assert!(
+        v.message
+            .contains("preflight.dev/override names no writer in preflight.dev/claimed-by"),
+        "{}",
+        v.message
+    );
+}
+
+#[test]
+fn four_eyes_honours_an_override_another_identity_wrote() {
+    let review = forced(Review::new().version("4.15.3"))
+        .annotate("preflight.dev/claimed-by", "bob");
+    let p = pending_override(review, &four_eyes());
+    assert_eq!(p.user.username, "alice", "the requester still needs the verb");
+    let v = p.clone().resolve(Authorization::Allowed);
+    assert!(v.allowed);
+    assert_eq!(v.reason, Reason::Overridden);
+    assert_eq!(v.audit["override-by"], "alice");
+    assert_eq!(v.audit["claimed-by"], "bob");
+    assert!(!p.resolve(Authorization::Denied).allowed);
+}
+
+#[test]
+fn four_eyes_counts_accept_annotations_by_another_identity_only() {
+    let accept = || {
+        Review::new()
+            .version("4.15.3")
+            .annotate("preflight.dev/accept", "NodesReady,ClusterOperatorsHealthy")
+    };
+    let by_bob = accept().annotate("preflight.dev/claimed-by", "bob");
+    let v = pending_override(by_bob, &four_eyes()).resolve(Authorization::Allowed);
+    assert!(v.allowed);
+    assert_eq!(v.reason, Reason::RisksAccepted);
+    assert_eq!(v.audit["claimed-by"], "bob");
+
+    // bob wrote it, and bob asks: not four eyes.
+    let own = accept().annotate("preflight.dev/claimed-by", "bob").by("bob");
+    let v = decide_with(&own, &source(), &four_eyes())
+        .into_final()
+        .unwrap();
+    assert!(!v.allowed);
+    assert!(
+        v.message
+            .contains("preflight.dev/accept was written by bob, who is changing the target"),
+        "{}",
+        v.message
+    );
+}
+
+#[test]
+fn four_eyes_does_not_count_what_the_requester_writes_with_the_target() {
+    let spec_accept = Review::new().to(json!({"version": "4.15.3", "acceptRisks": [
+        {"name": "ClusterOperatorsHealthy"}, {"name": "NodesReady"}]}));
+    let v = decide_with(&spec_accept, &source(), &four_eyes())
+        .into_final()
+        .unwrap();
+    assert!(!v.allowed);
+    assert!(
+        v.message.contains("acceptRisks ClusterOperatorsHealthy,NodesReady is written with the target"),
+        "{}",
+        v.message
+    );
+
+    let policy = Policy {
+        honor_desired_update_force: true,
+        ..four_eyes()
+    };
+    let force = Review::new().to(json!({"version": "4.15.3", "force": true}));
+    let v = decide_with(&force, &source(), &policy).into_final().unwrap();
+    assert!(!v.allowed);
+    assert!(
+        v.message
+            .contains("spec.desiredUpdate.force is written with the target"),
         "{}",
         v.message
     );

@@ -35,31 +35,32 @@ impl Check for CertificatesExpiringSoon {
         let Ok(horizon) = ctx.now.checked_add(UPDATE_WINDOW) else {
             return Finding::error("the update window is out of range");
         };
-        let mut rotated = 0usize;
-        let mut expiring: Vec<(jiff::Timestamp, String)> = ctx
-            .view
-            .tls_secrets
-            .iter()
-            .filter(|s| {
-                let by_itself = s.rotated_by.is_some();
-                if by_itself && leaf(&s.certificate).is_ok_and(|c| c.not_after <= horizon) {
-                    rotated += 1;
-                }
-                !by_itself
-            })
-            .filter_map(|s| {
-                let cert = leaf(&s.certificate).ok()?;
-                (cert.not_after <= horizon).then(|| {
-                    let name = qualified(&s.namespace, &s.name);
-                    let when = if cert.not_after <= ctx.now {
-                        format!("expired at {}", cert.not_after)
-                    } else {
-                        format!("expires at {}", cert.not_after)
-                    };
-                    (cert.not_after, format!("{name} {when}"))
-                })
-            })
-            .collect();
+        // One pass: each certificate is read once, and counts either as one
+        // a person renews or as one an operator renews by itself.
+        let (mut by_hand, mut rotated) = (0usize, 0usize);
+        let mut expiring: Vec<(jiff::Timestamp, String)> = Vec::new();
+        for s in &ctx.view.tls_secrets {
+            if s.rotated_by.is_none() {
+                by_hand += 1;
+            }
+            let Ok(cert) = leaf(&s.certificate) else {
+                continue;
+            };
+            if cert.not_after > horizon {
+                continue;
+            }
+            if s.rotated_by.is_some() {
+                rotated += 1;
+                continue;
+            }
+            let when = if cert.not_after <= ctx.now {
+                format!("expired at {}", cert.not_after)
+            } else {
+                format!("expires at {}", cert.not_after)
+            };
+            let name = qualified(&s.namespace, &s.name);
+            expiring.push((cert.not_after, format!("{name} {when}")));
+        }
         expiring.sort();
         let hours = UPDATE_WINDOW.as_secs() / 3600;
         let by_operators = match rotated {
@@ -68,12 +69,6 @@ impl Check for CertificatesExpiringSoon {
                 "; {n} that operators renew by themselves (service CA, certificate rotation, cert-manager) also expire within it and need no action"
             ),
         };
-        let by_hand = ctx
-            .view
-            .tls_secrets
-            .iter()
-            .filter(|s| s.rotated_by.is_none())
-            .count();
         if expiring.is_empty() {
             Finding::pass(format!(
                 "none of {by_hand} TLS certificates renewed by hand expires within {hours} hours of {}{by_operators}",

@@ -98,7 +98,7 @@ pub struct Context<'a> {
     /// certificate expiry): a snapshot's own time, else the clock.
     pub now: Timestamp,
     /// How `now` was found, in words.
-    pub now_source: String,
+    pub now_source: &'a str,
 }
 
 impl<'a> Context<'a> {
@@ -112,8 +112,8 @@ impl<'a> Context<'a> {
                 .or_else(|| (!cv.installing()).then(|| cv.desired_version()).flatten())
         });
         let (now, now_source) = match &view.as_of {
-            Some(as_of) => (as_of.time, as_of.source.clone()),
-            None => (clock, "the clock".to_owned()),
+            Some(as_of) => (as_of.time, as_of.source.as_str()),
+            None => (clock, "the clock"),
         };
         let kind = match (&current, &target.version) {
             (Some(current), Some(target)) => Some(UpdateKind::between(current, target)),

@@ -20,7 +20,7 @@ use std::path::Path;
 
 pub use authz::{BoxFuture, NoCluster, OverrideAuthorizer, SubjectAccessReviewer};
 pub use events::EventRecorder;
-pub use view::{API_VERSIONS, AsOf, CONFIG_MAPS, ClusterView, KINDS, kept};
+pub use view::{API_VERSIONS, AsOf, CONFIG_MAPS, ClusterView, kept, kinds};
 
 /// A client from `--kubeconfig`, or else `KUBECONFIG`, `~/.kube/config`, or
 /// the in-cluster service account.

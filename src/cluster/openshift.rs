@@ -258,15 +258,23 @@ pub const PLATFORM_CALLERS: &[&str] = &[
     "system:serviceaccount:openshift-infra:cluster-policy-controller",
 ];
 
-/// User agents of the same components, whatever user they run as.
+/// User agents of the same components, when they run as a service account
+/// of an `openshift-` namespace.
 pub const PLATFORM_USER_AGENTS: &[&str] = &["cluster-policy-controller/"];
 
 /// Whether a caller is a platform component whose calls need no action.
+/// The user agent is whatever the client sends, so it counts only beside an
+/// identity of the platform's own namespaces: a workload that claims a
+/// platform user agent is still counted.
 pub fn is_platform_caller(username: &str, user_agent: &str) -> bool {
+    let platform_account = username
+        .strip_prefix("system:serviceaccount:")
+        .is_some_and(|account| account.starts_with("openshift-"));
     PLATFORM_CALLERS.contains(&username)
-        || PLATFORM_USER_AGENTS
-            .iter()
-            .any(|prefix| user_agent.starts_with(prefix))
+        || platform_account
+            && PLATFORM_USER_AGENTS
+                .iter()
+                .any(|prefix| user_agent.starts_with(prefix))
 }
 
 /// Who called an API, and how often.
@@ -480,5 +488,28 @@ impl Infrastructure {
     pub fn single_node(&self) -> bool {
         let single = |t: &Option<String>| t.as_deref() == Some("SingleReplica");
         single(&self.status.control_plane_topology) && single(&self.status.infrastructure_topology)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_platform_caller;
+
+    #[test]
+    fn a_platform_user_agent_counts_only_from_a_platform_account() {
+        let agent = "cluster-policy-controller/v0.0.0";
+        assert!(is_platform_caller(
+            "system:kube-controller-manager",
+            "kubectl/1.31"
+        ));
+        assert!(is_platform_caller(
+            "system:serviceaccount:openshift-infra:default",
+            agent
+        ));
+        assert!(!is_platform_caller(
+            "system:serviceaccount:ci:deployer",
+            agent
+        ));
+        assert!(!is_platform_caller("alice", agent));
     }
 }

@@ -73,7 +73,7 @@ impl Report {
             current: ctx.current.as_ref().map(ToString::to_string),
             update_kind: ctx.kind.map(|k| format!("{k:?}").to_lowercase()),
             as_of: Some(ctx.now.to_string()),
-            as_of_source: Some(ctx.now_source.clone()),
+            as_of_source: Some(ctx.now_source.to_owned()),
             skipped: ctx.view.skipped.clone(),
             unread_files: ctx.view.unread_files.clone(),
             accepted,

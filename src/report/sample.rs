@@ -89,7 +89,7 @@ mod tests {
     #[test]
     fn the_sample_loads_every_kind_the_checks_read() {
         let view = load().unwrap();
-        for kind in crate::cluster::KINDS {
+        for kind in crate::cluster::kinds() {
             assert!(view.has(kind), "{kind}");
         }
         assert!(view.alerts.is_some());

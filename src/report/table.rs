@@ -89,7 +89,7 @@ fn skipped_line(report: &Report) -> Option<String> {
         .iter()
         .filter(|(key, _)| {
             let kind = key.split(' ').next().unwrap_or("");
-            crate::cluster::KINDS.contains(&kind)
+            crate::cluster::kinds().any(|k| k == kind)
         })
         .map(|(key, n)| format!("{n} {key}"))
         .collect();

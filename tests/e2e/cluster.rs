@@ -25,6 +25,17 @@ pub enum User {
     Bob,
 }
 
+impl User {
+    /// The user name the API server authenticates (the certificate's CN).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Admin => "admin",
+            Self::Alice => "alice",
+            Self::Bob => "bob",
+        }
+    }
+}
+
 pub struct World {
     env: HashMap<String, String>,
     pub gate_port: u16,
@@ -155,7 +166,7 @@ impl World {
         world.create_cluster_version();
         world.create_cluster_operators();
         world.seed_results();
-        world.ca_bundle = world.start_gate();
+        world.ca_bundle = world.start_gate(world.gate_port, world.admin_port, &[]);
         let first = world.start_replica("controller-a");
         world.replicas.lock().unwrap().push(first);
         // A control plane reused from an earlier run may still hold a target,
@@ -480,17 +491,18 @@ impl World {
     }
 
     /// Serves the gate in-process on a thread of its own, as `preflight-gate
-    /// serve` with the admin kubeconfig (for access reviews and Events).
-    fn start_gate(&self) -> String {
-        let certs = self.dir().join("certs");
+    /// serve` with the admin kubeconfig (for access reviews and Events), and
+    /// returns the CA bundle of its serving certificate.
+    fn start_gate(&self, gate_port: u16, admin_port: u16, extra: &[&str]) -> String {
+        let certs = self.dir().join(format!("certs-{gate_port}"));
         let written = preflight_gate::certs::generate(&certs, &[]).unwrap();
-        let args = [
+        let mut args = vec![
             "preflight-gate".to_owned(),
             "serve".into(),
             "--webhook-addr".into(),
-            format!("127.0.0.1:{}", self.gate_port),
+            format!("127.0.0.1:{gate_port}"),
             "--admin-addr".into(),
-            format!("127.0.0.1:{}", self.admin_port),
+            format!("127.0.0.1:{admin_port}"),
             "--tls-cert".into(),
             certs.join("tls.crt").display().to_string(),
             "--tls-key".into(),
@@ -504,6 +516,7 @@ impl World {
             "--stale-after".into(),
             format!("{STALE_AFTER_SECONDS}s"),
         ];
+        args.extend(extra.iter().map(|a| a.to_string()));
         let cli = <preflight_gate::cli::Cli as clap::Parser>::try_parse_from(args).unwrap();
         let preflight_gate::cli::Command::Serve(serve) = cli.command else {
             unreachable!()
@@ -515,36 +528,41 @@ impl World {
             }
         });
         let deadline = Instant::now() + Duration::from_secs(30);
-        while self.scrape_status("/readyz") != Some(200) {
+        while self.scrape_status_on(admin_port, "/readyz") != Some(200) {
             assert!(Instant::now() < deadline, "the gate never became ready");
             std::thread::sleep(Duration::from_millis(50));
         }
         written.ca_bundle()
     }
 
-    fn scrape_status(&self, path: &str) -> Option<u16> {
-        let (status, _) = self.http_get(path)?;
+    fn scrape_status_on(&self, admin_port: u16, path: &str) -> Option<u16> {
+        let (status, _) = http_get_on(admin_port, path)?;
         Some(status)
     }
 
     fn http_get(&self, path: &str) -> Option<(u16, String)> {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.admin_port)).ok()?;
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-        )
-        .ok()?;
-        let mut reply = String::new();
-        stream.read_to_string(&mut reply).ok()?;
-        let status = reply.split(' ').nth(1)?.parse().ok()?;
-        let body = reply
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_owned())
-            .unwrap_or_default();
-        Some((status, body))
+        http_get_on(self.admin_port, path)
     }
 
+    /// Starts one more gate, with `extra` flags, registers the webhook
+    /// configuration to call it instead, and waits until the API server
+    /// does. The next test's `lock()` points the webhook back at the world's
+    /// own gate; this one stays up, unused, until the run ends.
+    pub fn switch_to_gate_with(&self, extra: &[&str]) -> String {
+        let (gate_port, admin_port) = (free_port(), free_port());
+        let ca_bundle = self.start_gate(gate_port, admin_port, extra);
+        let url = format!("https://127.0.0.1:{gate_port}{}", preflight_gate::server::webhook::PATH);
+        let mut config = self.webhook_configuration(&url);
+        for webhook in config["webhooks"].as_array_mut().unwrap() {
+            webhook["clientConfig"]["caBundle"] = json!(ca_bundle);
+        }
+        self.apply_json(&config);
+        self.wait_for_webhook();
+        url
+    }
+}
+
+impl World {
     /// The gate's metrics, as Prometheus would scrape them.
     pub fn metrics(&self) -> String {
         self.http_get("/metrics").expect("the admin port answers").1
@@ -636,6 +654,11 @@ impl World {
     /// Registers the webhook and waits until the API server calls it.
     pub fn register_webhook(&self) {
         self.apply_json(&self.webhook_configuration(&self.gate_url()));
+        self.wait_for_webhook();
+    }
+
+    /// Waits until the API server calls the webhook as registered.
+    fn wait_for_webhook(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let out = self.kubectl(
@@ -787,4 +810,22 @@ pub fn metric(text: &str, name: &str, labels: &[&str]) -> f64 {
         .filter(|l| labels.iter().all(|label| l.contains(label)))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
+}
+
+fn http_get_on(admin_port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", admin_port)).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).ok()?;
+    let status = reply.split(' ').nth(1)?.parse().ok()?;
+    let body = reply
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Some((status, body))
 }

@@ -546,6 +546,28 @@ fn the_updater_role_may_update_and_ask_for_runs_but_not_override() {
             "version",
             "preflight.dev/override=4.15.3",
             "preflight.dev/override-reason=an updater trying",
+            &format!("preflight.dev/claimed-by={UPDATER}"),
+        ],
+    );
+    assert!(!annotate.ok, "an updater wrote an override");
+    assert!(
+        annotate.stderr.contains(&format!(
+            r#"Write refused: user "{UPDATER}" is not allowed the "override" verb"#
+        )),
+        "{}",
+        annotate.stderr
+    );
+    // An override someone else wrote is no more the updater's to use.
+    let annotate = world.kubectl(
+        User::Bob,
+        &[
+            "annotate",
+            "--overwrite",
+            "clusterversion",
+            "version",
+            "preflight.dev/override=4.15.3",
+            "preflight.dev/override-reason=written by an approver",
+            "preflight.dev/claimed-by=bob",
         ],
     );
     assert!(annotate.ok, "{}", annotate.stderr);

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::cluster::{User, WEBHOOK, image_patch_args, lock, merge_patch_args, metric};
+use crate::cluster::{
+    Output, User, WEBHOOK, World, image_patch_args, lock, merge_patch_args, metric,
+};
 
 const DENIED: &str = "denied the request: ";
 
@@ -309,26 +311,55 @@ fn a_server_dry_run_gets_the_verdict_and_triggers_nothing() {
     );
 }
 
+/// `kubectl annotate` of a force override for 4.15.3, as `user`, recording
+/// `claimed_by` as its writer.
+fn write_override(world: &World, user: User, claimed_by: &str) -> Output {
+    world.kubectl(
+        user,
+        &[
+            "annotate",
+            "--overwrite",
+            "clusterversion",
+            "version",
+            "preflight.dev/override=4.15.3",
+            "preflight.dev/override-reason=CVE fix; MCO degradation understood",
+            &format!("preflight.dev/claimed-by={claimed_by}"),
+        ],
+    )
+}
+
 #[test]
 fn the_force_annotation_needs_the_override_verb() {
     let (_turn, world) = lock();
-    let annotate = |user: User| {
-        let out = world.kubectl(
-            user,
-            &[
-                "annotate",
-                "--overwrite",
-                "clusterversion",
-                "version",
-                "preflight.dev/override=4.15.3",
-                "preflight.dev/override-reason=CVE fix; MCO degradation understood",
-            ],
-        );
-        assert!(out.ok, "{}", out.stderr);
-    };
 
-    // alice may edit the ClusterVersion, but not override.
-    annotate(User::Alice);
+    // alice may edit the ClusterVersion, but not override: the claim is
+    // refused as she writes it, so nobody can plant one for someone else.
+    let planted = write_override(world, User::Alice, "alice");
+    assert!(!planted.ok);
+    assert!(
+        planted.stderr.contains(r#"Write refused: user "alice" is not allowed the "override" verb on updatepreflights.preflight.dev."#),
+        "{}",
+        planted.stderr
+    );
+    // A claim names its own writer, never someone else.
+    let misattributed = write_override(world, User::Bob, "alice");
+    assert!(!misattributed.ok);
+    assert!(
+        misattributed
+            .stderr
+            .contains("records its writer in preflight.dev/claimed-by, and it says \"alice\""),
+        "{}",
+        misattributed.stderr
+    );
+    assert!(
+        world.cluster_version()["metadata"]["annotations"]
+            .get("preflight.dev/override")
+            .is_none()
+    );
+
+    // bob may write it; alice still may not carry it out.
+    let written = write_override(world, User::Bob, "bob");
+    assert!(written.ok, "{}", written.stderr);
     let refused = world.kubectl(User::Alice, &merge_patch_args("4.15.3", &[]));
     assert!(!refused.ok);
     assert!(
@@ -343,7 +374,6 @@ fn the_force_annotation_needs_the_override_verb() {
     );
 
     // bob is bound to the override ClusterRole.
-    annotate(User::Bob);
     let before = world.metrics();
     let honoured = world.kubectl(User::Bob, &merge_patch_args("4.15.3", &[]));
     assert!(honoured.ok, "{}", honoured.stderr);
@@ -395,6 +425,60 @@ fn the_force_annotation_needs_the_override_verb() {
     assert!(
         line.contains(&format!("\"{WEBHOOK}/overridden-checks\":\"*\"")),
         "{line}"
+    );
+    assert!(
+        line.contains(&format!("\"{WEBHOOK}/claimed-by\":\"bob\"")),
+        "{line}"
+    );
+    // The write of the claim is in the audit log too, with its writer.
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains(&format!("\"{WEBHOOK}/claim-by\":\"bob\""))),
+        "no audit event carries claim-by=bob"
+    );
+}
+
+#[test]
+fn four_eyes_honours_a_claim_only_from_another_identity() {
+    let (_turn, world) = lock();
+    world.switch_to_gate_with(&["--require-distinct-approver"]);
+
+    // bob writes the override and asks for the target himself: refused.
+    let written = write_override(world, User::Bob, "bob");
+    assert!(written.ok, "{}", written.stderr);
+    let own = world.kubectl(User::Bob, &merge_patch_args("4.15.3", &[]));
+    assert!(!own.ok, "one identity wrote the claim and the target");
+    assert!(
+        own.stderr.contains("Override ignored: preflight.dev/override was written by bob, who is changing the target; --require-distinct-approver needs it written by someone other than bob."),
+        "{}",
+        own.stderr
+    );
+    assert!(
+        world.cluster_version()["spec"]
+            .get("desiredUpdate")
+            .is_none()
+    );
+
+    // The same claim, carried out by a second identity: honoured.
+    let other = world.kubectl(User::Admin, &merge_patch_args("4.15.3", &[]));
+    assert!(other.ok, "{}", other.stderr);
+    assert!(
+        other.stderr.contains("preflight-gate: override by "),
+        "{}",
+        other.stderr
+    );
+    assert_eq!(
+        world.cluster_version()["spec"]["desiredUpdate"]["version"],
+        "4.15.3"
+    );
+    let audit = world
+        .audit_log()
+        .expect("the control plane writes an audit log");
+    assert!(
+        audit.lines().any(|l| l.contains(&format!("\"{WEBHOOK}/claimed-by\":\"bob\""))
+            && l.contains(&format!("\"{WEBHOOK}/override-reason\""))),
+        "no audit event of the honoured override names bob as its approver"
     );
 }
 

@@ -24,9 +24,12 @@ fn now() -> f64 {
     jiff::Timestamp::now().as_millisecond() as f64 / 1000.0
 }
 
+/// Writes claims as `user`, who records themself as their writer.
 fn annotate(world: &World, user: User, pairs: &[&str]) {
+    let claimed_by = format!("preflight.dev/claimed-by={}", user.name());
     let mut args = vec!["annotate", "--overwrite", "clusterversion", "version"];
     args.extend(pairs);
+    args.push(&claimed_by);
     let out = world.kubectl(user, &args);
     assert!(out.ok, "{}", out.stderr);
 }
@@ -91,6 +94,7 @@ impl Drop for Tidy {
                 "preflight.dev/accept-",
                 "preflight.dev/override-",
                 "preflight.dev/override-reason-",
+                "preflight.dev/claimed-by-",
             ],
         );
     }

@@ -70,7 +70,12 @@ impl Review {
         self
     }
 
+    /// An annotation the ClusterVersion already has, before and after
+    /// (a claim written earlier).
     pub fn annotate(mut self, key: &str, value: &str) -> Self {
+        if !self.0["request"]["oldObject"].is_null() {
+            self.0["request"]["oldObject"]["metadata"]["annotations"][key] = json!(value);
+        }
         self.0["request"]["object"]["metadata"]["annotations"][key] = json!(value);
         self
     }
