@@ -46,26 +46,40 @@ impl fmt::Display for ReleaseKey {
     }
 }
 
-/// An OpenShift release version: `4.15.3`, `4.16.0-ec.2`, `4.14.0-rc.1`.
+/// An OpenShift release version: `4.15.3`, `4.16.0-ec.2`, `4.14.0-rc.1`,
+/// `4.15.0-okd-scos.9`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Version {
     pub major: u64,
     pub minor: u64,
     pub patch: u64,
-    /// The pre-release part, e.g. `ec.2` or `rc.1`.
-    pub pre: Option<String>,
+    /// The pre-release part, e.g. `ec.2` or `rc.1`, ordered as semver 2
+    /// orders it: numeric identifiers as numbers, so `ec.9` < `ec.10`.
+    pub pre: Option<semver::Prerelease>,
 }
 
 impl Version {
+    /// Reads `X.Y[.Z][-pre][+build]`, with an optional leading `v`. Build
+    /// metadata is dropped, as semver precedence ignores it. A pre-release
+    /// that semver does not allow (an empty identifier, a numeric one with
+    /// a leading zero) is no version.
     pub fn parse(text: &str) -> Option<Self> {
         let text = text.trim().trim_start_matches('v');
+        let text = text.split_once('+').map_or(text, |(version, _build)| version);
         let (core, pre) = match text.split_once('-') {
-            Some((core, pre)) => (core, Some(pre.to_owned())),
+            Some((_, "")) => return None,
+            Some((core, pre)) => (core, Some(semver::Prerelease::new(pre).ok()?)),
             None => (text, None),
         };
         let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
         let (major, minor) = (parts.next()??, parts.next()??);
-        let patch = parts.next().flatten().unwrap_or(0);
+        let patch = match parts.next() {
+            Some(patch) => patch?,
+            None => 0,
+        };
+        if parts.next().is_some() {
+            return None;
+        }
         Some(Self {
             major,
             minor,
@@ -87,7 +101,9 @@ impl PartialOrd for Version {
 }
 
 impl Ord for Version {
-    /// Semantic-version order: a pre-release sorts before its release.
+    /// Semver 2 precedence: a pre-release sorts before its release, and
+    /// pre-releases compare identifier by identifier (`rc.1` < `rc.2` <
+    /// `rc.10`; numbers before words; `ec.2` < `rc.1`).
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         (self.major, self.minor, self.patch)
             .cmp(&(other.major, other.minor, other.patch))
@@ -156,6 +172,43 @@ mod tests {
     fn update_kinds(#[case] from: &str, #[case] to: &str, #[case] kind: UpdateKind) {
         let (from, to) = (Version::parse(from).unwrap(), Version::parse(to).unwrap());
         assert_eq!(UpdateKind::between(&from, &to), kind);
+    }
+
+    #[rstest]
+    #[case::engineering_candidates("4.17.0-ec.9", "4.17.0-ec.10")]
+    #[case::release_candidates("4.16.0-rc.2", "4.16.0-rc.10")]
+    #[case::okd("4.15.0-okd-scos.9", "4.15.0-okd-scos.16")]
+    #[case::candidate_before_release("4.16.0-rc.1", "4.16.0")]
+    #[case::ec_before_rc("4.16.0-ec.5", "4.16.0-rc.1")]
+    #[case::numbers_before_words("4.16.0-0.nightly", "4.16.0-ec.1")]
+    #[case::fewer_identifiers_first("4.16.0-rc", "4.16.0-rc.1")]
+    #[case::patch_numbers("4.15.9", "4.15.10")]
+    fn pre_releases_order_as_semver_2_says(#[case] lower: &str, #[case] higher: &str) {
+        let (lower, higher) = (Version::parse(lower).unwrap(), Version::parse(higher).unwrap());
+        assert!(lower < higher, "{lower} < {higher}");
+        assert!(higher > lower);
+    }
+
+    #[rstest]
+    #[case("4.16.0-ec.01")]
+    #[case("4.16.0-")]
+    #[case("4.16.0-rc..1")]
+    #[case("4.16.0.1")]
+    #[case("4.x.0")]
+    #[case("4.16.x")]
+    fn malformed_versions_are_none(#[case] text: &str) {
+        assert_eq!(Version::parse(text), None, "{text}");
+    }
+
+    #[test]
+    fn build_metadata_is_ignored_and_pre_releases_print_as_given() {
+        let v = Version::parse("4.17.0-ec.10+a1b2c3").unwrap();
+        assert_eq!(v, Version::parse("4.17.0-ec.10").unwrap());
+        assert_eq!(v.to_string(), "4.17.0-ec.10");
+        assert_eq!(
+            Version::parse("4.15.0-okd-scos.9").unwrap().to_string(),
+            "4.15.0-okd-scos.9"
+        );
     }
 
     #[test]

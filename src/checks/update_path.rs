@@ -119,6 +119,10 @@ mod tests {
     #[case::rollback_elsewhere(&["4.15.10", "4.15.3"], "4.15.5", Outcome::Fail, "only supported to the previous patch version the cluster ran (4.15.3)")]
     #[case::rollback_minor(&["4.16.1", "4.15.3"], "4.15.3", Outcome::Fail, "a rollback is only supported")]
     #[case::same(&["4.15.3"], "4.15.3", Outcome::Pass, "the version the cluster runs")]
+    #[case::ec_back_is_a_rollback(&["4.17.0-ec.10", "4.17.0-ec.8"], "4.17.0-ec.9", Outcome::Fail, "4.17.0-ec.9 is older than 4.17.0-ec.10")]
+    #[case::ec_forward_is_an_update(&["4.17.0-ec.9"], "4.17.0-ec.10", Outcome::Pass, "a patch update from 4.17.0-ec.9 to 4.17.0-ec.10")]
+    #[case::okd_back_is_a_rollback(&["4.15.0-okd-scos.16"], "4.15.0-okd-scos.9", Outcome::Fail, "4.15.0-okd-scos.9 is older than 4.15.0-okd-scos.16")]
+    #[case::rc_to_release(&["4.16.0-rc.10"], "4.16.0", Outcome::Pass, "a patch update from 4.16.0-rc.10 to 4.16.0")]
     #[case::absurd(&["4.15.3"], "4.18446744073709551615.0", Outcome::Fail, "crosses 18446744073709551600 minor versions")]
     fn paths(
         #[case] versions: &[&str],
