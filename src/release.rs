@@ -65,7 +65,9 @@ impl Version {
     /// a leading zero) is no version.
     pub fn parse(text: &str) -> Option<Self> {
         let text = text.trim().trim_start_matches('v');
-        let text = text.split_once('+').map_or(text, |(version, _build)| version);
+        let text = text
+            .split_once('+')
+            .map_or(text, |(version, _build)| version);
         let (core, pre) = match text.split_once('-') {
             Some((_, "")) => return None,
             Some((core, pre)) => (core, Some(semver::Prerelease::new(pre).ok()?)),
@@ -184,7 +186,10 @@ mod tests {
     #[case::fewer_identifiers_first("4.16.0-rc", "4.16.0-rc.1")]
     #[case::patch_numbers("4.15.9", "4.15.10")]
     fn pre_releases_order_as_semver_2_says(#[case] lower: &str, #[case] higher: &str) {
-        let (lower, higher) = (Version::parse(lower).unwrap(), Version::parse(higher).unwrap());
+        let (lower, higher) = (
+            Version::parse(lower).unwrap(),
+            Version::parse(higher).unwrap(),
+        );
         assert!(lower < higher, "{lower} < {higher}");
         assert!(higher > lower);
     }

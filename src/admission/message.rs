@@ -14,6 +14,82 @@ use crate::preflight::{CheckResult, Outcome, UpdatePreflight};
 /// How many failures a denial lists before "and N more".
 pub const MAX_LISTED: usize = 5;
 
+/// The longest line, in characters, that text from the cluster or a check
+/// may take in an answer.
+pub const MAX_LINE: usize = 240;
+
+/// The longest denial, in bytes: `oc` prints it whole, at a terminal.
+pub const MAX_DENIAL: usize = 4096;
+
+/// The longest warning, in characters: one check's line with its prefix.
+pub const MAX_WARNING: usize = 640;
+
+/// Text that came from the cluster or a check, made safe for a terminal:
+/// control characters (C0, DEL, C1: escape sequences, carriage returns,
+/// line breaks) become spaces, runs of white space one space, and past
+/// `max_chars` the rest is cut, saying how much.
+pub fn clean(text: &str, max_chars: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max_chars + 32));
+    let mut kept = 0usize;
+    let mut cut = 0usize;
+    // Starting as if after a space drops leading white space.
+    let mut space = true;
+    for c in text.chars() {
+        let c = if c.is_control() || c.is_whitespace() {
+            ' '
+        } else {
+            c
+        };
+        if c == ' ' && space {
+            continue;
+        }
+        space = c == ' ';
+        if kept < max_chars {
+            out.push(c);
+            kept += 1;
+        } else {
+            cut += 1;
+        }
+    }
+    if out.ends_with(' ') {
+        out.pop();
+    }
+    if cut > 0 {
+        let _ = write!(out, "… ({cut} more characters cut)");
+    }
+    out
+}
+
+/// A whole answer, bounded: each line stripped of control characters, and
+/// past [`MAX_DENIAL`] bytes the remaining lines cut, saying how many.
+pub fn bounded(message: &str) -> String {
+    let lines: Vec<String> = message
+        .lines()
+        .map(|l| {
+            l.chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect()
+        })
+        .collect();
+    let mut out = String::with_capacity(message.len().min(MAX_DENIAL));
+    for (i, line) in lines.iter().enumerate() {
+        // Room for this line, its break, and the note that would follow.
+        if out.len() + line.len() + 1 > MAX_DENIAL - 80 {
+            let _ = write!(
+                out,
+                "\n… {} more lines cut; the full report has everything",
+                lines.len() - i
+            );
+            break;
+        }
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(line);
+    }
+    out
+}
+
 pub fn first_line(message: &str) -> &str {
     message.lines().next().unwrap_or("")
 }
@@ -37,16 +113,18 @@ pub fn short_duration(d: Duration) -> String {
     }
 }
 
+/// One check as a line: its name, message and link, each cleaned and
+/// bounded, since all three may come from a check's own output.
 fn check_line(check: &CheckResult) -> String {
-    let mut line = format!("- {}", check.name);
+    let mut line = format!("- {}", clean(&check.name, 80));
     if check.outcome == Outcome::Error {
         line.push_str(" (check errored)");
     }
     if !check.message.is_empty() {
-        let _ = write!(line, ": {}", check.message.trim());
+        let _ = write!(line, ": {}", clean(&check.message, MAX_LINE));
     }
     if let Some(url) = check.remediation_url.as_deref().filter(|u| !u.is_empty()) {
-        let _ = write!(line, " ({url})");
+        let _ = write!(line, " ({})", clean(url, 200));
     }
     line
 }
@@ -108,10 +186,13 @@ pub fn run_error(target: &Target, result: &UpdatePreflight) -> String {
         .and_then(|s| {
             s.conditions
                 .iter()
-                .map(|c| c.message.clone())
+                .map(|c| c.message.as_str())
                 .find(|m| !m.is_empty())
         })
-        .unwrap_or_else(|| "no check reported a result".to_owned());
+        .map_or_else(
+            || "no check reported a result".to_owned(),
+            |m| clean(m, MAX_LINE),
+        );
     format!(
         "preflight for {} errored: {detail}\n{}\n{}",
         target.display(),

@@ -289,14 +289,18 @@ impl Response {
                 allowed: verdict.allowed,
                 status: (!verdict.allowed).then(|| Status {
                     code: verdict.code,
-                    message: verdict.message.clone(),
+                    message: super::message::bounded(&verdict.message),
                     reason: if verdict.code == 400 {
                         "BadRequest"
                     } else {
                         "Forbidden"
                     },
                 }),
-                warnings: verdict.warnings.clone(),
+                warnings: verdict
+                    .warnings
+                    .iter()
+                    .map(|w| super::message::clean(w, super::message::MAX_WARNING))
+                    .collect(),
                 audit_annotations: verdict.audit.clone(),
             },
         )

@@ -783,7 +783,8 @@ fn a_claim_written_with_the_target_is_one_question_for_both() {
 
 #[test]
 fn four_eyes_refuses_an_override_its_requester_wrote() {
-    let review = forced(Review::new().version("4.15.3")).annotate("preflight.dev/claimed-by", "alice");
+    let review =
+        forced(Review::new().version("4.15.3")).annotate("preflight.dev/claimed-by", "alice");
     let v = decide_with(&review, &source(), &four_eyes())
         .into_final()
         .expect("nothing to authorize");
@@ -802,9 +803,13 @@ fn four_eyes_refuses_an_override_its_requester_wrote() {
 
 #[test]
 fn four_eyes_refuses_a_claim_that_names_no_writer() {
-    let v = decide_with(&forced(Review::new().version("4.15.3")), &source(), &four_eyes())
-        .into_final()
-        .unwrap();
+    let v = decide_with(
+        &forced(Review::new().version("4.15.3")),
+        &source(),
+        &four_eyes(),
+    )
+    .into_final()
+    .unwrap();
     assert!(!v.allowed);
     assert!(
         v.message
@@ -816,10 +821,13 @@ fn four_eyes_refuses_a_claim_that_names_no_writer() {
 
 #[test]
 fn four_eyes_honours_an_override_another_identity_wrote() {
-    let review = forced(Review::new().version("4.15.3"))
-        .annotate("preflight.dev/claimed-by", "bob");
+    let review =
+        forced(Review::new().version("4.15.3")).annotate("preflight.dev/claimed-by", "bob");
     let p = pending_override(review, &four_eyes());
-    assert_eq!(p.user.username, "alice", "the requester still needs the verb");
+    assert_eq!(
+        p.user.username, "alice",
+        "the requester still needs the verb"
+    );
     let v = p.clone().resolve(Authorization::Allowed);
     assert!(v.allowed);
     assert_eq!(v.reason, Reason::Overridden);
@@ -842,7 +850,9 @@ fn four_eyes_counts_accept_annotations_by_another_identity_only() {
     assert_eq!(v.audit["claimed-by"], "bob");
 
     // bob wrote it, and bob asks: not four eyes.
-    let own = accept().annotate("preflight.dev/claimed-by", "bob").by("bob");
+    let own = accept()
+        .annotate("preflight.dev/claimed-by", "bob")
+        .by("bob");
     let v = decide_with(&own, &source(), &four_eyes())
         .into_final()
         .unwrap();
@@ -864,7 +874,8 @@ fn four_eyes_does_not_count_what_the_requester_writes_with_the_target() {
         .unwrap();
     assert!(!v.allowed);
     assert!(
-        v.message.contains("acceptRisks ClusterOperatorsHealthy,NodesReady is written with the target"),
+        v.message
+            .contains("acceptRisks ClusterOperatorsHealthy,NodesReady is written with the target"),
         "{}",
         v.message
     );
@@ -874,7 +885,9 @@ fn four_eyes_does_not_count_what_the_requester_writes_with_the_target() {
         ..four_eyes()
     };
     let force = Review::new().to(json!({"version": "4.15.3", "force": true}));
-    let v = decide_with(&force, &source(), &policy).into_final().unwrap();
+    let v = decide_with(&force, &source(), &policy)
+        .into_final()
+        .unwrap();
     assert!(!v.allowed);
     assert!(
         v.message
@@ -882,4 +895,87 @@ fn four_eyes_does_not_count_what_the_requester_writes_with_the_target() {
         "{}",
         v.message
     );
+}
+
+#[test]
+fn text_from_a_check_reaches_the_terminal_clean_and_bounded() {
+    // A crafted operator condition: escape sequences that clear the screen
+    // and print a fake pass, and a quarter of a megabyte of text.
+    let crafted = format!(
+        "\u{1b}[2J\u{1b}[HALL CHECKS PASSED\r\n\u{9b}31m{}",
+        "x".repeat(250_000)
+    );
+    let s = source();
+    let mut c = check("ClusterOperatorsHealthy", "Blocking", "Fail");
+    c["message"] = json!(crafted);
+    let mut warn = check("CertificatesExpiringSoon", "Warning", "Fail");
+    warn["message"] = json!(format!("\u{7}bell {}", "y".repeat(10_000)));
+    s.cache.apply(result(
+        "cond",
+        IMG_COND,
+        "Failed",
+        "2026-11-30T11:00:00Z",
+        json!([c, warn]),
+    ));
+    let review = Review::new().version("4.15.16");
+    let v = decide_with(&review, &s, &Policy::default())
+        .into_final()
+        .unwrap();
+    let json = serde_json::to_value(Response::decided(&review.parse(), &v)).unwrap();
+    let message = json["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.len() <= message::MAX_DENIAL,
+        "{} bytes",
+        message.len()
+    );
+    assert!(
+        !message.chars().any(|c| c.is_control() && c != '\n'),
+        "{message:?}"
+    );
+    let line = message
+        .lines()
+        .find(|l| l.starts_with("- ClusterOperatorsHealthy"))
+        .unwrap();
+    assert!(
+        line.starts_with("- ClusterOperatorsHealthy: [2J [HALL CHECKS PASSED 31mxxx"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(" more characters cut) (https://docs.example/ClusterOperatorsHealthy)"),
+        "{line}"
+    );
+    assert!(line.chars().count() < message::MAX_LINE + 120, "{line}");
+    for warning in json["response"]["warnings"].as_array().unwrap() {
+        let warning = warning.as_str().unwrap();
+        assert!(
+            warning.chars().count() <= message::MAX_WARNING + 40,
+            "{warning}"
+        );
+        assert!(!warning.chars().any(char::is_control), "{warning:?}");
+    }
+}
+
+#[test]
+fn an_answer_past_its_budget_is_cut_at_a_line_and_says_so() {
+    let long: Vec<String> = (0..100)
+        .map(|i| format!("line {i}: {}", "z".repeat(100)))
+        .collect();
+    let bounded = message::bounded(&long.join("\n"));
+    assert!(bounded.len() <= message::MAX_DENIAL, "{}", bounded.len());
+    assert!(bounded.starts_with("line 0: "));
+    let last = bounded.lines().last().unwrap();
+    assert!(
+        last.starts_with("… ") && last.ends_with(" more lines cut; the full report has everything"),
+        "{last}"
+    );
+    let kept = bounded.lines().count() - 1;
+    assert_eq!(
+        last,
+        format!(
+            "… {} more lines cut; the full report has everything",
+            100 - kept
+        )
+    );
+    // A short answer is left as it is.
+    assert_eq!(message::bounded("a\nb"), "a\nb");
 }

@@ -40,7 +40,13 @@ impl EventRecorder {
                             EventType::Normal
                         },
                         reason: note.reason.to_owned(),
-                        note: Some(truncate(note.message, 1000)),
+                        // The note quotes the requester's own words (an override
+                        // reason): cleaned of control characters, and within
+                        // the API's 1 KiB.
+                        note: Some(truncate(
+                            crate::admission::message::clean(&note.message, 900),
+                            1000,
+                        )),
                         action: "Admission".into(),
                         // One Event per target: the recorder folds repeats
                         // of the same key into a series and keeps the first

@@ -7,6 +7,10 @@ use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
 use owo_colors::OwoColorize;
 
 use super::Report;
+use crate::admission::message::clean;
+
+/// The longest message a table cell shows, in characters.
+const MAX_TABLE_CELL: usize = 4000;
 use crate::preflight::{CheckResult, Outcome, Severity};
 
 /// Width of the table, so the output is the same on every terminal.
@@ -34,13 +38,16 @@ pub fn table(report: &Report, color: bool) -> String {
             .as_deref()
             .filter(|_| r.outcome != Outcome::Pass)
         {
-            links.push_str(&format!("  {}: {url}\n", r.name));
+            links.push_str(&format!("  {}: {}\n", r.name, clean(url, 200)));
         }
         table.add_row(vec![
             Cell::new(&r.name),
             Cell::new(format!("{:?}", r.severity)),
             outcome(r),
-            Cell::new(&r.message),
+            // The table keeps whole messages (a check's own findings, risk
+            // names last); only control characters go, and a runaway one
+            // is cut.
+            Cell::new(clean(&r.message, MAX_TABLE_CELL)),
         ]);
     }
     if !links.is_empty() {

@@ -551,7 +551,10 @@ impl World {
     pub fn switch_to_gate_with(&self, extra: &[&str]) -> String {
         let (gate_port, admin_port) = (free_port(), free_port());
         let ca_bundle = self.start_gate(gate_port, admin_port, extra);
-        let url = format!("https://127.0.0.1:{gate_port}{}", preflight_gate::server::webhook::PATH);
+        let url = format!(
+            "https://127.0.0.1:{gate_port}{}",
+            preflight_gate::server::webhook::PATH
+        );
         let mut config = self.webhook_configuration(&url);
         for webhook in config["webhooks"].as_array_mut().unwrap() {
             webhook["clientConfig"]["caBundle"] = json!(ca_bundle);

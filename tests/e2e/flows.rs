@@ -476,8 +476,10 @@ fn four_eyes_honours_a_claim_only_from_another_identity() {
         .audit_log()
         .expect("the control plane writes an audit log");
     assert!(
-        audit.lines().any(|l| l.contains(&format!("\"{WEBHOOK}/claimed-by\":\"bob\""))
-            && l.contains(&format!("\"{WEBHOOK}/override-reason\""))),
+        audit
+            .lines()
+            .any(|l| l.contains(&format!("\"{WEBHOOK}/claimed-by\":\"bob\""))
+                && l.contains(&format!("\"{WEBHOOK}/override-reason\""))),
         "no audit event of the honoured override names bob as its approver"
     );
 }
