@@ -42,6 +42,8 @@ pub struct DesiredUpdate {
     pub force: bool,
     /// `Preflight` asks the CVO to only check the target (enhancement #1930).
     pub mode: Option<String>,
+    /// `Multi` asks for the multi-architecture payload of the same version.
+    pub architecture: Option<String>,
     #[serde(deserialize_with = "null_as_default")]
     pub accept_risks: Vec<AcceptRisk>,
 }

@@ -281,12 +281,51 @@ pub fn decide(
     if name != CLUSTER_VERSION_NAME {
         return Decision::Final(Verdict::allow(Reason::NotGated));
     }
-    let decision = decide_target(request, new, source, policy, now);
+    let mut decision = decide_target(request, new, source, policy, now);
+    if forces(request.old_object.as_ref(), new) {
+        decision = force_write(request, decision);
+    }
     let claims = overrides::written_claims(request.old_object.as_ref(), new);
     if claims.is_empty() {
         decision
     } else {
         claim_write(request, new, &claims, decision)
+    }
+}
+
+/// Whether the write sets `spec.desiredUpdate.force`, or asks for another
+/// target with it set.
+fn forces(old: Option<&ClusterVersion>, new: &ClusterVersion) -> bool {
+    let update = |cv: &ClusterVersion| cv.spec.desired_update.clone();
+    match update(new) {
+        Some(now) if now.force => old.and_then(update) != Some(now),
+        _ => false,
+    }
+}
+
+/// `spec.desiredUpdate.force` makes the CVO skip its own preconditions and
+/// the release's signature check: whoever sets it needs the `override`
+/// verb, whatever the preflight says.
+fn force_write(request: &Request, decision: Decision) -> Decision {
+    let refused = Verdict::deny(
+        Reason::Failed,
+        403,
+        message::force_refused(&request.user.username),
+    );
+    Decision::NeedsAuthorization(Box::new(PendingOverride {
+        user: request.user.clone(),
+        granted: granted_if_authorized(decision),
+        refused,
+        asked: Asked::Override,
+    }))
+}
+
+/// The verdict a write gets once its requester is known to hold the
+/// `override` verb; one access review answers every question of a write.
+fn granted_if_authorized(decision: Decision) -> Verdict {
+    match decision {
+        Decision::Final(verdict) => verdict,
+        Decision::NeedsAuthorization(pending) => pending.granted,
     }
 }
 
@@ -314,10 +353,7 @@ fn claim_write(
         );
         return Decision::Final(refused);
     }
-    let mut granted = match decision {
-        Decision::Final(verdict) => verdict,
-        Decision::NeedsAuthorization(pending) => pending.granted,
-    };
+    let mut granted = granted_if_authorized(decision);
     if matches!(granted.reason, Reason::NoTargetChange | Reason::NotGated) {
         granted.reason = Reason::ClaimWritten;
     }
@@ -363,7 +399,9 @@ fn decide_target(
             Decision::Final(Verdict::allow(Reason::NoTargetChange))
         }
         Resolution::None => Decision::Final(Verdict::allow(Reason::Cleared)),
-        _ if same_target(&resolution, &old_resolution) => {
+        _ if same_target(&resolution, &old_resolution)
+            && !payload_changed(request.old_object.as_ref(), new) =>
+        {
             Decision::Final(Verdict::allow(Reason::NoTargetChange))
         }
         Resolution::UnknownVersion(version) => Decision::Final(Verdict::deny(
@@ -373,6 +411,18 @@ fn decide_target(
         )),
         Resolution::Target(target) => gate(request, new, &target, source, policy, now),
     }
+}
+
+/// Whether `mode` or `architecture` changed: dropping `mode: Preflight`
+/// turns a check into a real update, and `architecture: Multi` asks for
+/// another payload. Either is a target change.
+fn payload_changed(old: Option<&ClusterVersion>, new: &ClusterVersion) -> bool {
+    let payload = |cv: Option<&ClusterVersion>| {
+        cv.and_then(|cv| cv.spec.desired_update.as_ref())
+            .map(|u| (u.mode.clone(), u.architecture.clone()))
+            .unwrap_or_default()
+    };
+    payload(old) != payload(Some(new))
 }
 
 /// What the cache says about a target.

@@ -296,3 +296,11 @@ pub fn four_eyes_spec_accept(names: &BTreeSet<String>) -> String {
 pub fn four_eyes_desired_update_force() -> String {
     "spec.desiredUpdate.force is written with the target, so --require-distinct-approver does not count it; an approver writes preflight.dev/override instead".to_owned()
 }
+
+/// Why setting `spec.desiredUpdate.force` is refused.
+pub fn force_refused(user: &str) -> String {
+    format!(
+        "preflight-gate: {user} may not set spec.desiredUpdate.force\n\
+         force makes the cluster-version operator skip its own preconditions and the release's signature check, so it needs the \"override\" verb on updatepreflights.preflight.dev."
+    )
+}

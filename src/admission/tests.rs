@@ -578,7 +578,7 @@ fn a_force_override_within_its_time_limit_is_honoured() {
 #[test]
 fn desired_update_force_needs_the_flag() {
     let review = || Review::new().to(json!({"version": "4.15.3", "force": true}));
-    let v = verdict(review());
+    let v = pending_override(review(), &Policy::default()).resolve(Authorization::Allowed);
     assert!(!v.allowed);
     assert!(
         v.message
@@ -885,9 +885,7 @@ fn four_eyes_does_not_count_what_the_requester_writes_with_the_target() {
         ..four_eyes()
     };
     let force = Review::new().to(json!({"version": "4.15.3", "force": true}));
-    let v = decide_with(&force, &source(), &policy)
-        .into_final()
-        .unwrap();
+    let v = pending_override(force, &policy).resolve(Authorization::Allowed);
     assert!(!v.allowed);
     assert!(
         v.message
@@ -978,4 +976,47 @@ fn an_answer_past_its_budget_is_cut_at_a_line_and_says_so() {
     );
     // A short answer is left as it is.
     assert_eq!(message::bounded("a\nb"), "a\nb");
+}
+
+#[rstest]
+#[case::passing_target(Review::new().to(json!({"version": "4.14.12", "force": true})))]
+#[case::force_only(Review::new().to(json!({"version": "4.14.12", "force": true})).from(json!({"version": "4.14.12"})))]
+fn setting_force_needs_the_override_verb_whatever_the_checks_say(#[case] review: Review) {
+    let p = pending_override(review, &Policy::default());
+    assert!(p.clone().resolve(Authorization::Allowed).allowed);
+    let refused = p.resolve(Authorization::Denied);
+    assert!(!refused.allowed);
+    assert_eq!(refused.code, 403);
+    assert!(
+        refused
+            .message
+            .starts_with("preflight-gate: alice may not set spec.desiredUpdate.force"),
+        "{}",
+        refused.message
+    );
+}
+
+#[test]
+fn force_left_as_it_was_asks_nothing() {
+    let v = verdict(
+        Review::new()
+            .to(json!({"version": "4.14.12", "force": true}))
+            .from(json!({"version": "4.14.12", "force": true})),
+    );
+    assert!(v.allowed);
+    assert_eq!(v.reason, Reason::NoTargetChange);
+}
+
+#[rstest]
+#[case::mode_dropped(json!({"version": "4.15.3", "mode": "Preflight"}), json!({"version": "4.15.3"}))]
+#[case::architecture_multi(json!({"version": "4.15.3"}), json!({"version": "4.15.3", "architecture": "Multi"}))]
+fn a_change_of_mode_or_architecture_is_a_target_change(#[case] from: Value, #[case] to: Value) {
+    let v = verdict(Review::new().to(to).from(from));
+    assert!(!v.allowed, "{v:?}");
+    assert_eq!(v.reason, Reason::Failed);
+    assert!(
+        v.message.starts_with("preflight for 4.15.3 failed"),
+        "{}",
+        v.message
+    );
 }
