@@ -156,6 +156,13 @@ fn the_webhook_configuration_is_as_the_design_says_in_every_overlay() {
                 .any(|c| c["expression"].as_str().unwrap().contains("desiredUpdate")),
             "{overlay}: a match condition on desiredUpdate"
         );
+        assert!(
+            conditions.iter().any(|c| c["expression"]
+                .as_str()
+                .unwrap()
+                .contains("k.startsWith('preflight.dev/')")),
+            "{overlay}: writes of preflight.dev/ claims reach the gate"
+        );
         let client = &w["clientConfig"];
         assert!(
             client.get("url").is_some() != client.get("service").is_some(),
