@@ -261,6 +261,11 @@ pub struct PolicyArgs {
     /// Retry hint given while a run is pending.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_RETRY_AFTER")]
     pub retry_after: Duration,
+    /// The longest time ahead an override's or accept's `until` may be:
+    /// preflight.dev/override-until and preflight.dev/accept-until are
+    /// required, and refused past it.
+    #[arg(long, default_value = "24h", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_MAX_OVERRIDE_DURATION")]
+    pub max_override_duration: Duration,
     /// The four-eyes rule: honour an override or accept claim only when
     /// preflight.dev/claimed-by names someone other than the requester.
     #[arg(long, env = "PREFLIGHT_GATE_REQUIRE_DISTINCT_APPROVER")]
@@ -337,6 +342,7 @@ impl PolicyArgs {
             fail_open_checks: self.fail_open_checks.iter().cloned().collect(),
             retry_after: self.retry_after,
             require_distinct_approver: self.require_distinct_approver,
+            max_override_duration: self.max_override_duration,
         }
     }
 }

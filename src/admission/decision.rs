@@ -41,6 +41,8 @@ pub struct Policy {
     /// The four-eyes rule: an override or accept claim counts only when
     /// `preflight.dev/claimed-by` names someone other than the requester.
     pub require_distinct_approver: bool,
+    /// How far ahead an override's or accept's `until` may be.
+    pub max_override_duration: Duration,
 }
 
 impl Default for Policy {
@@ -52,6 +54,7 @@ impl Default for Policy {
             fail_open_checks: BTreeSet::new(),
             retry_after: Duration::from_secs(60),
             require_distinct_approver: false,
+            max_override_duration: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -289,7 +292,7 @@ pub fn decide(
     if claims.is_empty() {
         decision
     } else {
-        claim_write(request, new, &claims, decision)
+        claim_write(request, new, &claims, decision, policy, now)
     }
 }
 
@@ -338,6 +341,8 @@ fn claim_write(
     cv: &ClusterVersion,
     claims: &[&str],
     decision: Decision,
+    policy: &Policy,
+    now: Timestamp,
 ) -> Decision {
     let user = request.user.username.as_str();
     let listed = claims.join(", ");
@@ -351,6 +356,12 @@ fn claim_write(
             &mut refused.message,
             &message::claim_unattributed(cv.annotation(overrides::CLAIMED_BY), user),
         );
+        return Decision::Final(refused);
+    }
+    // A claim's bounds are checked as it is written, so none outlives
+    // --max-override-duration, even unused, and a mistake is said at once.
+    if let Some(why) = overrides::unbounded_claim(cv, claims, now, policy.max_override_duration) {
+        message::add_note(&mut refused.message, &format!("{why}."));
         return Decision::Final(refused);
     }
     let mut granted = granted_if_authorized(decision);
@@ -535,8 +546,23 @@ fn gate(
 ) -> Decision {
     let lookup = source.lookup(&target.key);
     let approval = Approval::of(request, cv, policy);
-    let (accepted, mut ignored) = approval.accepted(overrides::accepted_checks(cv));
-    let force = overrides::force_claim(cv, target, policy.honor_desired_update_force, now)
+    let max = policy.max_override_duration;
+    // The time limit the denial's commands suggest: four hours, or less
+    // when the policy allows less, cut to the minute.
+    let until = now
+        .checked_add(max.min(Duration::from_secs(4 * 3600)))
+        .and_then(|t| {
+            t.round(
+                jiff::TimestampRound::new()
+                    .smallest(jiff::Unit::Minute)
+                    .mode(jiff::RoundMode::Trunc),
+            )
+        })
+        .unwrap_or(now);
+    let (accepted, unbound) = overrides::accepted_checks(cv, target, now, max);
+    let (accepted, mut ignored) = approval.accepted(accepted);
+    ignored.extend(unbound);
+    let force = overrides::force_claim(cv, target, policy.honor_desired_update_force, now, max)
         .and_then(|claim| approval.force(claim));
 
     // The verdict without any force override.
@@ -553,7 +579,11 @@ fn gate(
             let run_errored = result.status.as_ref().and_then(|s| s.phase) == Some(Phase::Error);
             if f.blocking.is_empty() && f.accepted.is_empty() && run_errored {
                 // The run as a whole failed, with no check to blame.
-                let mut v = Verdict::deny(Reason::Failed, 403, message::run_error(target, result));
+                let mut v = Verdict::deny(
+                    Reason::Failed,
+                    403,
+                    message::run_error(target, result, until),
+                );
                 v.warnings = warnings;
                 (v, None)
             } else if f.blocking.is_empty() && f.accepted.is_empty() {
@@ -571,7 +601,7 @@ fn gate(
                 let mut denied = Verdict::deny(
                     Reason::Failed,
                     403,
-                    message::failed(target, result, listed, &f.accepted),
+                    message::failed(target, result, listed, &f.accepted, until),
                 );
                 denied.warnings = warnings.clone();
                 denied.effects.push(Effect::Event(EventNote {

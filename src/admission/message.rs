@@ -8,7 +8,11 @@ use std::time::Duration;
 use super::clusterversion::Target;
 use std::collections::BTreeSet;
 
-use super::overrides::{ACCEPT, CLAIMED_BY, OVERRIDE, OVERRIDE_REASON};
+use jiff::Timestamp;
+
+use super::overrides::{
+    ACCEPT, ACCEPT_FOR, ACCEPT_UNTIL, CLAIMED_BY, OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL,
+};
 use crate::preflight::{CheckResult, Outcome, UpdatePreflight};
 
 /// How many failures a denial lists before "and N more".
@@ -136,14 +140,16 @@ fn report_hint(result: &UpdatePreflight) -> String {
     }
 }
 
-fn override_hint(target: &Target, failing: &[&CheckResult]) -> String {
+/// How to accept or override, as commands to copy. `until` is the time
+/// limit the commands give (every claim needs one).
+fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) -> String {
     let names: Vec<&str> = failing.iter().map(|c| c.name.as_str()).collect();
+    let to = target.display();
     format!(
-        "To accept single checks: oc annotate --overwrite clusterversion version {ACCEPT}={} {CLAIMED_BY}=$(oc whoami)\n\
-         To override the gate for this target: oc annotate --overwrite clusterversion version {OVERRIDE}={} {OVERRIDE_REASON}='<why>' {CLAIMED_BY}=$(oc whoami)\n\
+        "To accept single checks: oc annotate --overwrite clusterversion version {ACCEPT}={} {ACCEPT_FOR}={to} {ACCEPT_UNTIL}={until} {CLAIMED_BY}=$(oc whoami)\n\
+         To override the gate for this target: oc annotate --overwrite clusterversion version {OVERRIDE}={to} {OVERRIDE_REASON}='<why>' {OVERRIDE_UNTIL}={until} {CLAIMED_BY}=$(oc whoami)\n\
          (both need the \"override\" verb on updatepreflights.preflight.dev; then run oc adm upgrade again)",
         names.join(","),
-        target.display()
     )
 }
 
@@ -153,6 +159,7 @@ pub fn failed(
     result: &UpdatePreflight,
     failing: &[&CheckResult],
     accepted: &[&CheckResult],
+    until: Timestamp,
 ) -> String {
     let n = failing.len();
     let mut m = format!(
@@ -174,12 +181,12 @@ pub fn failed(
     m.push('\n');
     m.push_str(&report_hint(result));
     m.push('\n');
-    m.push_str(&override_hint(target, failing));
+    m.push_str(&override_hint(target, failing, until));
     m
 }
 
 /// The denial of a target whose run errored with no check to blame.
-pub fn run_error(target: &Target, result: &UpdatePreflight) -> String {
+pub fn run_error(target: &Target, result: &UpdatePreflight, until: Timestamp) -> String {
     let detail = result
         .status
         .as_ref()
@@ -197,7 +204,7 @@ pub fn run_error(target: &Target, result: &UpdatePreflight) -> String {
         "preflight for {} errored: {detail}\n{}\n{}",
         target.display(),
         report_hint(result),
-        override_hint(target, &[])
+        override_hint(target, &[], until)
     )
 }
 

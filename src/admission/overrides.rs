@@ -5,6 +5,8 @@
 
 use std::collections::BTreeSet;
 
+use std::time::Duration;
+
 use jiff::Timestamp;
 
 use super::clusterversion::{ClusterVersion, Target};
@@ -13,6 +15,9 @@ pub const OVERRIDE: &str = "preflight.dev/override";
 pub const OVERRIDE_REASON: &str = "preflight.dev/override-reason";
 pub const OVERRIDE_UNTIL: &str = "preflight.dev/override-until";
 pub const ACCEPT: &str = "preflight.dev/accept";
+/// The target an accept claim is for, as an override names its own.
+pub const ACCEPT_FOR: &str = "preflight.dev/accept-for";
+pub const ACCEPT_UNTIL: &str = "preflight.dev/accept-until";
 /// Who wrote the claims beside it. Every write that adds or changes a
 /// `preflight.dev/` annotation must set it to the writer's own name, so it
 /// always names whoever last wrote a claim.
@@ -52,6 +57,68 @@ pub struct ForceClaim {
     pub reason: String,
 }
 
+/// What is wrong with the bounds of the claims a write adds or changes:
+/// an override needs its `override-until`, an accept its `accept-for` and
+/// `accept-until`, each within `max`. `None` when all hold.
+pub fn unbounded_claim(
+    cv: &ClusterVersion,
+    written: &[&str],
+    now: Timestamp,
+    max: Duration,
+) -> Option<String> {
+    let touches = |keys: &[&str]| keys.iter().any(|k| written.contains(k));
+    let present = |key: &str| cv.annotation(key).is_some();
+    if present(OVERRIDE) && touches(&[OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL]) {
+        if let Err(why) = claim_until(cv, OVERRIDE_UNTIL, now, max) {
+            return Some(why);
+        }
+    }
+    if present(ACCEPT) && touches(&[ACCEPT, ACCEPT_FOR, ACCEPT_UNTIL]) {
+        if !present(ACCEPT_FOR) {
+            return Some(format!(
+                "{ACCEPT} needs the target it is for in {ACCEPT_FOR}"
+            ));
+        }
+        if let Err(why) = claim_until(cv, ACCEPT_UNTIL, now, max) {
+            return Some(why);
+        }
+    }
+    None
+}
+
+/// When a claim stops counting: the `until` annotation is required, and at
+/// most `max` ahead of `now`, so no claim outlives the change it was for.
+/// `Err` says what is wrong with it.
+pub fn claim_until(
+    cv: &ClusterVersion,
+    until: &str,
+    now: Timestamp,
+    max: Duration,
+) -> Result<Timestamp, String> {
+    let Some(text) = cv.annotation(until) else {
+        return Err(format!(
+            "{until} is required (an RFC 3339 time at most {} ahead)",
+            humantime::format_duration(max)
+        ));
+    };
+    let time: Timestamp = text
+        .parse()
+        .map_err(|_| format!("{until} {text:?} is not an RFC 3339 time"))?;
+    if time <= now {
+        return Err(format!("{until} {time} has passed"));
+    }
+    let latest = now
+        .checked_add(max)
+        .map_err(|_| format!("--max-override-duration {max:?} is out of range"))?;
+    if time > latest {
+        return Err(format!(
+            "{until} {time} is more than {} ahead (--max-override-duration)",
+            humantime::format_duration(max)
+        ));
+    }
+    Ok(time)
+}
+
 /// Reads the force claim of `cv` for `target`. `Err` says why a claim that
 /// was made is ignored; `Ok(None)` means no claim was made.
 pub fn force_claim(
@@ -59,6 +126,7 @@ pub fn force_claim(
     target: &Target,
     honor_desired_update_force: bool,
     now: Timestamp,
+    max: Duration,
 ) -> Result<Option<ForceClaim>, String> {
     if let Some(named) = cv.annotation(OVERRIDE) {
         if !target.is_named_by(named) {
@@ -70,14 +138,7 @@ pub fn force_claim(
         let Some(reason) = cv.annotation(OVERRIDE_REASON) else {
             return Err(format!("{OVERRIDE} needs a reason in {OVERRIDE_REASON}"));
         };
-        if let Some(until) = cv.annotation(OVERRIDE_UNTIL) {
-            let until: Timestamp = until
-                .parse()
-                .map_err(|_| format!("{OVERRIDE_UNTIL} {until:?} is not an RFC 3339 time"))?;
-            if until <= now {
-                return Err(format!("{OVERRIDE_UNTIL} {until} has passed"));
-            }
-        }
+        claim_until(cv, OVERRIDE_UNTIL, now, max)?;
         return Ok(Some(ForceClaim {
             kind: ForceKind::Annotation,
             reason: reason.to_owned(),
@@ -114,8 +175,41 @@ impl Accepted {
     }
 }
 
-/// The check names `cv` accepts as risks.
-pub fn accepted_checks(cv: &ClusterVersion) -> Accepted {
+/// The check names `cv` accepts as risks for `target`. The annotation
+/// counts only while it names this target in `preflight.dev/accept-for`
+/// and its `preflight.dev/accept-until` holds; otherwise its names are left
+/// out, and the `String` says why.
+pub fn accepted_checks(
+    cv: &ClusterVersion,
+    target: &Target,
+    now: Timestamp,
+    max: Duration,
+) -> (Accepted, Option<String>) {
+    let mut accepted = accepted_names(cv);
+    if accepted.in_annotation.is_empty() {
+        return (accepted, None);
+    }
+    let bound = match cv.annotation(ACCEPT_FOR) {
+        None => Err(format!(
+            "{ACCEPT} needs the target it is for in {ACCEPT_FOR}"
+        )),
+        Some(named) if !target.is_named_by(named) => Err(format!(
+            "{ACCEPT} is for {named} ({ACCEPT_FOR}), not this target {}",
+            target.display()
+        )),
+        Some(_) => claim_until(cv, ACCEPT_UNTIL, now, max).map(|_| ()),
+    };
+    match bound {
+        Ok(()) => (accepted, None),
+        Err(why) => {
+            accepted.in_annotation.clear();
+            (accepted, Some(why))
+        }
+    }
+}
+
+/// Every name `cv` accepts, wherever it was written, bound or not.
+fn accepted_names(cv: &ClusterVersion) -> Accepted {
     let names = |names: &mut dyn Iterator<Item = &str>| -> BTreeSet<String> {
         names
             .map(str::trim)

@@ -487,6 +487,9 @@ fn pending_override(review: Review, policy: &Policy) -> PendingOverride {
     }
 }
 
+/// Four hours after `now()`: within the default 24 hours.
+const UNTIL: &str = "2026-11-30T16:00:00Z";
+
 fn forced(review: Review) -> Review {
     review
         .annotate("preflight.dev/override", "4.15.3")
@@ -494,6 +497,15 @@ fn forced(review: Review) -> Review {
             "preflight.dev/override-reason",
             "CVE fix, MCO degradation understood",
         )
+        .annotate("preflight.dev/override-until", UNTIL)
+}
+
+/// An accept claim for 4.15.3, within its time limit.
+fn accepting(review: Review, names: &str) -> Review {
+    review
+        .annotate("preflight.dev/accept", names)
+        .annotate("preflight.dev/accept-for", "4.15.3")
+        .annotate("preflight.dev/accept-until", UNTIL)
 }
 
 #[test]
@@ -542,7 +554,8 @@ fn a_force_override_covers_a_missing_result_and_still_starts_the_run() {
     let review = Review::new()
         .version("4.15.16")
         .annotate("preflight.dev/override", IMG_COND)
-        .annotate("preflight.dev/override-reason", "urgent");
+        .annotate("preflight.dev/override-reason", "urgent")
+        .annotate("preflight.dev/override-until", UNTIL);
     let v = pending_override(review, &Policy::default()).resolve(Authorization::Allowed);
     assert_eq!(v.reason, Reason::Overridden);
     assert_eq!(runs(&v), [IMG_COND]);
@@ -553,6 +566,8 @@ fn a_force_override_covers_a_missing_result_and_still_starts_the_run() {
 #[case::no_reason(&[("preflight.dev/override", "4.15.3")], "needs a reason in preflight.dev/override-reason")]
 #[case::expired(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r"), ("preflight.dev/override-until", "2026-11-30T11:59:59Z")], "has passed")]
 #[case::bad_until(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r"), ("preflight.dev/override-until", "tomorrow")], "is not an RFC 3339 time")]
+#[case::no_until(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r")], "preflight.dev/override-until is required (an RFC 3339 time at most 1day ahead)")]
+#[case::too_far(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r"), ("preflight.dev/override-until", "9999-01-01T00:00:00Z")], "is more than 1day ahead (--max-override-duration)")]
 fn an_invalid_force_annotation_is_ignored_and_says_why(
     #[case] annotations: &[(&str, &str)],
     #[case] says: &str,
@@ -570,7 +585,7 @@ fn an_invalid_force_annotation_is_ignored_and_says_why(
 #[test]
 fn a_force_override_within_its_time_limit_is_honoured() {
     let review = forced(Review::new().version("4.15.3"))
-        .annotate("preflight.dev/override-until", "2026-12-01T00:00:00Z");
+        .annotate("preflight.dev/override-until", "2026-12-01T12:00:00Z");
     let v = pending_override(review, &Policy::default()).resolve(Authorization::Allowed);
     assert!(v.allowed);
 }
@@ -595,8 +610,8 @@ fn desired_update_force_needs_the_flag() {
 
 #[rstest]
 #[case::accept_risks(Review::new().to(json!({"version": "4.15.3", "acceptRisks": [{"name": "ClusterOperatorsHealthy"}, {"name": "NodesReady"}]})))]
-#[case::annotation(Review::new().version("4.15.3").annotate("preflight.dev/accept", "NodesReady, ClusterOperatorsHealthy"))]
-#[case::both(Review::new().to(json!({"version": "4.15.3", "acceptRisks": [{"name": "NodesReady"}]})).annotate("preflight.dev/accept", "ClusterOperatorsHealthy"))]
+#[case::annotation(accepting(Review::new().version("4.15.3"), "NodesReady, ClusterOperatorsHealthy"))]
+#[case::both(accepting(Review::new().to(json!({"version": "4.15.3", "acceptRisks": [{"name": "NodesReady"}]})), "ClusterOperatorsHealthy"))]
 fn accepting_every_failing_check_allows_when_authorized(#[case] review: Review) {
     let p = pending_override(review, &Policy::default());
     let v = p.clone().resolve(Authorization::Allowed);
@@ -630,7 +645,9 @@ fn accepting_some_failing_checks_still_denies_the_rest() {
     let v = verdict(
         Review::new()
             .version("4.15.3")
-            .annotate("preflight.dev/accept", "NodesReady"),
+            .annotate("preflight.dev/accept", "NodesReady")
+            .annotate("preflight.dev/accept-for", "4.15.3")
+            .annotate("preflight.dev/accept-until", UNTIL),
     );
     assert!(!v.allowed);
     assert!(v.message.starts_with(
@@ -721,6 +738,7 @@ fn a_claim_write_that_names_its_writer_needs_the_override_verb() {
     let review = Review::new()
         .write("preflight.dev/override", "4.15.3")
         .write("preflight.dev/override-reason", "CVE fix")
+        .write("preflight.dev/override-until", UNTIL)
         .write("preflight.dev/claimed-by", "alice");
     let p = pending_override(review, &Policy::default());
     assert_eq!(p.user.username, "alice");
@@ -731,7 +749,7 @@ fn a_claim_write_that_names_its_writer_needs_the_override_verb() {
     assert_eq!(written.audit["claim-by"], "alice");
     assert_eq!(
         written.audit["claims"],
-        "preflight.dev/claimed-by,preflight.dev/override,preflight.dev/override-reason"
+        "preflight.dev/claimed-by,preflight.dev/override,preflight.dev/override-reason,preflight.dev/override-until"
     );
 
     let refused = p.clone().resolve(Authorization::Denied);
@@ -769,6 +787,8 @@ fn a_claim_written_with_the_target_is_one_question_for_both() {
     let review = Review::new()
         .version("4.15.3")
         .write("preflight.dev/accept", "NodesReady,ClusterOperatorsHealthy")
+        .write("preflight.dev/accept-for", "4.15.3")
+        .write("preflight.dev/accept-until", UNTIL)
         .write("preflight.dev/claimed-by", "alice");
     let p = pending_override(review, &Policy::default());
     let granted = p.clone().resolve(Authorization::Allowed);
@@ -842,6 +862,8 @@ fn four_eyes_counts_accept_annotations_by_another_identity_only() {
         Review::new()
             .version("4.15.3")
             .annotate("preflight.dev/accept", "NodesReady,ClusterOperatorsHealthy")
+            .annotate("preflight.dev/accept-for", "4.15.3")
+            .annotate("preflight.dev/accept-until", UNTIL)
     };
     let by_bob = accept().annotate("preflight.dev/claimed-by", "bob");
     let v = pending_override(by_bob, &four_eyes()).resolve(Authorization::Allowed);
@@ -1016,6 +1038,63 @@ fn a_change_of_mode_or_architecture_is_a_target_change(#[case] from: Value, #[ca
     assert_eq!(v.reason, Reason::Failed);
     assert!(
         v.message.starts_with("preflight for 4.15.3 failed"),
+        "{}",
+        v.message
+    );
+}
+
+#[rstest]
+#[case::no_target(&[], "preflight.dev/accept needs the target it is for in preflight.dev/accept-for")]
+#[case::another_target(&[("preflight.dev/accept-for", "4.14.12"), ("preflight.dev/accept-until", UNTIL)], "preflight.dev/accept is for 4.14.12 (preflight.dev/accept-for), not this target 4.15.3")]
+#[case::no_until(&[("preflight.dev/accept-for", "4.15.3")], "preflight.dev/accept-until is required")]
+#[case::expired(&[("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-until", "2026-11-30T11:00:00Z")], "preflight.dev/accept-until 2026-11-30T11:00:00Z has passed")]
+fn a_leftover_accept_weakens_no_later_update(#[case] bounds: &[(&str, &str)], #[case] says: &str) {
+    let mut review = Review::new()
+        .version("4.15.3")
+        .annotate("preflight.dev/accept", "NodesReady,ClusterOperatorsHealthy");
+    for (k, v) in bounds {
+        review = review.annotate(k, v);
+    }
+    let v = verdict(review);
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::Failed);
+    assert!(
+        v.message.contains(&format!("Override ignored: {says}")),
+        "{}",
+        v.message
+    );
+    assert!(!v.message.contains("Accepted as risks"), "{}", v.message);
+}
+
+#[rstest]
+#[case::override_without_until(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r")], "preflight.dev/override-until is required")]
+#[case::override_too_far(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r"), ("preflight.dev/override-until", "2026-12-02T12:00:01Z")], "is more than 1day ahead")]
+#[case::accept_without_target(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-until", UNTIL)], "needs the target it is for in preflight.dev/accept-for")]
+#[case::accept_without_until(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-for", "4.15.3")], "preflight.dev/accept-until is required")]
+fn a_claim_is_refused_as_written_when_its_bounds_are_wrong(
+    #[case] written: &[(&str, &str)],
+    #[case] says: &str,
+) {
+    let mut review = Review::new().write("preflight.dev/claimed-by", "alice");
+    for (k, v) in written {
+        review = review.write(k, v);
+    }
+    let v = verdict(review);
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::ClaimRefused);
+    assert!(v.message.contains(says), "{}", v.message);
+}
+
+#[test]
+fn the_denial_gives_commands_with_a_time_limit_to_copy() {
+    let v = verdict(Review::new().version("4.15.3"));
+    assert!(
+        v.message.contains("preflight.dev/accept=ClusterOperatorsHealthy,NodesReady preflight.dev/accept-for=4.15.3 preflight.dev/accept-until=2026-11-30T16:00:00Z preflight.dev/claimed-by=$(oc whoami)"),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.message.contains("preflight.dev/override=4.15.3 preflight.dev/override-reason='<why>' preflight.dev/override-until=2026-11-30T16:00:00Z preflight.dev/claimed-by=$(oc whoami)"),
         "{}",
         v.message
     );

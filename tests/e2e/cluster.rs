@@ -611,7 +611,7 @@ impl World {
     }
 
     fn ca_pem(&self) -> Vec<u8> {
-        std::fs::read(self.dir().join("certs/ca.crt")).unwrap()
+        std::fs::read(self.dir().join(format!("certs-{}/ca.crt", self.gate_port))).unwrap()
     }
 
     /// UpdatePreflight objects, by name.

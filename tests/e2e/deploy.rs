@@ -536,6 +536,7 @@ fn the_updater_role_may_update_and_ask_for_runs_but_not_override() {
     // And the gate, which asks the same authorizer, honours no override of
     // theirs: an update to a failing target stays denied.
     let as_updater = format!("--as={UPDATER}");
+    let until = format!("preflight.dev/override-until={}", crate::flows::in_hours(4));
     let annotate = world.kubectl(
         User::Admin,
         &[
@@ -546,6 +547,7 @@ fn the_updater_role_may_update_and_ask_for_runs_but_not_override() {
             "version",
             "preflight.dev/override=4.15.3",
             "preflight.dev/override-reason=an updater trying",
+            &until,
             &format!("preflight.dev/claimed-by={UPDATER}"),
         ],
     );
@@ -567,6 +569,7 @@ fn the_updater_role_may_update_and_ask_for_runs_but_not_override() {
             "version",
             "preflight.dev/override=4.15.3",
             "preflight.dev/override-reason=written by an approver",
+            &until,
             "preflight.dev/claimed-by=bob",
         ],
     );

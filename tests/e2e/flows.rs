@@ -37,7 +37,9 @@ fn oc_adm_upgrade_is_denied_with_each_failing_check_when_results_fail() {
     );
     assert!(
         out.stderr
-            .contains("oc annotate clusterversion version preflight.dev/override=4.15.3")
+            .contains("oc annotate --overwrite clusterversion version preflight.dev/override=4.15.3 preflight.dev/override-reason='<why>' preflight.dev/override-until="),
+        "{}",
+        out.stderr
     );
     assert!(
         world.cluster_version()["spec"]
@@ -311,6 +313,14 @@ fn a_server_dry_run_gets_the_verdict_and_triggers_nothing() {
     );
 }
 
+/// A claim's time limit, `hours` from now.
+pub fn in_hours(hours: i64) -> String {
+    let now = jiff::Timestamp::now();
+    now.checked_add(jiff::SignedDuration::from_hours(hours))
+        .unwrap()
+        .to_string()
+}
+
 /// `kubectl annotate` of a force override for 4.15.3, as `user`, recording
 /// `claimed_by` as its writer.
 fn write_override(world: &World, user: User, claimed_by: &str) -> Output {
@@ -323,6 +333,7 @@ fn write_override(world: &World, user: User, claimed_by: &str) -> Output {
             "version",
             "preflight.dev/override=4.15.3",
             "preflight.dev/override-reason=CVE fix; MCO degradation understood",
+            &format!("preflight.dev/override-until={}", in_hours(4)),
             &format!("preflight.dev/claimed-by={claimed_by}"),
         ],
     )

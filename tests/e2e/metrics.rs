@@ -24,6 +24,15 @@ fn now() -> f64 {
     jiff::Timestamp::now().as_millisecond() as f64 / 1000.0
 }
 
+/// The claim that accepts 4.15.3's two failing checks for four hours.
+fn accept_4153() -> [String; 3] {
+    [
+        "preflight.dev/accept=ClusterOperatorsHealthy,MachineConfigPoolsHealthy".to_owned(),
+        "preflight.dev/accept-for=4.15.3".to_owned(),
+        format!("preflight.dev/accept-until={}", crate::flows::in_hours(4)),
+    ]
+}
+
 /// Writes claims as `user`, who records themself as their writer.
 fn annotate(world: &World, user: User, pairs: &[&str]) {
     let claimed_by = format!("preflight.dev/claimed-by={}", user.name());
@@ -94,6 +103,9 @@ impl Drop for Tidy {
                 "preflight.dev/accept-",
                 "preflight.dev/override-",
                 "preflight.dev/override-reason-",
+                "preflight.dev/override-until-",
+                "preflight.dev/accept-for-",
+                "preflight.dev/accept-until-",
                 "preflight.dev/claimed-by-",
             ],
         );
@@ -275,7 +287,7 @@ fn a_scrape_after_a_blocked_update_says_so_and_passes_promtool() {
     annotate(
         world,
         User::Bob,
-        &["preflight.dev/accept=ClusterOperatorsHealthy,MachineConfigPoolsHealthy"],
+        &accept_4153().each_ref().map(String::as_str),
     );
     let accepted = world.kubectl(User::Bob, &merge_patch_args("4.15.3", &[]));
     assert!(accepted.ok, "{}", accepted.stderr);
@@ -657,7 +669,7 @@ fn a_real_prometheus_sees_the_blocked_update_alert_fire_and_resolve() {
     annotate(
         world,
         User::Bob,
-        &["preflight.dev/accept=ClusterOperatorsHealthy,MachineConfigPoolsHealthy"],
+        &accept_4153().each_ref().map(String::as_str),
     );
     let accepted = world.kubectl(User::Bob, &merge_patch_args("4.15.3", &[]));
     assert!(accepted.ok, "{}", accepted.stderr);

@@ -80,6 +80,17 @@ impl Review {
         self
     }
 
+    /// A force override for `target`, written earlier, good for four hours.
+    pub fn overridden(self, target: &str, reason: &str) -> Self {
+        let until = jiff::Timestamp::now()
+            .checked_add(jiff::SignedDuration::from_hours(4))
+            .unwrap()
+            .to_string();
+        self.annotate("preflight.dev/override", target)
+            .annotate("preflight.dev/override-reason", reason)
+            .annotate("preflight.dev/override-until", &until)
+    }
+
     pub fn body(&self) -> Vec<u8> {
         serde_json::to_vec(&self.0).unwrap()
     }

@@ -146,8 +146,7 @@ async fn an_override_is_asked_about_once_and_counted_only_when_honoured() {
     let authorizer = FixedAuthorizer::new(Authorization::Allowed);
     let (g, _) = gate(authorizer.clone());
     let body = Review::merge_patch_to("4.15.3")
-        .annotate("preflight.dev/override", "4.15.3")
-        .annotate("preflight.dev/override-reason", "tested in staging")
+        .overridden("4.15.3", "tested in staging")
         .body();
     let (_, json) = call(app(g.clone(), 8), "POST", "application/json", body).await;
     let response = &json["response"];
@@ -184,8 +183,7 @@ async fn an_access_review_that_outlives_the_budget_refuses_the_override_in_time(
         Duration::from_secs(30),
     ));
     let body = Review::merge_patch_to("4.15.3")
-        .annotate("preflight.dev/override", "4.15.3")
-        .annotate("preflight.dev/override-reason", "r")
+        .overridden("4.15.3", "r")
         .body();
     let request = Request::builder()
         .method("POST")

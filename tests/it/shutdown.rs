@@ -19,8 +19,7 @@ async fn in_flight_reviews_finish_after_shutdown_begins() {
     .await;
     let client = gate.client();
     let body = Review::merge_patch_to("4.15.3")
-        .annotate("preflight.dev/override", "4.15.3")
-        .annotate("preflight.dev/override-reason", "drain test")
+        .overridden("4.15.3", "drain test")
         .body();
     let url = gate.url.clone();
     let in_flight = tokio::spawn(async move {
