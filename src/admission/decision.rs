@@ -12,9 +12,12 @@ use super::clusterversion::{ClusterVersion, Resolution, Target, same_target};
 use super::message;
 use super::overrides::{self, ForceClaim, ForceKind};
 use super::review::{Operation, Request, UserInfo};
+use crate::preflight::vouch::{NotVouched, vouch};
 use crate::preflight::{
-    CheckResult, FailurePolicy, Outcome, Phase, ResultSource, RunRequest, Severity, UpdatePreflight,
+    CheckResult, FailurePolicy, Lookup, Outcome, Phase, ResultSource, RunRequest, Severity,
+    UpdatePreflight,
 };
+use crate::release::Version;
 
 /// The only ClusterVersion the cluster-version operator acts on.
 pub const CLUSTER_VERSION_NAME: &str = "version";
@@ -79,6 +82,8 @@ pub enum Reason {
     ClaimWritten,
     /// A write of `preflight.dev/` claims that is refused.
     ClaimRefused,
+    /// The release's object is not a result the gate vouches for.
+    NotVouched,
 }
 
 impl Reason {
@@ -98,6 +103,7 @@ impl Reason {
             Self::Malformed => "malformed",
             Self::ClaimWritten => "claim_written",
             Self::ClaimRefused => "claim_refused",
+            Self::NotVouched => "not_vouched",
         }
     }
 }
@@ -446,18 +452,24 @@ enum Results<'a> {
     /// The cache has lost its source (the watch is down): nothing in it can
     /// be trusted, and asking for a run would not reach the API server.
     Untrusted,
+    /// The object under the release's name is not one the gate vouches for.
+    NotVouched(NotVouched),
 }
 
 fn classify<'a>(
-    result: Option<&'a UpdatePreflight>,
-    trusted: bool,
-    expires: bool,
+    lookup: &'a Lookup,
+    target: &Target,
     policy: &Policy,
     now: Timestamp,
 ) -> Results<'a> {
-    let Some(result) = result else {
+    let (trusted, expires) = (lookup.trusted, lookup.expires);
+    let Some(result) = lookup.result.as_deref() else {
         return Results::Missing("no results yet".into());
     };
+    let version = target.version.as_deref().and_then(Version::parse);
+    if let Err(refused) = vouch(result, &target.key, version.as_ref(), lookup.status_writer) {
+        return Results::NotVouched(refused);
+    }
     let Some(status) = &result.status else {
         return Results::Running;
     };
@@ -566,13 +578,7 @@ fn gate(
         .and_then(|claim| approval.force(claim));
 
     // The verdict without any force override.
-    let (base, accept_pending) = match classify(
-        lookup.result.as_deref(),
-        lookup.trusted,
-        lookup.expires,
-        policy,
-        now,
-    ) {
+    let (base, accept_pending) = match classify(&lookup, target, policy, now) {
         Results::Fresh(result) => {
             let f = findings(result, &accepted, policy);
             let warnings: Vec<String> = f.warnings.iter().map(|c| message::warning(c)).collect();
@@ -652,6 +658,14 @@ fn gate(
         Results::Missing(why) => pending(target, message::Pending::CannotRun(why), policy),
         Results::Running => pending(target, message::Pending::Running, policy),
         Results::Untrusted => pending(target, message::Pending::Untrusted, policy),
+        Results::NotVouched(refused) => (
+            Verdict::deny(
+                Reason::NotVouched,
+                403,
+                message::not_vouched(target, &refused.name, &refused.why),
+            ),
+            None,
+        ),
     };
     let mut base = base.for_target(target);
 

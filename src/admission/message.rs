@@ -311,3 +311,14 @@ pub fn force_refused(user: &str) -> String {
          force makes the cluster-version operator skip its own preconditions and the release's signature check, so it needs the \"override\" verb on updatepreflights.preflight.dev."
     )
 }
+
+/// The denial when the object under the release's name is not the gate's
+/// own result.
+pub fn not_vouched(target: &Target, name: &str, why: &str) -> String {
+    format!(
+        "preflight for {} has no result the gate vouches for: UpdatePreflight {name} {why}\n\
+         It is a request, not a result. Delete it (oc delete updatepreflight {name}) and run oc adm upgrade again: the gate then makes its own.",
+        target.display(),
+        why = clean(why, MAX_LINE),
+    )
+}

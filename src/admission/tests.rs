@@ -33,6 +33,7 @@ impl ResultSource for TestSource {
             result: self.cache.get(key),
             trusted: self.trusted,
             expires: true,
+            status_writer: None,
         }
     }
     fn is_ready(&self) -> bool {
@@ -44,7 +45,9 @@ impl ResultSource for TestSource {
     fn request_run(&self, _: RunRequest) {}
 }
 
-fn result(name: &str, image: &str, phase: &str, completed: &str, checks: Value) -> UpdatePreflight {
+/// The gate's own result for `image`, named after its digest.
+fn result(image: &str, phase: &str, completed: &str, checks: Value) -> UpdatePreflight {
+    let name = ReleaseKey::from_image(image).object_name();
     serde_json::from_value(json!({
         "apiVersion": "preflight.dev/v1alpha1", "kind": "UpdatePreflight",
         "metadata": {"name": name, "generation": 1},
@@ -64,7 +67,6 @@ fn check(name: &str, severity: &str, outcome: &str) -> Value {
 fn source() -> TestSource {
     let cache = ResultCache::default();
     cache.apply(result(
-        "pass",
         IMG_PASS,
         "Passed",
         "2026-11-30T11:00:00Z",
@@ -74,7 +76,6 @@ fn source() -> TestSource {
         ]),
     ));
     cache.apply(result(
-        "fail",
         IMG_FAIL,
         "Failed",
         "2026-11-30T11:00:00Z",
@@ -265,7 +266,10 @@ fn a_failing_target_is_denied_with_each_reason_and_the_way_out() {
         "- ClusterOperatorsHealthy: ClusterOperatorsHealthy says Fail (https://docs.example/ClusterOperatorsHealthy)"
     );
     assert!(lines[2].starts_with("- NodesReady: "));
-    assert!(v.message.contains("oc get updatepreflight fail -o yaml"));
+    assert!(
+        v.message
+            .contains("oc get updatepreflight release-sha256-2222 -o yaml")
+    );
     assert!(
         v.message
             .contains("preflight.dev/accept=ClusterOperatorsHealthy,NodesReady")
@@ -301,7 +305,6 @@ fn many_failures_are_cut_to_the_first_few() {
         .map(|i| check(&format!("Check{i}"), "Blocking", "Fail"))
         .collect();
     source.cache.apply(result(
-        "many",
         IMG_FAIL,
         "Failed",
         "2026-11-30T11:00:00Z",
@@ -388,7 +391,6 @@ fn stale_and_running_results_are_pending(
     let mut s = source();
     s.trusted = trusted;
     let mut r = result(
-        "cond",
         IMG_COND,
         phase,
         completed,
@@ -434,7 +436,6 @@ fn an_errored_check_counts_as_failed_unless_fail_open(
         c["failurePolicy"] = json!(p);
     }
     s.cache.apply(result(
-        "cond",
         IMG_COND,
         "Failed",
         "2026-11-30T11:00:00Z",
@@ -461,7 +462,7 @@ fn an_errored_check_counts_as_failed_unless_fail_open(
 #[test]
 fn a_run_that_errored_as_a_whole_is_denied() {
     let s = source();
-    let mut r = result("cond", IMG_COND, "Error", "2026-11-30T11:00:00Z", json!([]));
+    let mut r = result(IMG_COND, "Error", "2026-11-30T11:00:00Z", json!([]));
     r.status.as_mut().unwrap().conditions.push(
         serde_json::from_value(json!({
             "type": "Passed", "status": "False", "reason": "RunFailed",
@@ -931,7 +932,6 @@ fn text_from_a_check_reaches_the_terminal_clean_and_bounded() {
     let mut warn = check("CertificatesExpiringSoon", "Warning", "Fail");
     warn["message"] = json!(format!("\u{7}bell {}", "y".repeat(10_000)));
     s.cache.apply(result(
-        "cond",
         IMG_COND,
         "Failed",
         "2026-11-30T11:00:00Z",
@@ -1098,4 +1098,52 @@ fn the_denial_gives_commands_with_a_time_limit_to_copy() {
         "{}",
         v.message
     );
+}
+
+#[rstest]
+#[case::narrowed(json!({"image": IMG_FAIL, "checks": ["EtcdHealthy"]}), "narrows the suite to EtcdHealthy")]
+#[case::another_version(json!({"image": IMG_FAIL, "version": "4.14.13"}), "says version 4.14.13, but the release is 4.15.3")]
+fn a_forged_pass_for_a_failing_target_is_no_result(#[case] spec: Value, #[case] says: &str) {
+    // Someone allowed to create UpdatePreflights replaces the failing
+    // target's object with one that passes.
+    let s = source();
+    let mut forged = result(
+        IMG_FAIL,
+        "Passed",
+        "2026-11-30T11:30:00Z",
+        json!([check("EtcdHealthy", "Blocking", "Pass")]),
+    );
+    forged.spec = serde_json::from_value(spec).unwrap();
+    s.cache.apply(forged);
+    let v = decide_with(&Review::new().version("4.15.3"), &s, &Policy::default())
+        .into_final()
+        .unwrap();
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::NotVouched);
+    assert!(
+        v.message.starts_with(&format!(
+            "preflight for 4.15.3 has no result the gate vouches for: UpdatePreflight {} {says}",
+            ReleaseKey::from_image(IMG_FAIL).object_name()
+        )),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.message.contains("oc delete updatepreflight "),
+        "{}",
+        v.message
+    );
+}
+
+#[test]
+fn a_request_under_another_name_stands_in_for_no_result() {
+    let s = source();
+    let mut request = result(IMG_COND, "Passed", "2026-11-30T11:30:00Z", json!([]));
+    request.metadata.name = Some("manual-x7k2".into());
+    s.cache.apply(request);
+    let v = decide_with(&Review::new().version("4.15.16"), &s, &Policy::default())
+        .into_final()
+        .unwrap();
+    assert_eq!(v.reason, Reason::Pending, "{v:?}");
+    assert_eq!(runs(&v), [IMG_COND]);
 }

@@ -50,18 +50,13 @@ impl ResultCache {
         *self.by_release.write().unwrap_or_else(|e| e.into_inner()) = fresh;
     }
 
-    /// The most recently completed result for a release, if any.
+    /// The gate's own object for a release, named after its digest
+    /// (`ReleaseKey::object_name`), if the cache holds it. Other objects for
+    /// the same release are requests for a run, never its result, so the
+    /// newest of them does not stand in for it.
     pub fn get(&self, key: &ReleaseKey) -> Option<Arc<UpdatePreflight>> {
         let map = self.by_release.read().unwrap_or_else(|e| e.into_inner());
-        map.get(key)?
-            .values()
-            .max_by_key(|o| {
-                o.status
-                    .as_ref()
-                    .and_then(|s| s.completion_time.as_ref())
-                    .map(|t| t.0)
-            })
-            .cloned()
+        map.get(key)?.get(&key.object_name()).cloned()
     }
 
     pub fn len(&self) -> usize {
@@ -96,50 +91,63 @@ mod tests {
         o
     }
 
+    /// The gate's own object for `image`, named after its digest.
+    fn own(image: &str, completed: Option<&str>) -> UpdatePreflight {
+        object(
+            &ReleaseKey::from_image(image).object_name(),
+            image,
+            completed,
+        )
+    }
+
     #[test]
     fn apply_get_delete() {
         let cache = ResultCache::default();
         let key = ReleaseKey::from_image("q.io/r@sha256:aa");
         assert!(cache.get(&key).is_none());
-        cache.apply(object("a", "q.io/r@sha256:aa", None));
-        assert_eq!(cache.get(&key).unwrap().metadata.name.as_deref(), Some("a"));
-        cache.delete("a");
+        cache.apply(own("q.io/r@sha256:aa", None));
+        assert_eq!(
+            cache.get(&key).unwrap().metadata.name.as_deref(),
+            Some("release-sha256-aa")
+        );
+        cache.delete("release-sha256-aa");
         assert!(cache.get(&key).is_none());
         assert!(cache.is_empty());
     }
 
     #[test]
-    fn newest_result_wins_among_objects_for_one_release() {
+    fn only_the_gates_own_object_is_the_result_of_a_release() {
         let cache = ResultCache::default();
+        let key = ReleaseKey::from_image("x@sha256:aa");
+        // A request under another name, completed later, stands in for nothing.
         cache.apply(object(
-            "old",
+            "manual-x7k2",
             "q.io/r@sha256:aa",
-            Some("2026-01-01T00:00:00Z"),
-        ));
-        cache.apply(object(
-            "new",
-            "mirror.local/r@sha256:aa",
             Some("2026-02-01T00:00:00Z"),
         ));
-        cache.apply(object("none", "q.io/r@sha256:aa", None));
-        let key = ReleaseKey::from_image("x@sha256:aa");
+        assert!(cache.get(&key).is_none());
+        cache.apply(own(
+            "mirror.local/r@sha256:aa",
+            Some("2026-01-01T00:00:00Z"),
+        ));
         assert_eq!(
             cache.get(&key).unwrap().metadata.name.as_deref(),
-            Some("new")
+            Some("release-sha256-aa")
         );
-        assert_eq!(cache.len(), 3);
+        assert_eq!(cache.len(), 2);
     }
 
     #[test]
     fn editing_the_image_moves_the_object() {
         let cache = ResultCache::default();
-        cache.apply(object("a", "q.io/r@sha256:aa", None));
-        cache.apply(object("a", "q.io/r@sha256:bb", None));
+        cache.apply(object("release-sha256-bb", "q.io/r@sha256:aa", None));
         assert!(
             cache
                 .get(&ReleaseKey::from_image("q.io/r@sha256:aa"))
-                .is_none()
+                .is_none(),
+            "another release's name"
         );
+        cache.apply(object("release-sha256-bb", "q.io/r@sha256:bb", None));
         assert!(
             cache
                 .get(&ReleaseKey::from_image("q.io/r@sha256:bb"))
@@ -151,8 +159,8 @@ mod tests {
     #[test]
     fn replace_drops_what_is_gone() {
         let cache = ResultCache::default();
-        cache.apply(object("a", "q.io/r@sha256:aa", None));
-        cache.replace([object("b", "q.io/r@sha256:bb", None)]);
+        cache.apply(own("q.io/r@sha256:aa", None));
+        cache.replace([own("q.io/r@sha256:bb", None)]);
         assert!(
             cache
                 .get(&ReleaseKey::from_image("q.io/r@sha256:aa"))

@@ -151,6 +151,7 @@ impl ResultSource for LiveSource {
             result: self.cache.get(key),
             trusted: self.trusted(),
             expires: true,
+            status_writer: Some(super::vouch::FIELD_MANAGER),
         }
     }
 

@@ -14,6 +14,7 @@ pub mod live;
 mod offline;
 pub mod release_checks;
 mod source;
+pub mod vouch;
 
 pub use cache::ResultCache;
 pub use check::{AppliesTo, EnvVar, NotApplicable, PreflightCheck, PreflightCheckSpec};

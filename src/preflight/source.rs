@@ -17,6 +17,9 @@ pub struct Lookup {
     /// Whether results age out (`--max-result-age`). A fixed directory is a
     /// report its operator chose to serve, so its results do not.
     pub expires: bool,
+    /// The only field manager whose status writes count, where the source
+    /// records who wrote status (the API server); see [`super::vouch`].
+    pub status_writer: Option<&'static str>,
 }
 
 impl Lookup {
@@ -27,6 +30,7 @@ impl Lookup {
             result,
             trusted: true,
             expires: false,
+            status_writer: None,
         }
     }
 }
@@ -257,7 +261,7 @@ mod tests {
         std::fs::write(dir.path().join("notes.txt"), "ignored").unwrap();
         std::fs::write(
             dir.path().join("a.yaml"),
-            "kind: UpdatePreflight\nmetadata: {name: a}\nspec: {image: 'q@sha256:aa'}\n",
+            "kind: UpdatePreflight\nmetadata: {name: release-sha256-aa}\nspec: {image: 'q@sha256:aa'}\n",
         )
         .unwrap();
         let source = DirectorySource::load(dir.path()).unwrap();

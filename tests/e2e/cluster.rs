@@ -308,6 +308,8 @@ impl World {
                 "updatepreflight",
                 &name,
                 "--subresource=status",
+                // As the gate writes it: only its field manager's status counts.
+                "--field-manager=preflight-gate",
                 "--type=merge",
                 "-p",
                 &patch,

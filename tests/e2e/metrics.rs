@@ -69,6 +69,8 @@ fn reseed_4153(world: &World) {
         "updatepreflight",
         name,
         "--subresource=status",
+        // As the gate writes it: only its field manager's status counts.
+        "--field-manager=preflight-gate",
         "--type=merge",
         "-p",
         &patch,
