@@ -68,10 +68,11 @@ pub fn unbounded_claim(
 ) -> Option<String> {
     let touches = |keys: &[&str]| keys.iter().any(|k| written.contains(k));
     let present = |key: &str| cv.annotation(key).is_some();
-    if present(OVERRIDE) && touches(&[OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL]) {
-        if let Err(why) = claim_until(cv, OVERRIDE_UNTIL, now, max) {
-            return Some(why);
-        }
+    if present(OVERRIDE)
+        && touches(&[OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL])
+        && let Err(why) = claim_until(cv, OVERRIDE_UNTIL, now, max)
+    {
+        return Some(why);
     }
     if present(ACCEPT) && touches(&[ACCEPT, ACCEPT_FOR, ACCEPT_UNTIL]) {
         if !present(ACCEPT_FOR) {

@@ -51,12 +51,12 @@ pub fn vouch(
             object.spec.checks.join(", ")
         ));
     }
-    if let (Some(claimed), Some(resolved)) = (object.spec.version.as_deref(), version) {
-        if Version::parse(claimed).as_ref() != Some(resolved) {
-            return refuse(format!(
-                "says version {claimed}, but the release is {resolved}"
-            ));
-        }
+    if let (Some(claimed), Some(resolved)) = (object.spec.version.as_deref(), version)
+        && Version::parse(claimed).as_ref() != Some(resolved)
+    {
+        return refuse(format!(
+            "says version {claimed}, but the release is {resolved}"
+        ));
     }
     if let Some(writer) = status_writer {
         let others: Vec<&str> = object

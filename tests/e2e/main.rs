@@ -12,3 +12,4 @@ mod metrics;
 mod oc;
 mod prompt_exit;
 mod runs;
+mod vouch;

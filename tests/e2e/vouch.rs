@@ -1,0 +1,125 @@
+//! Only the gate may vouch, on the real API server: an UpdatePreflight
+//! whose status someone else wrote, whose suite is narrowed, or that goes
+//! by another name is a request, never the result the webhook decides on.
+
+use std::time::{Duration, Instant};
+
+use preflight_gate::release::ReleaseKey;
+use serde_json::{Value, json};
+
+use crate::cluster::{User, World, image_patch_args, lock};
+
+const FORGED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
+const NARROWED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2";
+const REQUESTED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3";
+
+fn done(o: &Value) -> bool {
+    matches!(
+        o["status"]["phase"].as_str(),
+        Some("Passed" | "Failed" | "Error")
+    )
+}
+
+/// Asks, as a dry run, for `image` until the answer satisfies `until`
+/// (the gate's cache follows the watch within moments).
+fn ask_until(world: &World, image: &str, what: &str, until: impl Fn(bool, &str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = world.kubectl(User::Admin, &image_patch_args(image, &["--dry-run=server"]));
+        if until(out.ok, &out.stderr) {
+            return out.stderr;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {}", out.stderr);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn upf(name: &str, image: &str, checks: &[&str]) -> Value {
+    json!({"apiVersion": "preflight.dev/v1alpha1", "kind": "UpdatePreflight",
+        "metadata": {"name": name}, "spec": {"image": image, "checks": checks}})
+}
+
+#[test]
+fn status_written_by_anyone_but_the_gate_is_no_result() {
+    let (_turn, world) = lock();
+    let own = ReleaseKey::from_image(FORGED).object_name();
+    world.apply_json(&upf(&own, FORGED, &[]));
+    world.wait_for_result(FORGED, "from the controller", done);
+    ask_until(
+        world,
+        FORGED,
+        "allowed on the gate's own result",
+        |ok, _| ok,
+    );
+
+    // Someone allowed to write status (a cluster-admin, say) rewrites it.
+    let forged = json!({"status": {"phase": "Failed", "results": [
+        {"name": "ClusterVersionState", "severity": "Blocking", "outcome": "Fail", "message": "forged"}]}});
+    world.admin(&[
+        "patch",
+        "updatepreflight",
+        &own,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &forged.to_string(),
+    ]);
+    let refused = ask_until(world, FORGED, "refused", |ok, _| !ok);
+    assert!(
+        refused.contains(&format!(
+            "preflight for {FORGED} has no result the gate vouches for: UpdatePreflight {own} has status written by kubectl-patch, not by the gate"
+        )),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_narrowed_suite_is_no_result() {
+    let (_turn, world) = lock();
+    let own = ReleaseKey::from_image(NARROWED).object_name();
+    // One harmless check under the release's own name: it runs, and passes.
+    world.apply_json(&upf(&own, NARROWED, &["ClusterVersionState"]));
+    let result = world.wait_for_result(NARROWED, "from the controller", done);
+    assert_eq!(result["status"]["phase"], "Passed", "{result}");
+    let refused = ask_until(world, NARROWED, "refused", |ok, _| !ok);
+    assert!(
+        refused.contains(&format!(
+            "UpdatePreflight {own} narrows the suite to ClusterVersionState; a result runs every configured check"
+        )),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_request_under_another_name_asks_for_the_releases_own_result() {
+    let (_turn, world) = lock();
+    let own = ReleaseKey::from_image(REQUESTED).object_name();
+    world.apply_json(&upf(
+        "manual-e2e-request",
+        REQUESTED,
+        &["ClusterVersionState"],
+    ));
+    // The request gets its run, and the release's own object the full suite.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let result = loop {
+        let found = world
+            .update_preflights()
+            .into_iter()
+            .find(|o| o["metadata"]["name"] == own.as_str() && done(o));
+        if let Some(o) = found {
+            break o;
+        }
+        assert!(Instant::now() < deadline, "{own} never got a result");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(result["spec"].get("checks").is_none(), "{result}");
+    let checks: Vec<&str> = result["status"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(checks, ["ClusterVersionState", "ClusterOperatorsHealthy"]);
+    // And that is the result the gate decides on.
+    ask_until(world, REQUESTED, "allowed", |ok, _| ok);
+}
