@@ -451,7 +451,10 @@ fn an_erroring_check_lets_the_update_through_only_when_it_is_fail_open() {
         json!({"checkName": "E2EFlaky", "image": "preflight-e2e/flaky:1", "failurePolicy": "FailOpen"}),
     );
     let image = release('b');
-    let uid = made.preflight("e2e-external-fail-open", &image, "4.14.20", &["E2EFlaky"]);
+    // The release's own object, with the full suite: the result the
+    // webhook decides on (preflight::vouch).
+    let own = preflight_gate::release::ReleaseKey::from_image(&image).object_name();
+    let uid = made.preflight(&own, &image, "4.14.20", &[]);
     let done = kubelet_until(world, &uid, &image, pull_failure, finished);
     assert_eq!(phase(&done), "Passed", "{done}");
     let r = result(&done, "E2EFlaky");
@@ -496,13 +499,7 @@ fn an_erroring_check_lets_the_update_through_only_when_it_is_fail_open() {
     ]);
     std::thread::sleep(Duration::from_millis(1100));
     let stamp = format!("preflight.dev/requested-at={}", jiff::Timestamp::now());
-    world.admin(&[
-        "annotate",
-        "--overwrite",
-        "updatepreflight",
-        "e2e-external-fail-open",
-        &stamp,
-    ]);
+    world.admin(&["annotate", "--overwrite", "updatepreflight", &own, &stamp]);
     let again = kubelet_until(world, &uid, &image, pull_failure, |o| {
         finished(o) && o["status"]["completionTime"] != completed
     });
@@ -577,6 +574,13 @@ fn the_check_service_account_reads_and_does_nothing_else_and_no_secrets() {
             "clusterserviceversions",
             "openshift-operators",
         ),
+        ("image.openshift.io", "imagestreams", "openshift"),
+        ("apiserver.openshift.io", "apirequestcounts", ""),
+        (
+            "monitoring.coreos.com",
+            "prometheusrules",
+            "openshift-monitoring",
+        ),
     ] {
         for verb in ["get", "list", "watch"] {
             assert!(
@@ -585,10 +589,25 @@ fn the_check_service_account_reads_and_does_nothing_else_and_no_secrets() {
             );
         }
     }
+    // Nothing that holds a credential or a key, by any verb that reads.
     for (group, resource, namespace) in [
         ("", "secrets", ""),
         ("", "secrets", "openshift-config"),
         ("", "secrets", "preflight-gate"),
+        ("", "pods/log", "openshift-etcd"),
+        ("image.openshift.io", "imagestreams/secrets", "openshift"),
+        ("image.openshift.io", "imagestreams/secrets", ""),
+        ("route.openshift.io", "routes", "openshift-console"),
+        ("route.openshift.io", "routes", ""),
+        ("machineconfiguration.openshift.io", "machineconfigs", ""),
+        (
+            "monitoring.coreos.com",
+            "alertmanagerconfigs",
+            "openshift-monitoring",
+        ),
+        ("oauth.openshift.io", "oauthaccesstokens", ""),
+        ("oauth.openshift.io", "oauthclients", ""),
+        ("", "serviceaccounts/token", "preflight-gate"),
     ] {
         for verb in ["get", "list", "watch"] {
             assert!(

@@ -34,6 +34,13 @@ fn ask_until(world: &World, image: &str, what: &str, until: impl Fn(bool, &str) 
     }
 }
 
+/// Deletes what an earlier run on a reused control plane left.
+fn start_from_rest(world: &World, names: &[&str]) {
+    let mut args = vec!["delete", "updatepreflight", "--ignore-not-found", "--wait"];
+    args.extend(names);
+    world.admin(&args);
+}
+
 fn upf(name: &str, image: &str, checks: &[&str]) -> Value {
     json!({"apiVersion": "preflight.dev/v1alpha1", "kind": "UpdatePreflight",
         "metadata": {"name": name}, "spec": {"image": image, "checks": checks}})
@@ -43,6 +50,7 @@ fn upf(name: &str, image: &str, checks: &[&str]) -> Value {
 fn status_written_by_anyone_but_the_gate_is_no_result() {
     let (_turn, world) = lock();
     let own = ReleaseKey::from_image(FORGED).object_name();
+    start_from_rest(world, &[&own]);
     world.apply_json(&upf(&own, FORGED, &[]));
     world.wait_for_result(FORGED, "from the controller", done);
     ask_until(
@@ -77,6 +85,7 @@ fn status_written_by_anyone_but_the_gate_is_no_result() {
 fn a_narrowed_suite_is_no_result() {
     let (_turn, world) = lock();
     let own = ReleaseKey::from_image(NARROWED).object_name();
+    start_from_rest(world, &[&own]);
     // One harmless check under the release's own name: it runs, and passes.
     world.apply_json(&upf(&own, NARROWED, &["ClusterVersionState"]));
     let result = world.wait_for_result(NARROWED, "from the controller", done);
@@ -94,11 +103,8 @@ fn a_narrowed_suite_is_no_result() {
 fn a_request_under_another_name_asks_for_the_releases_own_result() {
     let (_turn, world) = lock();
     let own = ReleaseKey::from_image(REQUESTED).object_name();
-    world.apply_json(&upf(
-        "manual-e2e-request",
-        REQUESTED,
-        &["ClusterVersionState"],
-    ));
+    start_from_rest(world, &[&own, "manual-e2e-request"]);
+    world.apply_json(&upf("manual-e2e-request", REQUESTED, &[]));
     // The request gets its run, and the release's own object the full suite.
     let deadline = Instant::now() + Duration::from_secs(60);
     let result = loop {
