@@ -186,6 +186,7 @@ async fn main() {
         gc_grace: Duration::from_secs(3600),
         checks: Vec::new(),
         jobs: None,
+        reads: preflight_gate::cluster::live::Reads::ALL,
     };
     let metrics = Metrics::new().unwrap();
     let lease = leader::LeaseSettings {

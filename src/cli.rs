@@ -203,6 +203,9 @@ pub struct ControllerArgs {
     /// Also run the checks the target release declares (an extraction pod per release, from the release image).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "PREFLIGHT_GATE_RELEASE_CHECKS")]
     pub release_checks: bool,
+    /// List kubernetes.io/tls Secrets in every namespace for the certificate checks; needs the grant of deploy/components/tls-secrets, which can read every Secret. Off: those checks are skipped and say why.
+    #[arg(long, env = "PREFLIGHT_GATE_READ_TLS_SECRETS")]
+    pub read_tls_secrets: bool,
 }
 
 impl ControllerArgs {
@@ -223,6 +226,9 @@ impl ControllerArgs {
                     release_checks: self.release_checks,
                     ..Default::default()
                 }),
+            reads: crate::cluster::live::Reads {
+                tls_secrets: self.read_tls_secrets,
+            },
         }
     }
 }

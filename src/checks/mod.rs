@@ -331,8 +331,11 @@ pub fn since(then: Option<Timestamp>, now: Timestamp) -> String {
 }
 
 /// Skips a check whose data was not loaded: `Err(Skipped)` naming the
-/// first missing kind.
+/// first missing kind, or why it was not read.
 pub fn require(view: &ClusterView, kinds: &[&str]) -> Result<(), Finding> {
+    if let Some(why) = kinds.iter().find_map(|k| view.withheld.get(*k)) {
+        return Err(Finding::skipped(why.clone()));
+    }
     if let Some((kind, why)) = kinds
         .iter()
         .find_map(|k| view.unreadable.get(*k).map(|why| (k, why)))
@@ -482,6 +485,36 @@ mod tests {
             Outcome::Skipped
         );
         assert!(require(&view, &["ClusterVersion"]).is_ok());
+    }
+
+    #[test]
+    fn a_kind_the_gate_was_told_not_to_read_is_a_skip_that_says_why() {
+        let mut view = view();
+        view.withheld.insert(
+            "Secret".to_owned(),
+            crate::cluster::live::TLS_SECRETS_WITHHELD.to_owned(),
+        );
+        let finding = require(&view, &["Secret"]).unwrap_err();
+        assert_eq!(finding.outcome, Outcome::Skipped);
+        assert!(
+            finding
+                .message
+                .starts_with("TLS Secrets are not read: the gate runs without --read-tls-secrets"),
+            "{}",
+            finding.message
+        );
+        // Both certificate checks say so, neither blocks.
+        let target = Target {
+            image: "q@sha256:aa".into(),
+            version: None,
+        };
+        let ctx = Context::new(&view, &target, "2026-11-30T12:00:00Z".parse().unwrap());
+        for name in ["CertificatesExpiringSoon", "IngressCertificateCompatible"] {
+            let check = catalogue().into_iter().find(|c| c.name() == name).unwrap();
+            let finding = check.run(&ctx);
+            assert_eq!(finding.outcome, Outcome::Skipped, "{name}: {}", finding.message);
+            assert!(finding.message.contains("--read-tls-secrets"), "{name}");
+        }
     }
 
     #[test]

@@ -112,21 +112,46 @@ pub const SOURCES: &[Source] = &[
     ),
 ];
 
+/// What the live source reads beyond the cluster's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reads {
+    /// `kubernetes.io/tls` Secrets in every namespace, for the certificate
+    /// checks. The gate reads them only when an administrator opts in
+    /// (`--read-tls-secrets`, with `deploy/components/tls-secrets`): the
+    /// grant can read every Secret.
+    pub tls_secrets: bool,
+}
+
+impl Reads {
+    /// Everything: `preflight-gate check` against a cluster, with the
+    /// caller's own rights.
+    pub const ALL: Reads = Reads { tls_secrets: true };
+}
+
+/// Why the certificate checks have no data when TLS Secrets are not read.
+pub const TLS_SECRETS_WITHHELD: &str = "TLS Secrets are not read: the gate runs without --read-tls-secrets (docs/install.md, \"The sensitive grant: Secrets\")";
+
 /// Lists every kind the checks read. A kind whose API is not served (say,
 /// a plain Kubernetes cluster with no MachineConfigPools) is left out of
 /// `ClusterView::loaded`, and one the client may not list is recorded in
 /// `ClusterView::unreadable`, so checks that need it say so.
-pub async fn load(client: &kube::Client) -> Result<ClusterView, kube::Error> {
-    load_with_progress(client, |_, _| {}).await
+pub async fn load(client: &kube::Client, reads: Reads) -> Result<ClusterView, kube::Error> {
+    load_with_progress(client, reads, |_, _| {}).await
 }
 
 /// [`load`], calling `progress(kind, objects so far)` after every page.
 pub async fn load_with_progress(
     client: &kube::Client,
+    reads: Reads,
     mut progress: impl FnMut(&str, usize),
 ) -> Result<ClusterView, kube::Error> {
     let mut view = ClusterView::default();
     for source in SOURCES {
+        if source.kind == "Secret" && !reads.tls_secrets {
+            view.withheld
+                .insert(source.kind.to_owned(), TLS_SECRETS_WITHHELD.to_owned());
+            continue;
+        }
         let resource = ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk(source.group, source.version, source.kind),
             source.plural,

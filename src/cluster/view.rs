@@ -94,6 +94,9 @@ pub struct ClusterView {
     pub loaded: BTreeSet<String>,
     /// Kinds the live source could not list, and why (e.g. RBAC).
     pub unreadable: BTreeMap<String, String>,
+    /// Kinds the live source was told not to read, and why (TLS Secrets,
+    /// unless `--read-tls-secrets`): the checks that need them say so.
+    pub withheld: BTreeMap<String, String>,
     /// `config.openshift.io/v1` Infrastructure `cluster`.
     pub infrastructure: Option<Infrastructure>,
     /// When the data was taken; `None` for live data, which is judged by

@@ -41,6 +41,8 @@ pub struct Settings {
     pub checks: Vec<String>,
     /// Where `PreflightCheck` Jobs run; `None` runs no external checks.
     pub jobs: Option<super::jobs::JobSettings>,
+    /// What the live view reads beyond the cluster's state.
+    pub reads: live::Reads,
 }
 
 struct Ctx {
@@ -419,7 +421,7 @@ async fn run_checks(
     target: Target,
     selection: Option<Vec<String>>,
 ) -> Result<Vec<CheckResult>, kube::Error> {
-    let view = Arc::new(live::load(&ctx.client).await?);
+    let view = Arc::new(live::load(&ctx.client, ctx.settings.reads).await?);
     let target = Arc::new(target);
     let now = Timestamp::now();
     let mut results = Vec::new();

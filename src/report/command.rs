@@ -138,9 +138,13 @@ fn live(kubeconfig: PathBuf, progress: &ProgressBar) -> Result<ClusterView, Chec
         let client = crate::cluster::client(Some(&kubeconfig))
             .await
             .map_err(CheckError::Live)?;
-        crate::cluster::live::load_with_progress(&client, |kind, seen| {
-            progress.set_message(format!("listing {kind}s: {seen}"));
-        })
+        crate::cluster::live::load_with_progress(
+            &client,
+            crate::cluster::live::Reads::ALL,
+            |kind, seen| {
+                progress.set_message(format!("listing {kind}s: {seen}"));
+            },
+        )
         .await
         .map_err(|e| CheckError::Live(e.into()))
     })

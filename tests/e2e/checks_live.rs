@@ -55,7 +55,9 @@ fn load_as(variable: &str) -> preflight_gate::cluster::ClusterView {
         let client = preflight_gate::cluster::client(Some(&kubeconfig))
             .await
             .unwrap();
-        preflight_gate::cluster::live::load(&client).await.unwrap()
+        preflight_gate::cluster::live::load(&client, preflight_gate::cluster::live::Reads::ALL)
+            .await
+            .unwrap()
     })
 }
 

@@ -200,6 +200,7 @@ impl World {
                 poll: Duration::from_millis(300),
                 ..Default::default()
             }),
+            reads: preflight_gate::cluster::live::Reads::ALL,
         };
         let lease = leader::LeaseSettings {
             namespace: "preflight-gate".into(),

@@ -325,7 +325,10 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
     // Everything the checks read, with the live loader's own requests
     // (field selectors included, which RBAC matches against resourceNames).
     let view = runtime
-        .block_on(preflight_gate::cluster::live::load(&client))
+        .block_on(preflight_gate::cluster::live::load(
+            &client,
+            preflight_gate::cluster::live::Reads::ALL,
+        ))
         .unwrap();
     assert!(
         view.unreadable.is_empty(),

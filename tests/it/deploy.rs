@@ -472,6 +472,11 @@ fn rbac_lets_the_gate_list_everything_the_checks_read() {
     for overlay in ["openshift", "dev"] {
         let grants = grants(&rendered(overlay));
         for source in SOURCES {
+            // TLS Secrets are read only where the overlay opts in
+            // (listing_every_secret_is_opt_in).
+            if source.kind == "Secret" && overlay != "dev" {
+                continue;
+            }
             // A list with metadata.name=X is authorized as a request for X.
             let name = source
                 .fields
@@ -604,4 +609,31 @@ fn the_openshift_namespace_is_scraped_by_cluster_monitoring() {
         ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
         "restricted"
     );
+}
+
+#[test]
+fn listing_every_secret_is_opt_in() {
+    let lists_secrets = |overlay: &str| {
+        grants(&rendered(overlay))
+            .iter()
+            .any(|(_, rule)| strings(&rule["resources"]).contains(&"secrets"))
+    };
+    let flag_set = |overlay: &str| {
+        rendered(overlay).iter().any(|o| {
+            o["kind"] == "Deployment"
+                && o["spec"]["template"]["spec"]["containers"][0]["env"]
+                    .as_array()
+                    .is_some_and(|env| {
+                        env.iter().any(|e| {
+                            e["name"] == "PREFLIGHT_GATE_READ_TLS_SECRETS" && e["value"] == "true"
+                        })
+                    })
+        })
+    };
+    for overlay in ["openshift", "kubernetes", "node"] {
+        assert!(!lists_secrets(overlay), "{overlay} grants the Secrets list");
+        assert!(!flag_set(overlay), "{overlay} sets --read-tls-secrets");
+    }
+    // The development overlay opts in (its Deployment is the local process).
+    assert!(lists_secrets("dev"));
 }
