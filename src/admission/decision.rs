@@ -407,7 +407,9 @@ fn decide_target(
         _ if preflight_mode => {
             let mut verdict = Verdict::allow(Reason::PreflightMode);
             if let Resolution::Target(target) = &resolution {
-                verdict.effects.push(Effect::Run(run_request(target)));
+                if source.may_run(&target.key) {
+                    verdict.effects.push(Effect::Run(run_request(target)));
+                }
                 verdict = verdict.for_target(target);
             }
             Decision::Final(verdict)
@@ -652,8 +654,11 @@ fn gate(
                 }
             }
         }
-        Results::Missing(why) if source.runs_on_miss() => {
+        Results::Missing(why) if source.runs_on_miss() && source.may_run(&target.key) => {
             pending(target, message::Pending::Started(why), policy)
+        }
+        Results::Missing(why) if source.runs_on_miss() => {
+            pending(target, message::Pending::NotOffered(why), policy)
         }
         Results::Missing(why) => pending(target, message::Pending::CannotRun(why), policy),
         Results::Running => pending(target, message::Pending::Running, policy),

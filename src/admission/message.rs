@@ -217,6 +217,9 @@ pub enum Pending {
     Started(String),
     /// Results are missing or stale, and this gate cannot run checks.
     CannotRun(String),
+    /// Results are missing or stale, and the update graph does not offer
+    /// the target: a review alone starts no run for it.
+    NotOffered(String),
     /// The gate lost its watch of results.
     Untrusted,
 }
@@ -224,6 +227,7 @@ pub enum Pending {
 /// The answer while results are missing, stale, being computed or cannot
 /// be trusted.
 pub fn pending(target: &Target, why: &Pending, retry: Duration) -> String {
+    let image = target.image.as_str();
     let target = target.display();
     let retry = retry.as_secs();
     match why {
@@ -233,6 +237,16 @@ pub fn pending(target: &Target, why: &Pending, retry: Duration) -> String {
         ),
         Pending::CannotRun(why) => format!(
             "no fresh preflight results for {target}: {why}\nThis gate serves results from a fixed directory and cannot start a run."
+        ),
+        Pending::NotOffered(why) => format!(
+            "preflight for {target} has not been checked: {why}, and the update graph does not offer it\n\
+             A review starts runs only for offered targets. Ask for one as someone allowed to create UpdatePreflights, then run oc adm upgrade again when it is done (oc get upf):\n\
+             oc create -f - <<EOF\n\
+             apiVersion: preflight.dev/v1alpha1\n\
+             kind: UpdatePreflight\n\
+             metadata: {{generateName: manual-}}\n\
+             spec: {{image: {image}}}\n\
+             EOF"
         ),
         Pending::Untrusted => format!(
             "preflight results for {target} cannot be trusted now, retry in ~{retry} s\nThe gate has lost its watch of UpdatePreflight objects (is the API server reachable?)."

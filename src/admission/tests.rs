@@ -25,6 +25,8 @@ struct TestSource {
     cache: ResultCache,
     trusted: bool,
     runs: bool,
+    /// What the update graph offers, where the source knows; None: all.
+    offered: Option<BTreeSet<ReleaseKey>>,
 }
 
 impl ResultSource for TestSource {
@@ -41,6 +43,9 @@ impl ResultSource for TestSource {
     }
     fn runs_on_miss(&self) -> bool {
         self.runs
+    }
+    fn may_run(&self, key: &ReleaseKey) -> bool {
+        self.offered.as_ref().is_none_or(|o| o.contains(key))
     }
     fn request_run(&self, _: RunRequest) {}
 }
@@ -90,6 +95,7 @@ fn source() -> TestSource {
         cache,
         trusted: true,
         runs: true,
+        offered: None,
     }
 }
 
@@ -1146,4 +1152,59 @@ fn a_request_under_another_name_stands_in_for_no_result() {
         .unwrap();
     assert_eq!(v.reason, Reason::Pending, "{v:?}");
     assert_eq!(runs(&v), [IMG_COND]);
+}
+
+/// The test source as a cluster's: it runs only what the graph offers.
+fn offering_the_graph() -> TestSource {
+    TestSource {
+        offered: Some(
+            [IMG_PASS, IMG_FAIL, IMG_COND]
+                .map(ReleaseKey::from_image)
+                .into_iter()
+                .collect(),
+        ),
+        ..source()
+    }
+}
+
+#[test]
+fn a_review_for_a_release_the_graph_does_not_offer_starts_nothing() {
+    let forged = "evil.example/anything@sha256:6666";
+    let review = Review::new().to(json!({"image": forged}));
+    let v = decide_with(&review, &offering_the_graph(), &Policy::default())
+        .into_final()
+        .unwrap();
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::Pending);
+    assert!(runs(&v).is_empty(), "{:?}", v.effects);
+    assert!(
+        v.message.starts_with(&format!(
+            "preflight for {forged} has not been checked: no results yet, and the update graph does not offer it"
+        )),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.message.contains(&format!("spec: {{image: {forged}}}")),
+        "{}",
+        v.message
+    );
+
+    // Not even as mode: Preflight.
+    let preflight = Review::new().to(json!({"image": forged, "mode": "Preflight"}));
+    let v = decide_with(&preflight, &offering_the_graph(), &Policy::default())
+        .into_final()
+        .unwrap();
+    assert!(v.allowed);
+    assert!(runs(&v).is_empty(), "{:?}", v.effects);
+
+    // An offered target with no results is run as before.
+    let offered = decide_with(
+        &Review::new().version("4.15.16"),
+        &offering_the_graph(),
+        &Policy::default(),
+    )
+    .into_final()
+    .unwrap();
+    assert_eq!(runs(&offered), [IMG_COND]);
 }

@@ -512,7 +512,12 @@ mod tests {
         for name in ["CertificatesExpiringSoon", "IngressCertificateCompatible"] {
             let check = catalogue().into_iter().find(|c| c.name() == name).unwrap();
             let finding = check.run(&ctx);
-            assert_eq!(finding.outcome, Outcome::Skipped, "{name}: {}", finding.message);
+            assert_eq!(
+                finding.outcome,
+                Outcome::Skipped,
+                "{name}: {}",
+                finding.message
+            );
             assert!(finding.message.contains("--read-tls-secrets"), "{name}");
         }
     }

@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams,
-};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -20,7 +18,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::live::{AUTO_CREATED, REQUESTED_AT, trigger};
+use super::live::{AUTO_CREATED, REQUESTED_AT, cluster_versions, offered, trigger};
 use super::{CheckResult, Outcome, Phase, RunRequest, UpdatePreflight, UpdatePreflightStatus};
 use crate::checks::{self, Context, Target};
 use crate::cluster::{live, openshift::ClusterVersion};
@@ -487,30 +485,6 @@ async fn external_update(client: &kube::Client, target: &Target) -> super::jobs:
         current_image,
         current_version,
     }
-}
-
-/// Targets the update graph offers the cluster, with their versions.
-pub fn offered(cv: &ClusterVersion) -> Vec<RunRequest> {
-    let status = &cv.status;
-    status
-        .available_updates
-        .iter()
-        .chain(status.conditional_updates.iter().map(|c| &c.release))
-        .filter(|r| !r.image.is_empty())
-        .map(|r| RunRequest {
-            image: r.image.clone(),
-            version: (!r.version.is_empty()).then(|| r.version.clone()),
-            existing: None,
-        })
-        .collect()
-}
-
-fn cluster_versions(client: &kube::Client) -> Api<DynamicObject> {
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion"),
-        "clusterversions",
-    );
-    Api::all_with(client.clone(), &resource)
 }
 
 /// Refreshes when the ClusterVersion changes (a new target offered, one

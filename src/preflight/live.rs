@@ -1,14 +1,19 @@
 //! The live results source: a reflector of `UpdatePreflight` objects fed by
 //! a watch, and the run triggers of the webhook's cache misses, which create
 //! the object or stamp `preflight.dev/requested-at` on it, in the background.
+//! A second watch, of the ClusterVersion, says which targets the update
+//! graph offers: the only ones a review may start a run for (the trust
+//! model: a review body never causes work by itself).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::json;
@@ -16,6 +21,7 @@ use tokio::sync::mpsc;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use super::{Lookup, ResultCache, ResultSource, RunRequest, UpdatePreflight, UpdatePreflightSpec};
+use crate::cluster::openshift::ClusterVersion;
 use crate::metrics::Metrics;
 use crate::release::ReleaseKey;
 
@@ -45,6 +51,9 @@ pub struct LiveSource {
     stale_after: Duration,
     triggers: mpsc::Sender<RunRequest>,
     recent: Mutex<HashMap<ReleaseKey, Instant>>,
+    /// The releases the ClusterVersion's update graph offers, from its
+    /// watch (never from a review).
+    offered: RwLock<HashSet<ReleaseKey>>,
     metrics: Metrics,
 }
 
@@ -58,8 +67,15 @@ impl LiveSource {
             stale_after,
             triggers,
             recent: Mutex::new(HashMap::new()),
+            offered: RwLock::new(HashSet::new()),
             metrics,
         });
+        tokio::spawn(
+            source
+                .clone()
+                .watch_offers(cluster_versions(&client))
+                .instrument(info_span!("offers_watch")),
+        );
         let api: Api<UpdatePreflight> = Api::all(client);
         tokio::spawn(
             source
@@ -114,6 +130,42 @@ impl LiveSource {
         }
     }
 
+    /// Keeps `offered` to what the ClusterVersion `version` offers.
+    async fn watch_offers(self: Arc<Self>, api: Api<DynamicObject>) {
+        let config = watcher::Config::default().fields("metadata.name=version");
+        let mut events = watcher::watcher(api, config).default_backoff().boxed();
+        while let Some(event) = events.next().await {
+            let object = match event {
+                Ok(Event::Apply(object) | Event::InitApply(object)) => object,
+                Ok(Event::Delete(_)) => {
+                    self.offered
+                        .write()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clear();
+                    continue;
+                }
+                Ok(_) => continue,
+                Err(e) => {
+                    debug!(error = %e, "ClusterVersion watch failed; keeping the offers known");
+                    continue;
+                }
+            };
+            let cv: ClusterVersion =
+                match serde_json::to_value(object).and_then(serde_json::from_value) {
+                    Ok(cv) => cv,
+                    Err(e) => {
+                        warn!(error = %e, "cannot read the ClusterVersion's offers");
+                        continue;
+                    }
+                };
+            let keys: HashSet<ReleaseKey> = offered(&cv)
+                .iter()
+                .map(|r| ReleaseKey::from_image(&r.image))
+                .collect();
+            *self.offered.write().unwrap_or_else(|e| e.into_inner()) = keys;
+        }
+    }
+
     fn mark_up(&self) {
         let mut down = self
             .health
@@ -163,8 +215,21 @@ impl ResultSource for LiveSource {
         true
     }
 
+    fn may_run(&self, key: &ReleaseKey) -> bool {
+        self.offered
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(key)
+    }
+
     fn request_run(&self, mut request: RunRequest) {
         let key = ReleaseKey::from_image(&request.image);
+        if !self.may_run(&key) {
+            // The decision asks only for offered targets; this is the
+            // backstop should that ever change.
+            warn!(%key, "a run for a target the update graph does not offer is not started");
+            return;
+        }
         {
             let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
             let now = Instant::now();
@@ -235,4 +300,29 @@ pub async fn trigger(
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(name),
         Err(e) => Err(e),
     }
+}
+
+/// Targets the update graph offers the cluster, with their versions.
+pub fn offered(cv: &ClusterVersion) -> Vec<RunRequest> {
+    let status = &cv.status;
+    status
+        .available_updates
+        .iter()
+        .chain(status.conditional_updates.iter().map(|c| &c.release))
+        .filter(|r| !r.image.is_empty())
+        .map(|r| RunRequest {
+            image: r.image.clone(),
+            version: (!r.version.is_empty()).then(|| r.version.clone()),
+            existing: None,
+        })
+        .collect()
+}
+
+/// The `ClusterVersion` API, read as JSON.
+pub fn cluster_versions(client: &kube::Client) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion"),
+        "clusterversions",
+    );
+    Api::all_with(client.clone(), &resource)
 }

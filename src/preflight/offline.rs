@@ -37,7 +37,7 @@ impl SnapshotSource {
             .view
             .cluster_version
             .iter()
-            .flat_map(super::controller::offered)
+            .flat_map(super::live::offered)
             .collect();
         for request in &offered {
             source

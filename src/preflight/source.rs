@@ -51,6 +51,13 @@ pub trait ResultSource: Send + Sync + 'static {
     fn is_ready(&self) -> bool;
     /// Whether `request_run` starts a run (a fixed directory cannot).
     fn runs_on_miss(&self) -> bool;
+    /// Whether a review may ask for a run of `key`: in a cluster, only for
+    /// releases the ClusterVersion's update graph offers, as its watch says.
+    /// Anything else is run only when someone allowed to create
+    /// UpdatePreflights asks for it. Answered from memory.
+    fn may_run(&self, _key: &ReleaseKey) -> bool {
+        true
+    }
     /// Starts a run in the background; never blocks the caller.
     fn request_run(&self, request: RunRequest);
 }

@@ -268,7 +268,7 @@ fn a_server_dry_run_gets_the_verdict_and_triggers_nothing() {
         "{}",
         dry.stderr
     );
-    // A target nobody has checked: a real request would start a run.
+    // A target nobody has checked, and the graph does not offer.
     let unchecked = "quay.io/openshift-release-dev/ocp-release@sha256:6666666666666666666666666666666666666666666666666666666666666666";
     let missing = world.kubectl(
         User::Admin,
@@ -278,7 +278,7 @@ fn a_server_dry_run_gets_the_verdict_and_triggers_nothing() {
     assert!(
         missing
             .stderr
-            .contains(&format!("preflight for {unchecked} is running")),
+            .contains(&format!("preflight for {unchecked} has not been checked")),
         "{}",
         missing.stderr
     );

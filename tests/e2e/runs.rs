@@ -14,21 +14,54 @@ fn phase(o: &Value) -> &str {
 }
 
 #[test]
-fn a_target_nobody_checked_is_denied_as_running_then_gets_its_verdict() {
+fn a_target_nobody_checked_is_run_only_when_someone_asks_then_gets_its_verdict() {
     let (_turn, world) = lock();
+    let own = preflight_gate::release::ReleaseKey::from_image(UNCHECKED).object_name();
+    world.admin(&[
+        "delete",
+        "updatepreflights",
+        "--ignore-not-found",
+        "--wait",
+        "-l",
+        "preflight.dev/e2e-request",
+    ]);
+    world.admin(&[
+        "delete",
+        "updatepreflight",
+        "--ignore-not-found",
+        "--wait",
+        &own,
+    ]);
+    // The graph does not offer it: the review alone starts nothing.
     let first = world.kubectl(User::Admin, &image_patch_args(UNCHECKED, &[]));
     assert!(!first.ok);
     assert!(
         first.stderr.contains(&format!(
-            "preflight for {UNCHECKED} is running, retry in ~60 s"
+            "preflight for {UNCHECKED} has not been checked: no results yet, and the update graph does not offer it"
         )),
         "{}",
         first.stderr
     );
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !world
+            .update_preflights()
+            .iter()
+            .any(|o| o["spec"]["image"] == UNCHECKED),
+        "a review made an object"
+    );
 
-    // The gate created the object; the controller ran the suite.
+    // Someone allowed to create UpdatePreflights asks, as the denial says.
+    let request = json!({"apiVersion": "preflight.dev/v1alpha1", "kind": "UpdatePreflight",
+        "metadata": {"generateName": "manual-", "labels": {"preflight.dev/e2e-request": "true"}},
+        "spec": {"image": UNCHECKED}});
+    let path = world.dir().join("unchecked-request.json");
+    std::fs::write(&path, request.to_string()).unwrap();
+    world.admin(&["create", "-f", path.to_str().unwrap()]);
+
+    // The controller ran the request, and the release's own object.
     let done = world.wait_for_result(UNCHECKED, "with a result", |o| {
-        matches!(phase(o), "Passed" | "Failed" | "Error")
+        o["metadata"]["name"] == own.as_str() && matches!(phase(o), "Passed" | "Failed" | "Error")
     });
     assert_eq!(
         done["metadata"]["labels"]["preflight.dev/auto-created"],
