@@ -156,6 +156,15 @@ impl ClusterVersion {
         }
     }
 
+    /// Whether `target` is `status.desired`: the release the cluster runs,
+    /// or the one it is already updating to. Asking for it changes nothing.
+    pub fn is_desired(&self, target: &Target) -> bool {
+        self.status
+            .desired
+            .as_ref()
+            .is_some_and(|d| !d.image.is_empty() && ReleaseKey::from_image(&d.image) == target.key)
+    }
+
     fn releases(&self) -> impl Iterator<Item = &Release> {
         let status = &self.status;
         status

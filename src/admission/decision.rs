@@ -423,6 +423,11 @@ fn decide_target(
         {
             Decision::Final(Verdict::allow(Reason::NoTargetChange))
         }
+        Resolution::Target(target) if new.is_desired(&target) => {
+            let mut verdict = Verdict::allow(Reason::NoTargetChange).for_target(&target);
+            verdict.warnings.push(message::already_desired(&target));
+            Decision::Final(verdict)
+        }
         Resolution::UnknownVersion(version) => Decision::Final(Verdict::deny(
             Reason::UnknownVersion,
             400,

@@ -336,3 +336,11 @@ pub fn not_vouched(target: &Target, name: &str, why: &str) -> String {
         why = clean(why, MAX_LINE),
     )
 }
+
+/// The warning when the target asked for is the one the cluster already has.
+pub fn already_desired(target: &Target) -> String {
+    format!(
+        "preflight-gate: {} is the release the cluster runs or is already updating to; there is nothing to check",
+        target.display()
+    )
+}

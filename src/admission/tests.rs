@@ -1208,3 +1208,25 @@ fn a_review_for_a_release_the_graph_does_not_offer_starts_nothing() {
     .unwrap();
     assert_eq!(runs(&offered), [IMG_COND]);
 }
+
+#[rstest]
+#[case::by_version(json!({"version": "4.14.1"}))]
+#[case::by_image(json!({"image": IMG_CURRENT}))]
+fn asking_for_the_release_the_cluster_has_changes_nothing(#[case] update: Value) {
+    let v = decide_with(
+        &Review::new().to(update),
+        &offering_the_graph(),
+        &Policy::default(),
+    )
+    .into_final()
+    .unwrap();
+    assert!(v.allowed);
+    assert_eq!(v.reason, Reason::NoTargetChange);
+    assert!(runs(&v).is_empty());
+    assert_eq!(
+        v.warnings,
+        [
+            "preflight-gate: 4.14.1 is the release the cluster runs or is already updating to; there is nothing to check"
+        ]
+    );
+}
