@@ -318,6 +318,9 @@ pub struct CheckArgs {
     /// Checks whose failures to accept as warnings (comma-separated).
     #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_ACCEPT")]
     pub accept: Vec<String>,
+    /// Take --accept names that name no check (otherwise exit 2).
+    #[arg(long, env = "PREFLIGHT_GATE_ALLOW_UNKNOWN_ACCEPT")]
+    pub allow_unknown_accept: bool,
     /// Prometheus or Thanos querier to read alerts from (its base URL);
     /// replaces any alerts.json of the snapshot.
     #[arg(long, env = "PREFLIGHT_GATE_PROMETHEUS_URL")]

@@ -47,6 +47,11 @@ impl Target {
     /// its version is looked up; a version is looked up in
     /// `availableUpdates`, then `conditionalUpdates`, then the current
     /// release. A version found in none is still checked, by version only.
+    /// Whether `to` is a pullspec rather than a version.
+    pub fn is_image(to: &str) -> bool {
+        to.contains('/') || to.contains('@')
+    }
+
     pub fn resolve(view: &ClusterView, to: &str) -> Self {
         let to = to.trim();
         let releases: Vec<&crate::cluster::openshift::Release> = view
@@ -60,8 +65,7 @@ impl Target {
                     .chain(std::iter::once(&s.desired))
             })
             .collect();
-        let is_image = to.contains('/') || to.contains('@');
-        if is_image {
+        if Self::is_image(to) {
             let key = crate::release::ReleaseKey::from_image(to);
             let version = releases
                 .iter()

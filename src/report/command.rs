@@ -31,6 +31,12 @@ pub enum CheckError {
     Prometheus(#[from] crate::cluster::prometheus::PrometheusError),
     #[error("--to is empty: give a version (4.16.3) or a release image")]
     NoTarget,
+    #[error(
+        "--to {0:?} is neither a version (4.16.3, 4.17.0-ec.2) nor a release image pullspec (quay.io/openshift-release-dev/ocp-release@sha256:...)"
+    )]
+    BadTarget(String),
+    #[error("--accept {0}")]
+    UnknownAccept(String),
 }
 
 /// Runs the command and returns the process's exit code.
@@ -54,7 +60,9 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(match e {
-                CheckError::NoTarget => EXIT_USAGE,
+                CheckError::NoTarget | CheckError::BadTarget(_) | CheckError::UnknownAccept(_) => {
+                    EXIT_USAGE
+                }
                 CheckError::Snapshot(e) if e.is_mixed() => EXIT_USAGE,
                 _ => EXIT_ERROR,
             })
@@ -62,9 +70,40 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     }
 }
 
+/// What is wrong with accept names that name no check, with the check a
+/// wrongly capitalised one meant; `None` when every name is a check's.
+fn unknown_accepts(names: &[String]) -> Option<String> {
+    let catalogue = checks::catalogue();
+    let known: Vec<&str> = catalogue.iter().map(|c| c.name()).collect();
+    let unknown: Vec<String> = names
+        .iter()
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty() && !known.contains(n))
+        .map(|n| match known.iter().find(|k| k.eq_ignore_ascii_case(n)) {
+            Some(meant) => format!("{n} (did you mean {meant}?)"),
+            None => n.to_owned(),
+        })
+        .collect();
+    (!unknown.is_empty()).then(|| {
+        format!(
+            "names no check: {}; names are case-sensitive (preflight-gate check --help lists them in docs/checks.md), or pass --allow-unknown-accept",
+            unknown.join(", ")
+        )
+    })
+}
+
 fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
-    if args.to.trim().is_empty() {
+    let to = args.to.trim();
+    if to.is_empty() {
         return Err(CheckError::NoTarget);
+    }
+    if !Target::is_image(to) && crate::release::Version::parse(to).is_none() {
+        return Err(CheckError::BadTarget(to.to_owned()));
+    }
+    if !args.allow_unknown_accept
+        && let Some(why) = unknown_accepts(&args.accept)
+    {
+        return Err(CheckError::UnknownAccept(why));
     }
     let progress = progress_bar();
     let mut view = load(

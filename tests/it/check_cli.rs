@@ -100,3 +100,41 @@ fn an_empty_target_is_a_usage_error() {
     assert_eq!(check(&["--to", " "]).status.code(), Some(2));
     assert_eq!(check(&[]).status.code(), Some(2), "clap's own usage error");
 }
+
+#[test]
+fn a_target_that_is_neither_a_version_nor_an_image_is_a_usage_error() {
+    for to in ["latest", "4.x", "stable-4.15"] {
+        let out = check(&["--to", to]);
+        assert_eq!(out.status.code(), Some(2), "{to}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "--to {to:?} is neither a version (4.16.3, 4.17.0-ec.2) nor a release image pullspec"
+            )),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty(), "no report for {to}");
+    }
+}
+
+#[test]
+fn an_accept_name_that_names_no_check_is_a_usage_error_unless_allowed() {
+    let out = check(&["--to", "4.15.3", "--accept", "olmoperatorscompatible,NoSuchCheck"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "--accept names no check: olmoperatorscompatible (did you mean OLMOperatorsCompatible?), NoSuchCheck"
+        ),
+        "{err}"
+    );
+    // Allowed, the unknown names accept nothing: still blocked.
+    let allowed = check(&[
+        "--to",
+        "4.15.3",
+        "--accept",
+        "NoSuchCheck",
+        "--allow-unknown-accept",
+    ]);
+    assert_eq!(allowed.status.code(), Some(3), "{}", stdout(&allowed));
+}
