@@ -100,14 +100,22 @@ fn write(path: &Path, contents: &str, secret: bool) -> Result<(), CertsError> {
         path: path.to_owned(),
         source,
     };
-    // Write beside, then rename: a reader never sees half a file.
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, contents).map_err(err)?;
-    if secret {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+    // A fresh temporary file beside the target, created 0600 under a random
+    // name (a key is never readable by others, not even for a moment, and
+    // no one can plant the name beforehand), then renamed over the target:
+    // a reader never sees half a file, and a symlink at the target is
+    // replaced, not followed.
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let mut tmp = tempfile::NamedTempFile::new_in(dir.unwrap_or(Path::new("."))).map_err(err)?;
+    tmp.write_all(contents.as_bytes()).map_err(err)?;
+    if !secret {
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(err)?;
     }
-    std::fs::rename(&tmp, path).map_err(err)
+    tmp.persist(path).map(drop).map_err(|e| err(e.error))
 }
 
 #[cfg(test)]
@@ -142,5 +150,29 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+        let mode = std::fs::metadata(dir.path().join(TLS_CERT))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644);
+    }
+
+    #[test]
+    fn a_symlink_in_place_of_a_key_is_replaced_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "not a key").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.path().join(TLS_KEY)).unwrap();
+        generate(dir.path(), &[]).unwrap();
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "not a key");
+        let key = dir.path().join(TLS_KEY);
+        assert!(!std::fs::symlink_metadata(&key).unwrap().is_symlink());
+        assert_eq!(
+            std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        // Nothing left behind but the four files and the decoy.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 5);
     }
 }

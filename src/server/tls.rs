@@ -33,6 +33,8 @@ pub enum TlsError {
     Pair(rustls::Error),
     #[error("the client CA bundle is unusable: {0}")]
     ClientCa(String),
+    #[error("{path} expired at {at}: the pair in use is kept")]
+    Expired { path: PathBuf, at: String },
 }
 
 /// The serving certificate and key files.
@@ -130,7 +132,20 @@ impl ReloadingCert {
                 return Ok(false);
             }
         }
-        match load(&self.files, &self.provider) {
+        let loaded = load(&self.files, &self.provider).and_then(|loaded| {
+            // A pair that matches but has expired is no better than a
+            // broken one: every API server would refuse the handshake.
+            if loaded.not_after <= jiff::Timestamp::now().as_second() {
+                let at = jiff::Timestamp::from_second(loaded.not_after)
+                    .map_or_else(|_| loaded.not_after.to_string(), |t| t.to_string());
+                return Err(TlsError::Expired {
+                    path: self.files.cert.clone(),
+                    at,
+                });
+            }
+            Ok(loaded)
+        });
+        match loaded {
             Ok(loaded) => {
                 self.current.store(loaded.key);
                 *self.bytes.lock().unwrap_or_else(|e| e.into_inner()) = loaded.bytes;
@@ -240,4 +255,55 @@ pub fn server_config(
     let mut config = builder.with_cert_resolver(cert);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A self-signed pair for localhost, valid between the two dates.
+    fn pair(dir: &Path, not_before: (i32, u8, u8), not_after: (i32, u8, u8)) -> CertFiles {
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        params.not_before = rcgen::date_time_ymd(not_before.0, not_before.1, not_before.2);
+        params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let files = CertFiles {
+            cert: dir.join("tls.crt"),
+            key: dir.join("tls.key"),
+        };
+        std::fs::write(&files.cert, cert.pem()).unwrap();
+        std::fs::write(&files.key, key.serialize_pem()).unwrap();
+        files
+    }
+
+    #[test]
+    fn an_expired_pair_never_replaces_a_good_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let files = pair(dir.path(), (2025, 1, 1), (2099, 1, 1));
+        let metrics = Metrics::new().unwrap();
+        let cert = ReloadingCert::load(files, provider, metrics.clone()).unwrap();
+        let good = cert.current.load_full();
+
+        // The Secret is rotated to a pair that matches but has expired.
+        pair(dir.path(), (2020, 1, 1), (2021, 1, 1));
+        let err = cert.reload().unwrap_err();
+        assert!(
+            matches!(&err, TlsError::Expired { at, .. } if at.starts_with("2021-01-01")),
+            "{err}"
+        );
+        assert!(Arc::ptr_eq(&good, &cert.current.load_full()), "kept");
+        assert!(
+            metrics
+                .render()
+                .contains(r#"preflight_gate_tls_reloads_total{result="failure"} 1"#),
+            "counted"
+        );
+
+        // A good new pair is taken.
+        pair(dir.path(), (2025, 1, 1), (2098, 1, 1));
+        assert!(cert.reload().unwrap());
+        assert!(!Arc::ptr_eq(&good, &cert.current.load_full()));
+    }
 }

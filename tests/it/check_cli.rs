@@ -119,7 +119,12 @@ fn a_target_that_is_neither_a_version_nor_an_image_is_a_usage_error() {
 
 #[test]
 fn an_accept_name_that_names_no_check_is_a_usage_error_unless_allowed() {
-    let out = check(&["--to", "4.15.3", "--accept", "olmoperatorscompatible,NoSuchCheck"]);
+    let out = check(&[
+        "--to",
+        "4.15.3",
+        "--accept",
+        "olmoperatorscompatible,NoSuchCheck",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
