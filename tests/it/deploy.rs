@@ -637,3 +637,64 @@ fn listing_every_secret_is_opt_in() {
     // The development overlay opts in (its Deployment is the local process).
     assert!(lists_secrets("dev"));
 }
+
+#[test]
+fn on_openshift_only_the_api_server_reaches_the_webhook_port_and_only_monitoring_the_admin_port() {
+    let objects = rendered("openshift");
+    let policy = objects
+        .iter()
+        .find(|o| o["kind"] == "NetworkPolicy")
+        .expect("a NetworkPolicy");
+    let deployment = objects.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    // It selects the gate's pods, by labels they carry.
+    let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    for (k, v) in policy["spec"]["podSelector"]["matchLabels"]
+        .as_object()
+        .unwrap()
+    {
+        assert_eq!(&pod_labels[k], v, "{k}");
+    }
+    assert_eq!(policy["metadata"]["namespace"], "preflight-gate");
+    assert_eq!(strings(&policy["spec"]["policyTypes"]), ["Ingress"]);
+    // Named ports that the container declares.
+    let declared: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    let who_reaches = |port: &str| -> Vec<String> {
+        policy["spec"]["ingress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|rule| {
+                rule["ports"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|p| p["port"] == port)
+            })
+            .flat_map(|rule| rule["from"].as_array().unwrap().iter())
+            .map(|from| from["namespaceSelector"]["matchLabels"].to_string())
+            .collect()
+    };
+    for port in ["webhook", "admin"] {
+        assert!(declared.contains(&port), "{port} is a declared port");
+    }
+    assert_eq!(
+        who_reaches("webhook"),
+        [r#"{"policy-group.network.openshift.io/host-network":""}"#]
+    );
+    assert_eq!(
+        who_reaches("admin"),
+        [
+            r#"{"policy-group.network.openshift.io/host-network":""}"#,
+            r#"{"kubernetes.io/metadata.name":"openshift-monitoring"}"#
+        ]
+    );
+    // Every rule names its sources: none admits all.
+    for rule in policy["spec"]["ingress"].as_array().unwrap() {
+        assert!(!rule["from"].as_array().unwrap().is_empty(), "{rule}");
+    }
+}
