@@ -78,9 +78,12 @@ pub struct ServerArgs {
     /// OpenShift's monitoring expects of cluster components.
     #[arg(long, env = "PREFLIGHT_GATE_ADMIN_TLS")]
     pub admin_tls: bool,
-    /// Reviews answered at once; more wait their turn.
+    /// Reviews decided at once, once their bodies have arrived; more wait their turn, within the API server's timeout.
     #[arg(long, default_value_t = 256, env = "PREFLIGHT_GATE_MAX_CONCURRENCY")]
     pub max_concurrency: usize,
+    /// Webhook connections open at once; past it a new connection is closed before its TLS handshake.
+    #[arg(long, default_value_t = 1024, env = "PREFLIGHT_GATE_MAX_CONNECTIONS")]
+    pub max_connections: usize,
     /// Time allowed for a TLS handshake.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_HANDSHAKE_TIMEOUT")]
     pub handshake_timeout: Duration,

@@ -201,6 +201,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         admin,
         admin_tls,
         max_concurrency: args.server.max_concurrency,
+        max_connections: args.server.max_connections,
         handshake_timeout: args.server.handshake_timeout,
         header_read_timeout: args.server.header_read_timeout,
         shutdown_delay: args.server.shutdown_delay,

@@ -3,6 +3,7 @@
 //! certificate).
 
 pub mod admin;
+mod capped;
 pub mod tls;
 pub mod webhook;
 
@@ -30,6 +31,8 @@ pub struct Listen {
     /// webhook's certificate, no client certificates).
     pub admin_tls: Option<rustls::ServerConfig>,
     pub max_concurrency: usize,
+    /// Webhook connections open at once; past it new ones are closed.
+    pub max_connections: usize,
     pub handshake_timeout: Duration,
     pub header_read_timeout: Duration,
     /// How long to stay up but unready after SIGTERM, so endpoints update.
@@ -56,14 +59,25 @@ pub async fn run(
     let handle = axum_server::Handle::<SocketAddr>::new();
     let acceptor = RustlsAcceptor::new(RustlsConfig::from_config(Arc::new(tls)))
         .handshake_timeout(listen.handshake_timeout);
+    let acceptor = capped::CappedAcceptor::new(acceptor, listen.max_connections);
     let mut server = axum_server::from_tcp(listen.webhook)?
         .acceptor(acceptor)
         .handle(handle.clone());
+    // HTTP/1: the header timeout also closes a keep-alive connection that
+    // sends no next request. HTTP/2: pings close a connection whose peer
+    // is gone, and a client gets few streams at once.
     server
         .http_builder()
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(listen.header_read_timeout);
+    server
+        .http_builder()
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(Duration::from_secs(20)))
+        .keep_alive_timeout(Duration::from_secs(10))
+        .max_concurrent_streams(32);
     let webhook = tokio::spawn(
         server
             .serve(app(gate, listen.max_concurrency).into_make_service())

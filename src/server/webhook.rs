@@ -1,18 +1,26 @@
 //! The webhook endpoint: read the review, decide, ask about an override when
 //! one is claimed, carry out side effects, answer. Everything but the
 //! authorization question is answered from memory.
+//!
+//! The API server's `?timeout=` is one deadline for the whole review, the
+//! body's arrival included, and nothing is held while a slow client
+//! dawdles: the body's bytes are reserved from a memory budget before it is
+//! read, and a decision permit is taken only once it has arrived. So slow
+//! or idle clients cannot starve the reviews of a fail-closed webhook.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, RawQuery, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use jiff::Timestamp;
-use tower::limit::GlobalConcurrencyLimitLayer;
+use tokio::sync::Semaphore;
+use tokio::time::timeout_at;
 use tracing::{Span, debug, field::Empty, info, instrument};
 
 use crate::admission::{
@@ -32,6 +40,13 @@ pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
 /// The API server's longest webhook timeout, used when it sends none.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How many body bytes may be in memory at once, across reviews: well under
+/// the Deployment's 512 Mi limit, and room for nine reviews at the largest.
+pub const BODY_BUDGET_BYTES: usize = 64 * 1024 * 1024;
+
+/// The unit the body budget is counted in.
+const BUDGET_UNIT: usize = 1024;
+
 /// Everything a review is decided with.
 pub struct Gate {
     pub source: Arc<dyn ResultSource>,
@@ -41,13 +56,92 @@ pub struct Gate {
     pub metrics: Metrics,
 }
 
+/// The gate and what bounds the reviews in flight.
+struct Served {
+    gate: Arc<Gate>,
+    /// Reviews being decided at once.
+    deciding: Semaphore,
+    /// Body bytes in memory, in [`BUDGET_UNIT`]s.
+    bodies: Semaphore,
+}
+
 /// The webhook's router. It needs no socket, so tests drive it directly.
 pub fn app(gate: Arc<Gate>, max_concurrency: usize) -> Router {
+    let served = Served {
+        gate,
+        deciding: Semaphore::new(max_concurrency.max(1)),
+        bodies: Semaphore::new(BODY_BUDGET_BYTES / BUDGET_UNIT),
+    };
     Router::new()
         .route(PATH, post(validate))
-        .layer(GlobalConcurrencyLimitLayer::new(max_concurrency))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(gate)
+        .with_state(Arc::new(served))
+}
+
+/// Why a review's body could not be read.
+enum BodyFault {
+    TooLarge,
+    Late,
+    Busy,
+    Broken(String),
+}
+
+impl IntoResponse for BodyFault {
+    fn into_response(self) -> Response {
+        match self {
+            Self::TooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("an AdmissionReview may be at most {MAX_BODY_BYTES} bytes\n"),
+            ),
+            Self::Late => (
+                StatusCode::REQUEST_TIMEOUT,
+                "the review's body did not arrive within the API server's timeout\n".to_owned(),
+            ),
+            Self::Busy => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the gate is at its limit of reviews in flight; the API server may retry\n"
+                    .to_owned(),
+            ),
+            Self::Broken(why) => (
+                StatusCode::BAD_REQUEST,
+                format!("the review's body could not be read: {why}\n"),
+            ),
+        }
+        .into_response()
+    }
+}
+
+/// Reads the body by `deadline`, its bytes reserved from the budget first.
+/// The reservation is returned with the bytes and released when dropped.
+async fn read_body<'a>(
+    served: &'a Served,
+    headers: &HeaderMap,
+    body: Body,
+    deadline: tokio::time::Instant,
+) -> Result<(Bytes, tokio::sync::SemaphorePermit<'a>), BodyFault> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
+        return Err(BodyFault::TooLarge);
+    }
+    // A body of unknown length may be as large as any.
+    let units = declared
+        .unwrap_or(MAX_BODY_BYTES)
+        .div_ceil(BUDGET_UNIT)
+        .max(1);
+    let units = u32::try_from(units).map_err(|_| BodyFault::TooLarge)?;
+    let reserved = match timeout_at(deadline, served.bodies.acquire_many(units)).await {
+        Ok(Ok(permit)) => permit,
+        _ => return Err(BodyFault::Busy),
+    };
+    let read = Limited::new(body, MAX_BODY_BYTES).collect();
+    match timeout_at(deadline, read).await {
+        Err(_) => Err(BodyFault::Late),
+        Ok(Ok(collected)) => Ok((collected.to_bytes(), reserved)),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(BodyFault::TooLarge),
+        Ok(Err(e)) => Err(BodyFault::Broken(e.to_string())),
+    }
 }
 
 /// How long the answer may take: the API server's `?timeout=` less a margin.
@@ -73,10 +167,10 @@ fn is_json(headers: &HeaderMap) -> bool {
 
 #[instrument(name = "review", skip_all, fields(uid = Empty, operation = Empty, target = Empty, decision = Empty, reason = Empty))]
 async fn validate(
-    State(gate): State<Arc<Gate>>,
+    State(served): State<Arc<Served>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     if !is_json(&headers) {
         return (
@@ -87,6 +181,23 @@ async fn validate(
     }
     let started = Instant::now();
     let deadline = started + budget(query.as_deref());
+    let (body, _reserved) = match read_body(
+        &served,
+        &headers,
+        body,
+        tokio::time::Instant::from_std(deadline),
+    )
+    .await
+    {
+        Ok(read) => read,
+        Err(fault) => return fault.into_response(),
+    };
+    // Decide only with a permit, taken once the body is here.
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    let Ok(Ok(_deciding)) = tokio::time::timeout(remaining, served.deciding.acquire()).await else {
+        return BodyFault::Busy.into_response();
+    };
+    let gate = &served.gate;
     let metrics = &gate.metrics;
     let _in_flight = InFlight::enter(&metrics.in_flight);
 
@@ -138,7 +249,7 @@ async fn validate(
         ])
         .inc();
     if !request.dry_run {
-        carry_out(&gate, &request, &verdict);
+        carry_out(gate, &request, &verdict);
     }
     if verdict.target.is_some() {
         info!(user = %request.user.username, dry_run = request.dry_run, "decided");

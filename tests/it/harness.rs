@@ -118,6 +118,8 @@ pub struct Options {
     pub shutdown_delay: Duration,
     /// Serve the admin port over TLS too.
     pub admin_tls: bool,
+    pub max_concurrency: usize,
+    pub max_connections: usize,
 }
 
 impl Default for Options {
@@ -130,6 +132,8 @@ impl Default for Options {
             handshake_timeout: Duration::from_secs(5),
             shutdown_delay: Duration::ZERO,
             admin_tls: false,
+            max_concurrency: 64,
+            max_connections: 1024,
         }
     }
 }
@@ -215,7 +219,8 @@ pub async fn start(options: Options) -> Running {
         webhook,
         admin,
         admin_tls,
-        max_concurrency: 64,
+        max_concurrency: options.max_concurrency,
+        max_connections: options.max_connections,
         handshake_timeout: options.handshake_timeout,
         header_read_timeout: options.header_read_timeout,
         shutdown_delay: options.shutdown_delay,

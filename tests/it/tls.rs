@@ -417,3 +417,105 @@ async fn the_admin_port_can_serve_https_with_the_same_certificate() {
     let plain = reqwest::get(format!("{}/metrics", gate.admin)).await;
     assert!(plain.is_err() || plain.unwrap().status().as_u16() != 200);
 }
+
+/// A TLS connection to the gate that has sent the headers of a review, and
+/// then drips its body: the API server's timeout is `timeout`.
+async fn dripping(gate: &Running, timeout: &str) -> tokio_rustls::client::TlsStream<TcpStream> {
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(client_config(gate)));
+    let tcp = TcpStream::connect(gate.addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, tcp).await.unwrap();
+    let head = format!(
+        "POST /validate/clusterversion?timeout={timeout} HTTP/1.1\r\nHost: localhost\r\n\
+         Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{{"
+    );
+    tls.write_all(head.as_bytes()).await.unwrap();
+    tls.flush().await.unwrap();
+    tls
+}
+
+#[tokio::test]
+async fn bodies_that_never_finish_hold_no_permit_and_get_408_at_the_deadline() {
+    // Two decisions at a time, and more slow clients than that.
+    let gate = start(Options {
+        max_concurrency: 2,
+        ..Options::default()
+    })
+    .await;
+    let mut slow = Vec::new();
+    for _ in 0..8 {
+        slow.push(dripping(&gate, "2s").await);
+    }
+    // A real review is answered, with its verdict, while they drip.
+    let answered = tokio::time::timeout(
+        Duration::from_secs(10),
+        gate.post(&gate.client(), Review::merge_patch_to("4.15.3").body()),
+    )
+    .await
+    .expect("the review is answered while slow clients hold connections");
+    assert_eq!(answered.0, 200);
+    assert_eq!(answered.1["response"]["allowed"], false, "{}", answered.1);
+
+    // Each slow client is told at its deadline that its body never came.
+    for mut tls in slow {
+        let mut reply = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut reply)).await;
+        let reply = String::from_utf8_lossy(&reply);
+        assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+        assert!(
+            reply.contains("the review's body did not arrive within the API server's timeout"),
+            "{reply}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn past_the_connection_cap_a_new_connection_is_closed_and_the_open_ones_served() {
+    let gate = start(Options {
+        max_connections: 3,
+        ..Options::default()
+    })
+    .await;
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(client_config(&gate)));
+    let name = || rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        let tcp = TcpStream::connect(gate.addr).await.unwrap();
+        open.push(connector.connect(name(), tcp).await.unwrap());
+    }
+    // The fourth gets no handshake.
+    let tcp = TcpStream::connect(gate.addr).await.unwrap();
+    let refused = tokio::time::timeout(Duration::from_secs(5), connector.connect(name(), tcp))
+        .await
+        .expect("closed at once, not left hanging");
+    assert!(refused.is_err(), "a fourth connection was served");
+
+    // An open one still gets its review answered.
+    let body = Review::merge_patch_to("4.14.12").body();
+    let mut first = open.remove(0);
+    let request = format!(
+        "POST /validate/clusterversion HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    first.write_all(request.as_bytes()).await.unwrap();
+    first.write_all(&body).await.unwrap();
+    let mut reply = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), first.read_to_end(&mut reply))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&reply).starts_with("HTTP/1.1 200"));
+
+    // Its slot freed, a new connection is served again.
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let tcp = TcpStream::connect(gate.addr).await.unwrap();
+        if connector.connect(name(), tcp).await.is_ok() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the slot never came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
