@@ -12,6 +12,16 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 pub const WEBHOOK: &str = "clusterversions.preflight.dev";
+
+/// What `oc adm upgrade --clear` amounts to: `spec.desiredUpdate` removed.
+pub const CLEAR_TARGET: [&str; 6] = [
+    "patch",
+    "clusterversion",
+    "version",
+    "--type=json",
+    "-p",
+    r#"[{"op":"remove","path":"/spec/desiredUpdate"}]"#,
+];
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Who runs a kubectl command.
@@ -702,14 +712,7 @@ impl World {
         }
         let cv = self.cluster_version();
         if cv["spec"].get("desiredUpdate").is_some() {
-            self.admin(&[
-                "patch",
-                "clusterversion",
-                "version",
-                "--type=json",
-                "-p",
-                r#"[{"op":"remove","path":"/spec/desiredUpdate"}]"#,
-            ]);
+            self.admin(&CLEAR_TARGET);
         }
         let annotations: Vec<String> = cv["metadata"]["annotations"]
             .as_object()

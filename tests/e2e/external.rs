@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cluster::{User, World, image_patch_args, lock};
+use crate::cluster::{CLEAR_TARGET, User, World, image_patch_args, lock};
 
 const NS: &str = "preflight-gate";
 const CHECK_SA: &str = "system:serviceaccount:preflight-gate:preflight-check";
@@ -474,14 +474,7 @@ fn an_erroring_check_lets_the_update_through_only_when_it_is_fail_open() {
         assert!(Instant::now() < deadline, "never allowed: {}", out.stderr);
         std::thread::sleep(Duration::from_millis(200));
     }
-    world.admin(&[
-        "patch",
-        "clusterversion",
-        "version",
-        "--type=json",
-        "-p",
-        r#"[{"op":"remove","path":"/spec/desiredUpdate"}]"#,
-    ]);
+    world.admin(&CLEAR_TARGET);
 
     // The same error, fail-closed, blocks it.
     made.check(
@@ -519,14 +512,7 @@ fn an_erroring_check_lets_the_update_through_only_when_it_is_fail_open() {
             out.stderr
         );
         if out.ok {
-            world.admin(&[
-                "patch",
-                "clusterversion",
-                "version",
-                "--type=json",
-                "-p",
-                r#"[{"op":"remove","path":"/spec/desiredUpdate"}]"#,
-            ]);
+            world.admin(&CLEAR_TARGET);
         }
         std::thread::sleep(Duration::from_millis(200));
     }

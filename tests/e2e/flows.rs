@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::cluster::{
-    Output, User, WEBHOOK, World, image_patch_args, lock, merge_patch_args, metric,
+    CLEAR_TARGET, Output, User, WEBHOOK, World, image_patch_args, lock, merge_patch_args, metric,
 };
 
 const DENIED: &str = "denied the request: ";
@@ -549,17 +549,7 @@ fn with_the_gate_down_updates_fail_closed_until_break_glass() {
             )
         }
         None => {
-            let out = world.kubectl(
-                User::Admin,
-                &[
-                    "patch",
-                    "clusterversion",
-                    "version",
-                    "--type=json",
-                    "-p",
-                    r#"[{"op":"remove","path":"/spec/desiredUpdate"}]"#,
-                ],
-            );
+            let out = world.kubectl(User::Admin, &CLEAR_TARGET);
             (out.ok, out.stderr)
         }
     };

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cluster::{User, World, lock, merge_patch_args, metric};
+use crate::cluster::{CLEAR_TARGET, User, World, lock, merge_patch_args, metric};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const BLOCKED_4153: &[&str] = &[r#"target_version="4.15.3""#];
@@ -85,17 +85,7 @@ struct Tidy(&'static World);
 impl Drop for Tidy {
     fn drop(&mut self) {
         let world = self.0;
-        let _ = world.kubectl(
-            User::Admin,
-            &[
-                "patch",
-                "clusterversion",
-                "version",
-                "--type=json",
-                "-p",
-                r#"[{"op":"remove","path":"/spec/desiredUpdate"}]"#,
-            ],
-        );
+        let _ = world.kubectl(User::Admin, &CLEAR_TARGET);
         let _ = world.kubectl(
             User::Admin,
             &[
