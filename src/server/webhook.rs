@@ -4,9 +4,10 @@
 //!
 //! The API server's `?timeout=` is one deadline for the whole review, the
 //! body's arrival included, and nothing is held while a slow client
-//! dawdles: the body's bytes are reserved from a memory budget before it is
-//! read, and a decision permit is taken only once it has arrived. So slow
-//! or idle clients cannot starve the reviews of a fail-closed webhook.
+//! dawdles: the body's bytes are reserved from a memory budget as they
+//! arrive, and a decision permit is taken only once the whole body is in.
+//! So slow or idle clients cannot starve the reviews of a fail-closed
+//! webhook.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,7 +18,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use jiff::Timestamp;
 use tokio::sync::Semaphore;
 use tokio::time::timeout_at;
@@ -110,14 +111,16 @@ impl IntoResponse for BodyFault {
     }
 }
 
-/// Reads the body by `deadline`, its bytes reserved from the budget first.
-/// The reservation is returned with the bytes and released when dropped.
+/// Reads the body by `deadline`, reserving each chunk's bytes from the
+/// budget as it arrives: a client that drips its body holds only what it has
+/// sent. The reservation is returned with the bytes and released when
+/// dropped.
 async fn read_body<'a>(
     served: &'a Served,
     headers: &HeaderMap,
-    body: Body,
+    mut body: Body,
     deadline: tokio::time::Instant,
-) -> Result<(Bytes, tokio::sync::SemaphorePermit<'a>), BodyFault> {
+) -> Result<(Bytes, Option<tokio::sync::SemaphorePermit<'a>>), BodyFault> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -125,23 +128,38 @@ async fn read_body<'a>(
     if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
         return Err(BodyFault::TooLarge);
     }
-    // A body of unknown length may be as large as any.
-    let units = declared
-        .unwrap_or(MAX_BODY_BYTES)
-        .div_ceil(BUDGET_UNIT)
-        .max(1);
-    let units = u32::try_from(units).map_err(|_| BodyFault::TooLarge)?;
-    let reserved = match timeout_at(deadline, served.bodies.acquire_many(units)).await {
-        Ok(Ok(permit)) => permit,
-        _ => return Err(BodyFault::Busy),
-    };
-    let read = Limited::new(body, MAX_BODY_BYTES).collect();
-    match timeout_at(deadline, read).await {
-        Err(_) => Err(BodyFault::Late),
-        Ok(Ok(collected)) => Ok((collected.to_bytes(), reserved)),
-        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(BodyFault::TooLarge),
-        Ok(Err(e)) => Err(BodyFault::Broken(e.to_string())),
+    let mut bytes = Vec::with_capacity(declared.unwrap_or(0).min(64 * 1024));
+    let mut reserved: Option<tokio::sync::SemaphorePermit<'a>> = None;
+    loop {
+        let frame = match timeout_at(deadline, body.frame()).await {
+            Err(_) => return Err(BodyFault::Late),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => return Err(BodyFault::Broken(e.to_string())),
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(chunk) = frame.into_data() else {
+            continue; // trailers
+        };
+        if bytes.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(BodyFault::TooLarge);
+        }
+        // Room for the chunk, in whole units, before it is kept.
+        let held = reserved.as_ref().map_or(0, |r| r.num_permits()) * BUDGET_UNIT;
+        let wanted = (bytes.len() + chunk.len()).saturating_sub(held);
+        if wanted > 0 {
+            let units = u32::try_from(wanted.div_ceil(BUDGET_UNIT)).map_err(|_| BodyFault::TooLarge)?;
+            let more = match timeout_at(deadline, served.bodies.acquire_many(units)).await {
+                Ok(Ok(permit)) => permit,
+                _ => return Err(BodyFault::Busy),
+            };
+            match reserved.as_mut() {
+                Some(held) => held.merge(more),
+                None => reserved = Some(more),
+            }
+        }
+        bytes.extend_from_slice(&chunk);
     }
+    Ok((Bytes::from(bytes), reserved))
 }
 
 /// How long the answer may take: the API server's `?timeout=` less a margin.
