@@ -147,7 +147,8 @@ async fn read_body<'a>(
         let held = reserved.as_ref().map_or(0, |r| r.num_permits()) * BUDGET_UNIT;
         let wanted = (bytes.len() + chunk.len()).saturating_sub(held);
         if wanted > 0 {
-            let units = u32::try_from(wanted.div_ceil(BUDGET_UNIT)).map_err(|_| BodyFault::TooLarge)?;
+            let units =
+                u32::try_from(wanted.div_ceil(BUDGET_UNIT)).map_err(|_| BodyFault::TooLarge)?;
             let more = match timeout_at(deadline, served.bodies.acquire_many(units)).await {
                 Ok(Ok(permit)) => permit,
                 _ => return Err(BodyFault::Busy),
