@@ -14,3 +14,4 @@ pub mod release;
 pub mod report;
 pub mod run;
 pub mod server;
+pub mod text;

@@ -10,6 +10,8 @@ use std::collections::BTreeSet;
 
 use jiff::Timestamp;
 
+pub use crate::text::clean;
+
 use super::overrides::{
     ACCEPT, ACCEPT_FOR, ACCEPT_UNTIL, CLAIMED_BY, OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL,
 };
@@ -27,42 +29,6 @@ pub const MAX_DENIAL: usize = 4096;
 
 /// The longest warning, in characters: one check's line with its prefix.
 pub const MAX_WARNING: usize = 640;
-
-/// Text that came from the cluster or a check, made safe for a terminal:
-/// control characters (C0, DEL, C1: escape sequences, carriage returns,
-/// line breaks) become spaces, runs of white space one space, and past
-/// `max_chars` the rest is cut, saying how much.
-pub fn clean(text: &str, max_chars: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max_chars + 32));
-    let mut kept = 0usize;
-    let mut cut = 0usize;
-    // Starting as if after a space drops leading white space.
-    let mut space = true;
-    for c in text.chars() {
-        let c = if c.is_control() || c.is_whitespace() {
-            ' '
-        } else {
-            c
-        };
-        if c == ' ' && space {
-            continue;
-        }
-        space = c == ' ';
-        if kept < max_chars {
-            out.push(c);
-            kept += 1;
-        } else {
-            cut += 1;
-        }
-    }
-    if out.ends_with(' ') {
-        out.pop();
-    }
-    if cut > 0 {
-        let _ = write!(out, "… ({cut} more characters cut)");
-    }
-    out
-}
 
 /// A whole answer, bounded: each line stripped of control characters, and
 /// past [`MAX_DENIAL`] bytes the remaining lines cut, saying how many.

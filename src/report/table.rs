@@ -7,7 +7,7 @@ use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
 use owo_colors::OwoColorize;
 
 use super::Report;
-use crate::admission::message::clean;
+use crate::text::clean;
 
 /// The longest message a table cell shows, in characters.
 const MAX_TABLE_CELL: usize = 4000;
