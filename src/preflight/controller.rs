@@ -371,7 +371,10 @@ pub fn verdict(results: &[CheckResult]) -> (Phase, &'static str, String) {
         0 => (
             Phase::Passed,
             "NoBlockingFailures",
-            format!("{} checks passed", summary.passed),
+            match summary.passed {
+                1 => "1 check passed".to_owned(),
+                n => format!("{n} checks passed"),
+            },
         ),
         n => (
             Phase::Failed,
@@ -603,6 +606,20 @@ async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    #[rstest]
+    #[case(1, "1 check passed")]
+    #[case(2, "2 checks passed")]
+    fn a_passed_suite_counts_its_checks_in_words(#[case] n: usize, #[case] says: &str) {
+        let results: Vec<CheckResult> = (0..n)
+            .map(|i| {
+                serde_json::from_value(json!({"name": format!("C{i}"), "outcome": "Pass"})).unwrap()
+            })
+            .collect();
+        let (phase, _, message) = verdict(&results);
+        assert_eq!(phase, Phase::Passed);
+        assert_eq!(message, says);
+    }
 
     fn object(
         phase: Option<&str>,
