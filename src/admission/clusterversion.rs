@@ -118,6 +118,12 @@ pub enum Resolution {
     Target(Target),
     /// A version that is in neither `availableUpdates` nor `conditionalUpdates`.
     UnknownVersion(String),
+    /// An image with a version that the update graph says is another's.
+    VersionMismatch {
+        image: String,
+        claimed: String,
+        known: String,
+    },
 }
 
 fn non_empty(value: &Option<String>) -> Option<&str> {
@@ -134,13 +140,23 @@ impl ClusterVersion {
         };
         let version = non_empty(&update.version);
         if let Some(image) = non_empty(&update.image) {
-            let version = version
-                .map(str::to_owned)
-                .or_else(|| self.version_of_image(image));
+            // The version comes from the update graph, matched by digest,
+            // never from the request: a version beside the image that the
+            // graph contradicts is refused, one it cannot confirm ignored.
+            let known = self.version_of_image(image);
+            if let (Some(claimed), Some(known)) = (version, known.as_deref())
+                && crate::release::Version::parse(claimed) != crate::release::Version::parse(known)
+            {
+                return Resolution::VersionMismatch {
+                    image: image.to_owned(),
+                    claimed: claimed.to_owned(),
+                    known: known.to_owned(),
+                };
+            }
             return Resolution::Target(Target {
                 key: ReleaseKey::from_image(image),
                 image: image.to_owned(),
-                version,
+                version: known,
             });
         }
         let Some(version) = version else {
@@ -203,6 +219,7 @@ pub fn same_target(new: &Resolution, old: &Resolution) -> bool {
         (Resolution::None, Resolution::None) => true,
         (Resolution::Target(a), Resolution::Target(b)) => a.key == b.key,
         (Resolution::UnknownVersion(a), Resolution::UnknownVersion(b)) => a == b,
+        (a @ Resolution::VersionMismatch { .. }, b) => a == b,
         _ => false,
     }
 }

@@ -428,6 +428,15 @@ fn decide_target(
             verdict.warnings.push(message::already_desired(&target));
             Decision::Final(verdict)
         }
+        Resolution::VersionMismatch {
+            image,
+            claimed,
+            known,
+        } => Decision::Final(Verdict::deny(
+            Reason::UnknownVersion,
+            400,
+            message::version_mismatch(&image, &claimed, &known),
+        )),
         Resolution::UnknownVersion(version) => Decision::Final(Verdict::deny(
             Reason::UnknownVersion,
             400,

@@ -223,7 +223,7 @@ pub fn pending(target: &Target, why: &Pending, retry: Duration) -> String {
 pub fn unknown_version(version: &str) -> String {
     format!(
         "cannot resolve version {version}: it is in neither status.availableUpdates nor status.conditionalUpdates\n\
-         Give the release image instead (oc adm upgrade --to-image <pullspec>), so the preflight knows what to check."
+         Give the release image instead (oc adm upgrade --to-image <pullspec> --allow-explicit-upgrade), so the preflight knows what to check."
     )
 }
 
@@ -308,5 +308,13 @@ pub fn already_desired(target: &Target) -> String {
     format!(
         "preflight-gate: {} is the release the cluster runs or is already updating to; there is nothing to check",
         target.display()
+    )
+}
+
+/// The denial of an image whose version the request and the graph disagree on.
+pub fn version_mismatch(image: &str, claimed: &str, known: &str) -> String {
+    format!(
+        "spec.desiredUpdate says version {claimed}, but the update graph says {image} is {known}\n\
+         Give the version or the image, not both, so that the release checked is the one named."
     )
 }

@@ -1230,3 +1230,48 @@ fn asking_for_the_release_the_cluster_has_changes_nothing(#[case] update: Value)
         ]
     );
 }
+
+#[test]
+fn a_version_the_graph_contradicts_beside_an_image_is_refused() {
+    // IMG_PASS is 4.14.12 in the graph; the request calls it a patch of 4.15.
+    let v = verdict(Review::new().to(json!({"version": "4.15.3", "image": IMG_PASS})));
+    assert!(!v.allowed);
+    assert_eq!(v.code, 400);
+    assert!(
+        v.message.starts_with(&format!(
+            "spec.desiredUpdate says version 4.15.3, but the update graph says {IMG_PASS} is 4.14.12"
+        )),
+        "{}",
+        v.message
+    );
+    // The same contradiction left as it was is no target change.
+    let unchanged = verdict(
+        Review::new()
+            .to(json!({"version": "4.15.3", "image": IMG_PASS}))
+            .from(json!({"version": "4.15.3", "image": IMG_PASS})),
+    );
+    assert_eq!(unchanged.reason, Reason::NoTargetChange);
+    // Agreeing, it is the target as usual.
+    let agreed = verdict(Review::new().to(json!({"version": "4.14.12", "image": IMG_PASS})));
+    assert_eq!(agreed.reason, Reason::Passed);
+}
+
+#[test]
+fn a_version_the_graph_cannot_confirm_is_not_taken_from_the_request() {
+    let unknown = "quay.io/ocp/release@sha256:9999";
+    let review = Review::new().to(json!({"version": "4.14.2", "image": unknown}));
+    let v = decide_with(&review, &source(), &Policy::default())
+        .into_final()
+        .unwrap();
+    // Named by its image, not the version it claims, and run without one.
+    assert_eq!(v.target.as_deref(), Some(unknown));
+    let requested: Vec<Option<&str>> = v
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Run(r) => Some(r.version.as_deref()),
+            Effect::Event(_) => None,
+        })
+        .collect();
+    assert_eq!(requested, [None]);
+}
