@@ -249,7 +249,7 @@ pub async fn run_preflight(args: RunArgs) -> anyhow::Result<std::process::ExitCo
         Some(object) => serde_json::from_value(serde_json::to_value(object)?)?,
         None => ClusterVersion::default(),
     };
-    let is_image = args.to.contains('/') || args.to.contains('@');
+    let is_image = crate::checks::Target::is_image(&args.to);
     cv.spec.desired_update = Some(crate::admission::clusterversion::DesiredUpdate {
         image: is_image.then(|| args.to.clone()),
         version: (!is_image).then(|| args.to.clone()),

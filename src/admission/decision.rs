@@ -305,11 +305,11 @@ pub fn decide(
 /// Whether the write sets `spec.desiredUpdate.force`, or asks for another
 /// target with it set.
 fn forces(old: Option<&ClusterVersion>, new: &ClusterVersion) -> bool {
-    let update = |cv: &ClusterVersion| cv.spec.desired_update.clone();
-    match update(new) {
-        Some(now) if now.force => old.and_then(update) != Some(now),
-        _ => false,
-    }
+    let before = old.and_then(|cv| cv.spec.desired_update.as_ref());
+    new.spec
+        .desired_update
+        .as_ref()
+        .is_some_and(|now| now.force && before != Some(now))
 }
 
 /// `spec.desiredUpdate.force` makes the CVO skip its own preconditions and

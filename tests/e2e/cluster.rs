@@ -821,6 +821,14 @@ pub fn metric(text: &str, name: &str, labels: &[&str]) -> f64 {
         .sum()
 }
 
+/// The names of the checks in an UpdatePreflight's results, in order.
+pub fn result_names(upf: &Value) -> Vec<&str> {
+    upf["status"]["results"]
+        .as_array()
+        .map(|results| results.iter().filter_map(|r| r["name"].as_str()).collect())
+        .unwrap_or_default()
+}
+
 fn http_get_on(admin_port: u16, path: &str) -> Option<(u16, String)> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", admin_port)).ok()?;

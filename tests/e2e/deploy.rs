@@ -540,20 +540,24 @@ fn the_updater_role_may_update_and_ask_for_runs_but_not_override() {
     // theirs: an update to a failing target stays denied.
     let as_updater = format!("--as={UPDATER}");
     let until = format!("preflight.dev/override-until={}", crate::flows::in_hours(4));
-    let annotate = world.kubectl(
-        User::Admin,
-        &[
-            as_updater.as_str(),
+    // An override for 4.15.3, written as `user` (with `as_whom`, if any).
+    let write_override = |user: User, as_whom: Option<&str>, reason: &str, claimed_by: &str| {
+        let reason = format!("preflight.dev/override-reason={reason}");
+        let claimed_by = format!("preflight.dev/claimed-by={claimed_by}");
+        let mut args: Vec<&str> = as_whom.into_iter().collect();
+        args.extend([
             "annotate",
             "--overwrite",
             "clusterversion",
             "version",
             "preflight.dev/override=4.15.3",
-            "preflight.dev/override-reason=an updater trying",
+            &reason,
             &until,
-            &format!("preflight.dev/claimed-by={UPDATER}"),
-        ],
-    );
+            &claimed_by,
+        ]);
+        world.kubectl(user, &args)
+    };
+    let annotate = write_override(User::Admin, Some(&as_updater), "an updater trying", UPDATER);
     assert!(!annotate.ok, "an updater wrote an override");
     assert!(
         annotate.stderr.contains(&format!(
@@ -563,19 +567,7 @@ fn the_updater_role_may_update_and_ask_for_runs_but_not_override() {
         annotate.stderr
     );
     // An override someone else wrote is no more the updater's to use.
-    let annotate = world.kubectl(
-        User::Bob,
-        &[
-            "annotate",
-            "--overwrite",
-            "clusterversion",
-            "version",
-            "preflight.dev/override=4.15.3",
-            "preflight.dev/override-reason=written by an approver",
-            &until,
-            "preflight.dev/claimed-by=bob",
-        ],
-    );
+    let annotate = write_override(User::Bob, None, "written by an approver", "bob");
     assert!(annotate.ok, "{}", annotate.stderr);
     let refused = world.kubectl(User::Admin, &merge_patch_args("4.15.3", &[&as_updater]));
     assert!(!refused.ok, "an updater's override was honoured");

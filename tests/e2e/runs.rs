@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cluster::{LEASE_SECONDS, STALE_AFTER_SECONDS, User, image_patch_args, lock};
+use crate::cluster::{
+    LEASE_SECONDS, STALE_AFTER_SECONDS, User, image_patch_args, lock, result_names,
+};
 
 const UNCHECKED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:5555555555555555555555555555555555555555555555555555555555555555";
 
@@ -68,13 +70,10 @@ fn a_target_nobody_checked_is_run_only_when_someone_asks_then_gets_its_verdict()
         "true"
     );
     assert_eq!(phase(&done), "Passed", "{done}");
-    let checks: Vec<&str> = done["status"]["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(checks, ["ClusterVersionState", "ClusterOperatorsHealthy"]);
+    assert_eq!(
+        result_names(&done),
+        ["ClusterVersionState", "ClusterOperatorsHealthy"]
+    );
     assert_eq!(done["status"]["conditions"][0]["type"], "Passed");
     assert_eq!(
         done["status"]["observedGeneration"],
