@@ -16,6 +16,16 @@ CP_DIR="${PREFLIGHT_GATE_CP_DIR:-${TMPDIR:-/tmp}/preflight-gate-cp}"
 # never removes a directory it did not make.
 CP_MARKER=".preflight-gate-control-plane"
 
+# True if directory $1 was made by up: it holds the marker, or (should the
+# marker have been lost, as a copy of the directory that drops empty or
+# hidden files loses it) the env file up writes, naming this very directory.
+cp_made_by_up() {
+    [[ -f "$1/$CP_MARKER" ]] && return 0
+    [[ -f "$1/env" ]] || return 1
+    head -n1 "$1/env" | grep -qxF '# Written by tests/control-plane/up; source it.' &&
+        grep -qxF "export CP_DIR=$1" "$1/env"
+}
+
 cp_log() { printf '[control-plane] %s\n' "$*" >&2; }
 cp_die() { cp_log "error: $*"; exit 1; }
 
