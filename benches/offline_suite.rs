@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use preflight_gate::checks::{self, Context, Target};
+use preflight_gate::checks::{self, Context};
 use preflight_gate::cluster::snapshot;
 use rss::{peak_rss_mb, reset_peak_rss};
 
@@ -81,7 +81,7 @@ fn suite(dir: &Path, runs: usize) -> Figures {
         let started = Instant::now();
         let view = snapshot::load(dir).expect("the snapshot loads");
         let loaded = started.elapsed();
-        let target = Target::resolve(&view, "4.16.5");
+        let target = view.target("4.16.5");
         let ctx = Context::new(&view, &target, now);
         let results = checks::run(&checks::catalogue(), &ctx, &[]);
         black_box(&results);

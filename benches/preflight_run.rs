@@ -14,7 +14,8 @@ use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
 use preflight_gate::metrics::Metrics;
-use preflight_gate::preflight::{Phase, UpdatePreflight, UpdatePreflightSpec, controller, leader};
+use preflight_gate::model::{Phase, UpdatePreflight, UpdatePreflightSpec};
+use preflight_gate::preflight::{controller, leader};
 use serde_json::json;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -187,6 +188,7 @@ async fn main() {
         checks: Vec::new(),
         jobs: None,
         reads: preflight_gate::cluster::live::Reads::ALL,
+        blocking: Default::default(),
     };
     let metrics = Metrics::new().unwrap();
     let lease = leader::LeaseSettings {

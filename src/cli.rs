@@ -212,8 +212,14 @@ pub struct ControllerArgs {
 }
 
 impl ControllerArgs {
-    pub fn settings(&self) -> crate::preflight::controller::Settings {
+    /// The controller's settings; its runs' status counts results by
+    /// `blocking`, the policy the webhook reads them with.
+    pub fn settings(
+        &self,
+        blocking: crate::model::policy::Blocking,
+    ) -> crate::preflight::controller::Settings {
         crate::preflight::controller::Settings {
+            blocking,
             refresh_interval: self.refresh_interval,
             run_timeout: self.run_timeout,
             check_timeout: self.check_timeout,
@@ -264,7 +270,7 @@ pub struct PolicyArgs {
     /// Completed results older than this are stale and rerun.
     #[arg(long, default_value = "6h", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_MAX_RESULT_AGE")]
     pub max_result_age: Duration,
-    /// Checks whose errors count as passes (comma-separated).
+    /// Checks whose errors only warn, never block (comma-separated).
     #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_FAIL_OPEN_CHECKS")]
     pub fail_open_checks: Vec<String>,
     /// Retry hint given while a run is pending.
@@ -324,6 +330,10 @@ pub struct CheckArgs {
     /// Take --accept names that name no check (otherwise exit 2).
     #[arg(long, env = "PREFLIGHT_GATE_ALLOW_UNKNOWN_ACCEPT")]
     pub allow_unknown_accept: bool,
+    /// Checks whose errors only warn (comma-separated), as the gate's
+    /// --fail-open-checks.
+    #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_FAIL_OPEN_CHECKS")]
+    pub fail_open_checks: Vec<String>,
     /// Prometheus or Thanos querier to read alerts from (its base URL);
     /// replaces any alerts.json of the snapshot.
     #[arg(long, env = "PREFLIGHT_GATE_PROMETHEUS_URL")]
@@ -346,6 +356,11 @@ pub struct CheckArgs {
 }
 
 impl PolicyArgs {
+    /// How results count, for the runs' status.
+    pub fn blocking(&self) -> crate::model::policy::Blocking {
+        crate::model::policy::Blocking::fail_open(self.fail_open_checks.iter().cloned())
+    }
+
     pub fn policy(&self) -> crate::admission::Policy {
         crate::admission::Policy {
             on_pending: self.on_pending,

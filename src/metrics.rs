@@ -11,9 +11,9 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
-use crate::admission::OverrideKind;
-use crate::preflight::{Outcome, Severity, UpdatePreflight};
-use crate::release::Version;
+use crate::model::policy::{Blocking, OverrideKind, Standing};
+use crate::model::release::Version;
+use crate::model::{Outcome, Severity, UpdatePreflight};
 
 const PREFIX: &str = "preflight_gate";
 
@@ -443,10 +443,11 @@ impl ResultSeries {
                     Outcome::Error => -1,
                     Outcome::Skipped => return None,
                 };
-                let severity = match r.severity {
-                    Severity::Blocking => "blocking",
-                    Severity::Warning => "warning",
-                };
+                // As the one policy counts it: an error that fails open
+                // does not block, whatever the check's severity.
+                let warns = r.severity == Severity::Warning
+                    || Blocking::default().standing(r) == Standing::Warns;
+                let severity = if warns { "warning" } else { "blocking" };
                 Some((r.name.clone(), severity, value))
             })
             .collect();
@@ -504,7 +505,7 @@ impl ResultSeries {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::preflight::{CheckResult, UpdatePreflightSpec, UpdatePreflightStatus};
+    use crate::model::{CheckResult, UpdatePreflightSpec, UpdatePreflightStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     fn result(name: &str, severity: Severity, outcome: Outcome) -> CheckResult {

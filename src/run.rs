@@ -159,8 +159,11 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 identity: instance.clone(),
                 duration: args.controller.lease_duration,
             };
-            let (client, settings, metrics) =
-                (client.clone(), args.controller.settings(), metrics.clone());
+            let (client, settings, metrics) = (
+                client.clone(),
+                args.controller.settings(args.policy.blocking()),
+                metrics.clone(),
+            );
             let work = {
                 let (client, metrics, instance) =
                     (client.clone(), metrics.clone(), instance.clone());
@@ -230,9 +233,10 @@ fn instance_name() -> String {
 /// and, with `--wait`, follows it to its result. Exit codes: 0 passed,
 /// 3 blocking failures, 1 error.
 pub async fn run_preflight(args: RunArgs) -> anyhow::Result<std::process::ExitCode> {
-    use crate::admission::clusterversion::{ClusterVersion, Resolution};
-    use crate::preflight::{Phase, RunRequest, UpdatePreflight, live};
-    use crate::release::ReleaseKey;
+    use crate::model::cluster_version::{ClusterVersion, Resolution};
+    use crate::model::release::ReleaseKey;
+    use crate::model::{Phase, UpdatePreflight};
+    use crate::preflight::{RunRequest, live};
     use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
     use std::process::ExitCode;
 
@@ -245,17 +249,11 @@ pub async fn run_preflight(args: RunArgs) -> anyhow::Result<std::process::ExitCo
         "clusterversions",
     );
     let cvs: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-    let mut cv: ClusterVersion = match cvs.get_opt("version").await? {
+    let cv: ClusterVersion = match cvs.get_opt("version").await? {
         Some(object) => serde_json::from_value(serde_json::to_value(object)?)?,
         None => ClusterVersion::default(),
     };
-    let is_image = crate::checks::Target::is_image(&args.to);
-    cv.spec.desired_update = Some(crate::admission::clusterversion::DesiredUpdate {
-        image: is_image.then(|| args.to.clone()),
-        version: (!is_image).then(|| args.to.clone()),
-        ..Default::default()
-    });
-    let target = match cv.resolve_target() {
+    let target = match cv.resolve_named(&args.to) {
         Resolution::Target(target) => target,
         _ => anyhow::bail!(
             "{} is not offered to this cluster; give the release image instead",

@@ -8,16 +8,15 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::clusterversion::{ClusterVersion, Resolution, Target, same_target};
 use super::message;
 use super::overrides::{self, ForceClaim, ForceKind};
 use super::review::{Operation, Request, UserInfo};
-use crate::preflight::vouch::{NotVouched, vouch};
-use crate::preflight::{
-    CheckResult, FailurePolicy, Lookup, Outcome, Phase, ResultSource, RunRequest, Severity,
-    UpdatePreflight,
-};
-use crate::release::Version;
+use crate::model::cluster_version::{ClusterVersion, Resolution, Target, same_target};
+use crate::model::policy::{Blocking, OverrideKind};
+use crate::model::release::Version;
+use crate::model::vouch::{NotVouched, vouch};
+use crate::model::{Phase, UpdatePreflight};
+use crate::preflight::{Lookup, ResultSource, RunRequest};
 
 /// The only ClusterVersion the cluster-version operator acts on.
 pub const CLUSTER_VERSION_NAME: &str = "version";
@@ -104,24 +103,6 @@ impl Reason {
             Self::ClaimWritten => "claim_written",
             Self::ClaimRefused => "claim_refused",
             Self::NotVouched => "not_vouched",
-        }
-    }
-}
-
-/// Kinds of honoured override, as a metric label.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OverrideKind {
-    Force,
-    DesiredUpdateForce,
-    AcceptRisks,
-}
-
-impl OverrideKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Force => "force",
-            Self::DesiredUpdateForce => "desired_update_force",
-            Self::AcceptRisks => "accept_risks",
         }
     }
 }
@@ -509,51 +490,13 @@ fn classify<'a>(
             Some(age) => {
                 return Results::Missing(format!(
                     "the results are {} old",
-                    message::short_duration(age)
+                    crate::model::text::short_duration(age)
                 ));
             }
             None => return Results::Missing("the results have no completion time".into()),
         }
     }
     Results::Fresh(result)
-}
-
-/// Findings of a fresh result, sorted by how they count.
-struct Findings<'a> {
-    blocking: Vec<&'a CheckResult>,
-    accepted: Vec<&'a CheckResult>,
-    warnings: Vec<&'a CheckResult>,
-}
-
-fn findings<'a>(
-    result: &'a UpdatePreflight,
-    accepted: &BTreeSet<String>,
-    policy: &Policy,
-) -> Findings<'a> {
-    let mut f = Findings {
-        blocking: Vec::new(),
-        accepted: Vec::new(),
-        warnings: Vec::new(),
-    };
-    let checks = result.status.iter().flat_map(|s| s.results.iter());
-    for check in checks {
-        let fails = match check.outcome {
-            Outcome::Pass | Outcome::Skipped => continue,
-            Outcome::Fail => true,
-            Outcome::Error => {
-                check.failure_policy != Some(FailurePolicy::FailOpen)
-                    && !policy.fail_open_checks.contains(&check.name)
-            }
-        };
-        if !fails || check.severity == Severity::Warning {
-            f.warnings.push(check);
-        } else if accepted.contains(&check.name) {
-            f.accepted.push(check);
-        } else {
-            f.blocking.push(check);
-        }
-    }
-    f
 }
 
 fn run_request(target: &Target) -> RunRequest {
@@ -596,7 +539,12 @@ fn gate(
     // The verdict without any force override.
     let (base, accept_pending) = match classify(&lookup, target, policy, now) {
         Results::Fresh(result) => {
-            let f = findings(result, &accepted, policy);
+            let blocking = Blocking {
+                fail_open: policy.fail_open_checks.clone(),
+                accepted: accepted.clone(),
+            };
+            let results = result.status.as_ref().map_or(&[][..], |s| &s.results[..]);
+            let f = blocking.assess(results);
             let warnings: Vec<String> = f.warnings.iter().map(|c| message::warning(c)).collect();
             let run_errored = result.status.as_ref().and_then(|s| s.phase) == Some(Phase::Error);
             if f.blocking.is_empty() && f.accepted.is_empty() && run_errored {

@@ -5,17 +5,17 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::clusterversion::Target;
+use crate::model::cluster_version::Target;
 use std::collections::BTreeSet;
 
 use jiff::Timestamp;
 
-pub use crate::text::clean;
+pub use crate::model::text::clean;
 
 use super::overrides::{
     ACCEPT, ACCEPT_FOR, ACCEPT_UNTIL, CLAIMED_BY, OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL,
 };
-use crate::preflight::{CheckResult, Outcome, UpdatePreflight};
+use crate::model::{CheckResult, Outcome, UpdatePreflight};
 
 /// How many failures a denial lists before "and N more".
 pub const MAX_LISTED: usize = 5;
@@ -70,17 +70,6 @@ pub fn add_note(message: &mut String, note: &str) {
         message.push('\n');
     }
     message.push_str(note);
-}
-
-/// `1h5m`, `42s`: an age for a person.
-pub fn short_duration(d: Duration) -> String {
-    let secs = d.as_secs();
-    match secs {
-        0..60 => format!("{secs}s"),
-        60..3600 => format!("{}m", secs / 60),
-        3600..86400 => format!("{}h{}m", secs / 3600, secs % 3600 / 60),
-        _ => format!("{}d{}h", secs / 86400, secs % 86400 / 3600),
-    }
 }
 
 /// One check as a line: its name, message and link, each cleaned and

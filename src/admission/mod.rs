@@ -2,15 +2,14 @@
 //! results, apply overrides, and say allow or deny. Pure and sync: no HTTP
 //! and no API server in here.
 
-pub mod clusterversion;
 pub mod decision;
 pub mod message;
 pub mod overrides;
 pub mod review;
 
 pub use decision::{
-    Authorization, Decision, Effect, EventNote, OnPending, OverrideKind, PendingOverride, Policy,
-    Reason, Verdict, decide,
+    Authorization, Decision, Effect, EventNote, OnPending, PendingOverride, Policy, Reason,
+    Verdict, decide,
 };
 pub use review::{Malformed, Request, Response, ResponseBody, UserInfo};
 

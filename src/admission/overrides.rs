@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::clusterversion::{ClusterVersion, Target};
+use crate::model::cluster_version::{ClusterVersion, Target};
 
 pub const OVERRIDE: &str = "preflight.dev/override";
 pub const OVERRIDE_REASON: &str = "preflight.dev/override-reason";

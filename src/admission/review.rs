@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::clusterversion::ClusterVersion;
+use crate::model::cluster_version::ClusterVersion;
 
 /// The kind of object this webhook reviews.
 pub const GROUP: &str = "config.openshift.io";

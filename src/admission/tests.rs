@@ -8,8 +8,9 @@ use rstest::rstest;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::preflight::{Lookup, ResultCache, ResultSource, RunRequest, UpdatePreflight};
-use crate::release::ReleaseKey;
+use crate::model::UpdatePreflight;
+use crate::model::release::ReleaseKey;
+use crate::preflight::{Lookup, ResultCache, ResultSource, RunRequest};
 
 const IMG_PASS: &str = "quay.io/ocp/release@sha256:1111";
 const IMG_FAIL: &str = "quay.io/ocp/release@sha256:2222";
@@ -522,7 +523,10 @@ fn an_authorized_force_override_is_allowed_audited_and_evented() {
     let v = p.resolve(Authorization::Allowed);
     assert!(v.allowed);
     assert_eq!(v.reason, Reason::Overridden);
-    assert_eq!(v.override_kind, Some(OverrideKind::Force));
+    assert_eq!(
+        v.override_kind,
+        Some(crate::model::policy::OverrideKind::Force)
+    );
     assert_eq!(v.audit["override-by"], "alice");
     assert_eq!(
         v.audit["override-reason"],
@@ -612,7 +616,10 @@ fn desired_update_force_needs_the_flag() {
         ..Policy::default()
     };
     let v = pending_override(review(), &policy).resolve(Authorization::Allowed);
-    assert_eq!(v.override_kind, Some(OverrideKind::DesiredUpdateForce));
+    assert_eq!(
+        v.override_kind,
+        Some(crate::model::policy::OverrideKind::DesiredUpdateForce)
+    );
 }
 
 #[rstest]

@@ -5,11 +5,13 @@
 //! updates until it has. Without the ConfigMaps, the ClusterVersion's own
 //! `Upgradeable=False` with reason `AdminAckRequired` is read instead.
 
-use super::{Check, Context, Finding, list};
+use super::{Check, Context};
 use crate::cluster::ClusterView;
 use crate::cluster::openshift::condition;
-use crate::preflight::Severity;
-use crate::release::UpdateKind;
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::release::UpdateKind;
+use crate::model::text::list;
 
 pub struct AdminAcksMissing;
 
@@ -102,7 +104,7 @@ fn from_cluster_version(ctx: &Context) -> Finding {
 mod tests {
     use super::*;
     use crate::checks::fixture::{self, condition};
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use rstest::rstest;
     use serde_json::{Value, json};
 

@@ -9,8 +9,10 @@
 use std::time::Duration;
 
 use super::x509::leaf;
-use super::{Check, Context, Finding, list, qualified, require};
-use crate::preflight::Severity;
+use super::{Check, Context, qualified, require};
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::text::list;
 
 pub struct CertificatesExpiringSoon;
 
@@ -89,7 +91,7 @@ impl Check for CertificatesExpiringSoon {
 mod tests {
     use super::*;
     use crate::checks::fixture;
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use base64::Engine;
     use rstest::rstest;
     use serde_json::json;

@@ -1,9 +1,14 @@
 //! ClusterOperatorsHealthy: every ClusterOperator is Available and not
 //! Degraded. The message names each one, how long it has been down, and why.
 
-use super::{Check, Context, EXCERPT, Finding, excerpt, list, require, since};
+use super::{Check, Context, require};
 use crate::cluster::openshift::condition;
-use crate::preflight::Severity;
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::text::EXCERPT;
+use crate::model::text::excerpt;
+use crate::model::text::list;
+use crate::model::text::since;
 
 pub struct ClusterOperatorsHealthy;
 

@@ -2,10 +2,14 @@
 //! cluster is not still being installed, and an update in progress is only
 //! retargeted within its minor version.
 
-use super::{Check, Context, EXCERPT, Finding, excerpt, since};
+use super::{Check, Context};
 use crate::cluster::openshift::{condition, is_true};
-use crate::preflight::Severity;
-use crate::release::Version;
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::release::Version;
+use crate::model::text::EXCERPT;
+use crate::model::text::excerpt;
+use crate::model::text::since;
 
 pub struct ClusterVersionState;
 
@@ -47,7 +51,7 @@ impl Check for ClusterVersionState {
             && let Some(update) = in_progress
         {
             let updating_to = Version::parse(&update.version);
-            return match (&updating_to, &ctx.target.version) {
+            return match (&updating_to, &ctx.target_version) {
                 (Some(from), Some(to)) if from.minor_line() == to.minor_line() => Finding::pass(format!(
                     "an update to {from} is in progress; retargeting within {} is allowed",
                     from.minor_line()

@@ -1,8 +1,10 @@
 //! CriticalAlertsFiring: no alert of severity `critical` is firing. Pending
 //! alerts are ignored. No alert data at all is a warning, not a pass.
 
-use super::{Check, Context, Finding, list};
-use crate::preflight::Severity;
+use super::{Check, Context};
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::text::list;
 
 pub struct CriticalAlertsFiring;
 
@@ -50,7 +52,7 @@ mod tests {
     use super::*;
     use crate::checks::fixture;
     use crate::cluster::alerts::Alert;
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use rstest::rstest;
 
     pub fn alert(name: &str, severity: &str, state: &str) -> Alert {

@@ -4,10 +4,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{Check, Context, Finding, list, require};
+use super::{Check, Context, require};
 use crate::cluster::k8s::Node;
 use crate::cluster::quantity::Resources;
-use crate::preflight::Severity;
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::text::list;
 
 pub struct DrainCapacity;
 
@@ -148,7 +150,7 @@ fn gib(bytes: u64) -> String {
 mod tests {
     use super::*;
     use crate::checks::fixture;
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use rstest::rstest;
     use serde_json::{Value, json};
 

@@ -2,9 +2,13 @@
 //! and its members report healthy. An update rolls etcd members one at a
 //! time, so it needs every member healthy to keep quorum.
 
-use super::{Check, Context, EXCERPT, Finding, excerpt, require, since};
+use super::{Check, Context, require};
 use crate::cluster::openshift::condition;
-use crate::preflight::Severity;
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::text::EXCERPT;
+use crate::model::text::excerpt;
+use crate::model::text::since;
 
 pub struct EtcdHealthy;
 
@@ -83,7 +87,7 @@ impl Check for EtcdHealthy {
 mod tests {
     use super::*;
     use crate::checks::fixture::{self, condition};
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use rstest::rstest;
     use serde_json::json;
 

@@ -4,9 +4,10 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::{Check, Context, Finding, Target};
+use super::{Check, Context};
 use crate::cluster::ClusterView;
-use crate::release::Version;
+use crate::model::Finding;
+use crate::model::Target;
 
 pub const NOW: &str = "2026-11-30T12:00:00Z";
 
@@ -34,12 +35,14 @@ pub fn cluster_version(version: &str) -> Value {
 
 /// Runs `check` on `view` for an update to `to`.
 pub fn run(check: &dyn Check, view: &ClusterView, to: &str) -> Finding {
-    let target = Target {
-        image: format!("quay.io/ocp/release:{to}"),
-        version: Version::parse(to),
-    };
+    let target = Target::image(&format!("quay.io/ocp/release:{to}"), Some(to.to_owned()));
+    run_for(check, view, &target)
+}
+
+/// Runs `check` on `view` for an update to `target`.
+pub fn run_for(check: &dyn Check, view: &ClusterView, target: &Target) -> Finding {
     let now: Timestamp = NOW.parse().unwrap();
-    check.run(&Context::new(view, &target, now))
+    check.run(&Context::new(view, target, now))
 }
 
 /// A condition.

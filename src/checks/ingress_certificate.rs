@@ -8,9 +8,10 @@
 //! `router-certs-default`.
 
 use super::x509::leaf;
-use super::{Check, Context, Finding, qualified, require};
+use super::{Check, Context, qualified, require};
 use crate::cluster::k8s::TlsSecret;
-use crate::preflight::Severity;
+use crate::model::Finding;
+use crate::model::Severity;
 
 pub struct IngressCertificateCompatible;
 
@@ -89,7 +90,7 @@ fn find<'a>(secrets: &'a [TlsSecret], name: &str) -> Option<&'a TlsSecret> {
 mod tests {
     use super::*;
     use crate::checks::fixture;
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use base64::Engine;
     use rstest::rstest;
     use serde_json::{Value, json};

@@ -4,9 +4,14 @@
 //! versions, then unpause the workers once), but paused nodes do not
 //! update, and certificates on them can expire if they stay paused.
 
-use super::{Check, Context, EXCERPT, Finding, excerpt, list, require, since};
+use super::{Check, Context, require};
 use crate::cluster::openshift::{Condition, condition, is_true};
-use crate::preflight::Severity;
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::text::EXCERPT;
+use crate::model::text::excerpt;
+use crate::model::text::list;
+use crate::model::text::since;
 
 pub struct MachineConfigPoolsHealthy;
 
@@ -96,7 +101,7 @@ fn degraded_message(conditions: &[Condition], degraded: &Condition) -> String {
 mod tests {
     use super::*;
     use crate::checks::fixture::{self, condition};
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use rstest::rstest;
     use serde_json::json;
 

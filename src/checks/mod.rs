@@ -30,70 +30,17 @@ use std::time::Instant;
 use jiff::Timestamp;
 
 use crate::cluster::ClusterView;
-use crate::preflight::{CheckResult, Outcome, Severity, Summary};
-use crate::release::{UpdateKind, Version};
-
-/// The release a run checks.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target {
-    /// The pullspec; empty when only the version is known.
-    pub image: String,
-    pub version: Option<Version>,
-}
-
-impl Target {
-    /// Resolves what a person asked for (`4.16.3`, or a pullspec) against
-    /// the ClusterVersion, as the CVO does: an image stands for itself and
-    /// its version is looked up; a version is looked up in
-    /// `availableUpdates`, then `conditionalUpdates`, then the current
-    /// release. A version found in none is still checked, by version only.
-    /// Whether `to` is a pullspec rather than a version.
-    pub fn is_image(to: &str) -> bool {
-        to.contains('/') || to.contains('@')
-    }
-
-    pub fn resolve(view: &ClusterView, to: &str) -> Self {
-        let to = to.trim();
-        let releases: Vec<&crate::cluster::openshift::Release> = view
-            .cluster_version
-            .iter()
-            .flat_map(|cv| {
-                let s = &cv.status;
-                s.available_updates
-                    .iter()
-                    .chain(s.conditional_updates.iter().map(|c| &c.release))
-                    .chain(std::iter::once(&s.desired))
-            })
-            .collect();
-        if Self::is_image(to) {
-            let key = crate::release::ReleaseKey::from_image(to);
-            let version = releases
-                .iter()
-                .find(|r| crate::release::ReleaseKey::from_image(&r.image) == key)
-                .and_then(|r| Version::parse(&r.version));
-            return Self {
-                image: to.to_owned(),
-                version,
-            };
-        }
-        let version = Version::parse(to);
-        let image = releases
-            .iter()
-            .find(|r| {
-                !r.image.is_empty()
-                    && (r.version == to
-                        || Version::parse(&r.version) == version && version.is_some())
-            })
-            .map(|r| r.image.clone())
-            .unwrap_or_default();
-        Self { image, version }
-    }
-}
+pub use crate::model::Finding;
+use crate::model::Target;
+use crate::model::release::{UpdateKind, Version};
+use crate::model::{CheckResult, Severity};
 
 /// What every check is given.
 pub struct Context<'a> {
     pub view: &'a ClusterView,
     pub target: &'a Target,
+    /// The target's version, when known.
+    pub target_version: Option<Version>,
     /// The version the cluster last completed, else the one it is moving to.
     pub current: Option<Version>,
     /// Patch, minor or major, when both versions are known.
@@ -119,13 +66,15 @@ impl<'a> Context<'a> {
             Some(as_of) => (as_of.time, as_of.source.as_str()),
             None => (clock, "the clock"),
         };
-        let kind = match (&current, &target.version) {
+        let target_version = target.version.as_deref().and_then(Version::parse);
+        let kind = match (&current, &target_version) {
             (Some(current), Some(target)) => Some(UpdateKind::between(current, target)),
             _ => None,
         };
         Self {
             view,
             target,
+            target_version,
             current,
             kind,
             now,
@@ -135,69 +84,7 @@ impl<'a> Context<'a> {
 
     /// The target as a person names it.
     pub fn target_name(&self) -> String {
-        self.target
-            .version
-            .as_ref()
-            .map_or_else(|| self.target.image.clone(), Version::to_string)
-    }
-}
-
-/// What a check concluded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
-    pub outcome: Outcome,
-    pub message: String,
-    pub url: Option<String>,
-    /// A severity for this finding other than the check's own: a Blocking
-    /// check may find something that only warrants a warning (a paused
-    /// pool, a target unknown to the update graph, no alert data).
-    pub severity: Option<Severity>,
-}
-
-impl Finding {
-    pub fn pass(message: impl Into<String>) -> Self {
-        Self {
-            outcome: Outcome::Pass,
-            message: message.into(),
-            url: None,
-            severity: None,
-        }
-    }
-    pub fn fail(message: impl Into<String>) -> Self {
-        Self {
-            outcome: Outcome::Fail,
-            message: message.into(),
-            url: None,
-            severity: None,
-        }
-    }
-    /// The check could not decide, e.g. for want of data.
-    pub fn error(message: impl Into<String>) -> Self {
-        Self {
-            outcome: Outcome::Error,
-            message: message.into(),
-            url: None,
-            severity: None,
-        }
-    }
-    pub fn skipped(message: impl Into<String>) -> Self {
-        Self {
-            outcome: Outcome::Skipped,
-            message: message.into(),
-            url: None,
-            severity: None,
-        }
-    }
-    /// A failure that only warns, whatever the check's severity.
-    pub fn warn(message: impl Into<String>) -> Self {
-        Self {
-            severity: Some(Severity::Warning),
-            ..Self::fail(message)
-        }
-    }
-    pub fn with_url(mut self, url: &str) -> Self {
-        self.url = Some(url.to_owned());
-        self
+        self.target.display().to_owned()
     }
 }
 
@@ -265,75 +152,6 @@ pub fn run(checks: &[Box<dyn Check>], ctx: &Context, selection: &[String]) -> Ve
         .collect()
 }
 
-/// Counts over results.
-pub fn summarize(results: &[CheckResult]) -> Summary {
-    let mut s = Summary::default();
-    for r in results {
-        match (r.outcome, r.severity) {
-            (Outcome::Pass, _) => s.passed += 1,
-            (Outcome::Skipped, _) => s.skipped += 1,
-            (Outcome::Fail, Severity::Blocking) => s.failing += 1,
-            (Outcome::Fail, Severity::Warning) => s.warnings += 1,
-            (Outcome::Error, severity) => {
-                s.errored += 1;
-                // A fail-open check's error does not block, as the webhook
-                // decides it.
-                let open = r.failure_policy == Some(crate::preflight::FailurePolicy::FailOpen);
-                if severity == Severity::Blocking && !open {
-                    s.failing += 1;
-                }
-            }
-        }
-    }
-    s
-}
-
-/// Lists names for a message: `a, b, c and 4 more`.
-pub fn list(names: &[String], max: usize) -> String {
-    let shown = names
-        .iter()
-        .take(max)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if names.len() > max {
-        format!("{shown} and {} more", names.len() - max)
-    } else {
-        shown
-    }
-}
-
-/// How much of an operator's message a finding quotes.
-pub const EXCERPT: usize = 240;
-
-/// The first line of `message`, cut to about `max` characters on a word
-/// boundary: operators' messages can run to pages.
-pub fn excerpt(message: Option<&str>, max: usize) -> String {
-    let line = message
-        .and_then(|m| m.lines().map(str::trim).find(|l| !l.is_empty()))
-        .unwrap_or("no message");
-    if line.chars().count() <= max {
-        return line.to_owned();
-    }
-    let cut: String = line.chars().take(max).collect();
-    let ends_a_word = line.chars().nth(max).is_some_and(char::is_whitespace);
-    let cut = match cut.rsplit_once(' ') {
-        Some((head, _)) if !ends_a_word => head,
-        _ => cut.as_str(),
-    };
-    format!("{}…", cut.trim_end_matches([',', ';', ':']))
-}
-
-/// `3h12m` since `then`.
-pub fn since(then: Option<Timestamp>, now: Timestamp) -> String {
-    match then {
-        Some(then) => {
-            crate::admission::message::short_duration(now.duration_since(then).unsigned_abs())
-        }
-        None => "an unknown time".to_owned(),
-    }
-}
-
 /// Skips a check whose data was not loaded: `Err(Skipped)` naming the
 /// first missing kind, or why it was not read.
 pub fn require(view: &ClusterView, kinds: &[&str]) -> Result<(), Finding> {
@@ -366,6 +184,8 @@ pub fn qualified(namespace: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::release::is_image;
+    use crate::model::{Outcome, Resolution};
     use rstest::rstest;
     use serde_json::json;
 
@@ -379,23 +199,35 @@ mod tests {
     }
 
     #[rstest]
-    #[case::available_version("4.15.10", "quay.io/r@sha256:aa", Some("4.15.10"))]
-    #[case::conditional_version("4.16.2", "quay.io/r@sha256:bb", Some("4.16.2"))]
-    #[case::unknown_version("4.16.9", "", Some("4.16.9"))]
+    #[case::available_version("4.15.10", Some(("quay.io/r@sha256:aa", Some("4.15.10"))))]
+    #[case::conditional_version("4.16.2", Some(("quay.io/r@sha256:bb", Some("4.16.2"))))]
+    #[case::unknown_version("4.16.9", None)]
     #[case::known_image(
         "mirror.example/r@sha256:bb",
-        "mirror.example/r@sha256:bb",
-        Some("4.16.2")
+        Some(("mirror.example/r@sha256:bb", Some("4.16.2")))
     )]
-    #[case::unknown_image("quay.io/r@sha256:cc", "quay.io/r@sha256:cc", None)]
-    fn targets_resolve_like_the_cvo(
+    #[case::unknown_image("quay.io/r@sha256:cc", Some(("quay.io/r@sha256:cc", None)))]
+    fn a_name_on_the_command_line_resolves_as_the_webhook_resolves_desired_update(
         #[case] to: &str,
-        #[case] image: &str,
-        #[case] version: Option<&str>,
+        #[case] expected: Option<(&str, Option<&str>)>,
     ) {
-        let target = Target::resolve(&view(), to);
-        assert_eq!(target.image, image);
-        assert_eq!(target.version, version.and_then(Version::parse));
+        let view = view();
+        let named = view.resolve(to);
+        // The same rule as a spec.desiredUpdate that names `to`.
+        let mut cv = view.cluster_version.clone().unwrap();
+        cv.spec.desired_update = Some(crate::model::cluster_version::DesiredUpdate {
+            image: is_image(to).then(|| to.to_owned()),
+            version: (!is_image(to)).then(|| to.to_owned()),
+            ..Default::default()
+        });
+        assert_eq!(named, cv.resolve_target());
+        match (named, expected) {
+            (Resolution::Target(t), Some((image, version))) => {
+                assert_eq!((t.image.as_str(), t.version.as_deref()), (image, version));
+            }
+            (Resolution::UnknownVersion(v), None) => assert_eq!(v, to),
+            (other, expected) => panic!("{to}: {other:?}, expected {expected:?}"),
+        }
     }
 
     #[test]
@@ -425,7 +257,7 @@ mod tests {
             }
         }
         let view = view();
-        let target = Target::resolve(&view, "4.15.10");
+        let target = Target::image("quay.io/r@sha256:aa", Some("4.15.10".into()));
         let ctx = Context::new(&view, &target, fixture::NOW.parse().unwrap());
         let checks: Vec<Box<dyn Check>> = vec![Box::new(Warns), Box::new(Panics)];
         let results = run(&checks, &ctx, &[]);
@@ -434,40 +266,11 @@ mod tests {
             (Outcome::Fail, Severity::Warning)
         );
         assert_eq!(results[1].outcome, Outcome::Error);
-        let summary = summarize(&results);
+        let summary = crate::model::policy::Blocking::default().summarize(&results);
         assert_eq!(
             (summary.warnings, summary.failing, summary.errored),
             (1, 1, 1)
         );
-    }
-
-    #[test]
-    fn a_fail_open_error_is_counted_but_does_not_block() {
-        let errored = |policy| CheckResult {
-            name: "VendorCheck".into(),
-            severity: Severity::Blocking,
-            outcome: Outcome::Error,
-            message: "cannot pull".into(),
-            remediation_url: None,
-            duration: None,
-            failure_policy: policy,
-        };
-        let open = summarize(&[errored(Some(crate::preflight::FailurePolicy::FailOpen))]);
-        assert_eq!((open.errored, open.failing), (1, 0));
-        let closed = summarize(&[errored(Some(crate::preflight::FailurePolicy::FailClosed))]);
-        assert_eq!((closed.errored, closed.failing), (1, 1));
-        let unset = summarize(&[errored(None)]);
-        assert_eq!((unset.errored, unset.failing), (1, 1));
-    }
-
-    #[rstest]
-    #[case(Some("short"), "short")]
-    #[case(Some("\nfirst line\nsecond"), "first line")]
-    #[case(None, "no message")]
-    #[case(Some("aaaa bbbb, cccc dddd"), "aaaa bbbb…")]
-    #[case(Some("ééééééééééééééé"), "éééééééééé…")]
-    fn excerpts(#[case] message: Option<&str>, #[case] expected: &str) {
-        assert_eq!(excerpt(message, 10), expected);
     }
 
     #[test]
@@ -508,10 +311,7 @@ mod tests {
             finding.message
         );
         // Both certificate checks say so, neither blocks.
-        let target = Target {
-            image: "q@sha256:aa".into(),
-            version: None,
-        };
+        let target = Target::image("q@sha256:aa", None);
         let ctx = Context::new(&view, &target, "2026-11-30T12:00:00Z".parse().unwrap());
         for name in ["CertificatesExpiringSoon", "IngressCertificateCompatible"] {
             let check = catalogue().into_iter().find(|c| c.name() == name).unwrap();

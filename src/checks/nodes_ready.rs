@@ -1,9 +1,12 @@
 //! NodesReady: every node is Ready and schedulable. A node cordoned by the
 //! machine-config daemon (mid-update) is told apart from one cordoned by hand.
 
-use super::{Check, Context, Finding, list, require, since};
+use super::{Check, Context, require};
 use crate::cluster::openshift::condition;
-use crate::preflight::Severity;
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::text::list;
+use crate::model::text::since;
 
 pub struct NodesReady;
 
@@ -62,7 +65,7 @@ impl Check for NodesReady {
 mod tests {
     use super::*;
     use crate::checks::fixture::{self, condition};
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use rstest::rstest;
     use serde_json::json;
 

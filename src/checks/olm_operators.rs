@@ -2,9 +2,11 @@
 //! `olm.maxOpenShiftVersion` below the target's minor version, the property
 //! OLM itself uses to hold a cluster back.
 
-use super::{Check, Context, Finding, list, qualified, require};
-use crate::preflight::Severity;
-use crate::release::{UpdateKind, Version};
+use super::{Check, Context, qualified, require};
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::release::{UpdateKind, Version};
+use crate::model::text::list;
 
 pub struct OlmOperatorsCompatible;
 
@@ -27,7 +29,7 @@ impl Check for OlmOperatorsCompatible {
         if let Err(skip) = require(ctx.view, &["ClusterServiceVersion"]) {
             return skip;
         }
-        let Some(target) = &ctx.target.version else {
+        let Some(target) = &ctx.target_version else {
             return Finding::skipped("the target's version is unknown");
         };
         let line = (target.major, target.minor);
@@ -70,7 +72,7 @@ impl Check for OlmOperatorsCompatible {
 mod tests {
     use super::*;
     use crate::checks::fixture;
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use rstest::rstest;
     use serde_json::json;
 

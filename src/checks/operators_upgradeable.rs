@@ -1,10 +1,14 @@
 //! ClusterOperatorsUpgradeable: no ClusterOperator says `Upgradeable=False`.
 //! The CVO enforces this for minor and major updates only, so does this check.
 
-use super::{Check, Context, EXCERPT, Finding, excerpt, list, require};
+use super::{Check, Context, require};
 use crate::cluster::openshift::condition;
-use crate::preflight::Severity;
-use crate::release::UpdateKind;
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::release::UpdateKind;
+use crate::model::text::EXCERPT;
+use crate::model::text::excerpt;
+use crate::model::text::list;
 
 pub struct ClusterOperatorsUpgradeable;
 
@@ -61,7 +65,7 @@ impl Check for ClusterOperatorsUpgradeable {
 mod tests {
     use super::*;
     use crate::checks::fixture::{self, condition};
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use rstest::rstest;
     use serde_json::json;
 

@@ -4,9 +4,11 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use super::{Check, Context, Finding, list, qualified, require};
+use super::{Check, Context, qualified, require};
 use crate::cluster::k8s::Pod;
-use crate::preflight::Severity;
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::text::list;
 
 pub struct PodDisruptionBudgetsAllowDrain;
 
@@ -110,7 +112,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
 mod tests {
     use super::*;
     use crate::checks::fixture;
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use rstest::rstest;
     use serde_json::{Value, json};
 

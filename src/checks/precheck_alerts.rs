@@ -6,8 +6,10 @@
 //! ignored; no alert data at all is a warning too.
 
 use super::critical_alerts::no_alert_data;
-use super::{Check, Context, Finding, list};
-use crate::preflight::Severity;
+use super::{Check, Context};
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::text::list;
 
 pub struct PrecheckAlertsFiring;
 
@@ -60,7 +62,7 @@ mod tests {
     use super::*;
     use crate::checks::fixture;
     use crate::cluster::alerts::Alert;
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use rstest::rstest;
 
     fn alert(name: &str, precheck: bool, state: &str) -> Alert {

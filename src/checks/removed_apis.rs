@@ -9,9 +9,11 @@
 //! are left out.
 
 use super::admin_acks::{GATES, acknowledged};
-use super::{Check, Context, Finding, list, require};
-use crate::preflight::Severity;
-use crate::release::{UpdateKind, Version};
+use super::{Check, Context, require};
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::release::{UpdateKind, Version};
+use crate::model::text::list;
 
 pub struct RemovedApisInUse;
 
@@ -45,7 +47,7 @@ impl Check for RemovedApisInUse {
         if let Err(skip) = require(ctx.view, &["APIRequestCount"]) {
             return skip;
         }
-        let Some(target) = ctx.target.version.as_ref() else {
+        let Some(target) = ctx.target_version.as_ref() else {
             return Finding::skipped("the target's version is unknown");
         };
         let Some(kube) = kubernetes_minor(target) else {
@@ -138,7 +140,7 @@ impl Check for RemovedApisInUse {
 mod tests {
     use super::*;
     use crate::checks::fixture;
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use rstest::rstest;
     use serde_json::{Value, json};
 

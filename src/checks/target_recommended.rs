@@ -3,10 +3,12 @@
 //! `Recommended` not True fails with the reason, message, risk names and
 //! URLs; in neither warns (an explicit update the graph does not know).
 
-use super::{Check, Context, Finding};
-use crate::cluster::openshift::{ConditionalUpdate, Release, condition};
-use crate::preflight::Severity;
-use crate::release::{ReleaseKey, Version};
+use super::{Check, Context};
+use crate::cluster::openshift::condition;
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::cluster_version::{ConditionalUpdate, Release};
+use crate::model::release::{ReleaseKey, Version};
 
 pub struct TargetRecommended;
 
@@ -29,8 +31,8 @@ impl Check for TargetRecommended {
             (!ctx.target.image.is_empty()
                 && !r.image.is_empty()
                 && ReleaseKey::from_image(&r.image) == ReleaseKey::from_image(&ctx.target.image))
-                || (ctx.target.version.is_some()
-                    && Version::parse(&r.version) == ctx.target.version)
+                || (ctx.target_version.is_some()
+                    && Version::parse(&r.version) == ctx.target_version)
         };
         let name = ctx.target_name();
         if cv.status.available_updates.iter().any(matches) {
@@ -47,6 +49,14 @@ impl Check for TargetRecommended {
             return conditional(&name, update);
         }
         let channel = cv.spec.channel.as_deref().unwrap_or("no channel");
+        if ctx.target.image.is_empty() {
+            // As the CVO resolves it: a version alone names a release only
+            // through the update graph.
+            return Finding::fail(format!(
+                "{name} is in neither availableUpdates nor conditionalUpdates of {channel}, so the cluster cannot find its release image and refuses it; give the release image to check an explicit update"
+            ))
+            .with_url(URL);
+        }
         Finding::warn(format!(
             "{name} is in neither availableUpdates nor conditionalUpdates of {channel}: an explicit update the update service does not know"
         ))
@@ -108,7 +118,7 @@ fn conditional(name: &str, update: &ConditionalUpdate) -> Finding {
 mod tests {
     use super::*;
     use crate::checks::fixture::{self, cluster_version};
-    use crate::preflight::Outcome;
+    use crate::model::{Outcome, Target};
     use rstest::rstest;
     use serde_json::json;
 
@@ -159,6 +169,18 @@ mod tests {
             finding.message
         );
         assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    #[test]
+    fn a_version_alone_that_the_graph_does_not_offer_blocks_as_the_cvo_refuses_it() {
+        let view = fixture::view(vec![graph()]);
+        let finding = fixture::run_for(&TargetRecommended, &view, &Target::version_only("4.16.9"));
+        assert_eq!((finding.outcome, finding.severity), (Outcome::Fail, None));
+        assert!(
+            finding.message.contains("cannot find its release image"),
+            "{}",
+            finding.message
+        );
     }
 
     #[test]

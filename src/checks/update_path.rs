@@ -3,9 +3,10 @@
 //! cluster ran; more than one minor version at a time is not supported; a
 //! major update is named as such.
 
-use super::{Check, Context, Finding};
-use crate::preflight::Severity;
-use crate::release::Version;
+use super::{Check, Context};
+use crate::model::Finding;
+use crate::model::Severity;
+use crate::model::release::Version;
 
 pub struct UpdatePath;
 
@@ -36,7 +37,7 @@ impl Check for UpdatePath {
             }
             return Finding::error("the cluster's current version is unknown");
         };
-        let Some(target) = &ctx.target.version else {
+        let Some(target) = &ctx.target_version else {
             return Finding::skipped(
                 "the target's version is unknown; give a version to check the path",
             );
@@ -97,7 +98,7 @@ fn previous_version(ctx: &Context, current: &Version) -> Option<Version> {
 mod tests {
     use super::*;
     use crate::checks::fixture::{self, cluster_version};
-    use crate::preflight::Outcome;
+    use crate::model::Outcome;
     use rstest::rstest;
     use serde_json::json;
 

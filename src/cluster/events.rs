@@ -43,7 +43,10 @@ impl EventRecorder {
                         // The note quotes the requester's own words (an override
                         // reason): cleaned of control characters, and within
                         // the API's 1 KiB.
-                        note: Some(truncate(crate::text::clean(&note.message, 900), 1000)),
+                        note: Some(truncate(
+                            crate::model::text::clean(&note.message, 900),
+                            1000,
+                        )),
                         action: "Admission".into(),
                         // One Event per target: the recorder folds repeats
                         // of the same key into a series and keeps the first

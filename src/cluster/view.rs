@@ -12,10 +12,10 @@ use serde::{Deserialize, Deserializer};
 use super::alerts::Alert;
 use super::k8s::{ConfigMap, Node, Pod, PodDisruptionBudget, TlsSecret, read_pod, read_tls_secret};
 use super::openshift::{
-    ApiRequestCount, ClusterOperator, ClusterServiceVersion, ClusterVersion, Infrastructure,
-    IngressController, MachineConfigPool, newest_condition_time, read_api_request_count,
-    read_cluster_service_version,
+    ApiRequestCount, ClusterOperator, ClusterServiceVersion, Infrastructure, IngressController,
+    MachineConfigPool, newest_condition_time, read_api_request_count, read_cluster_service_version,
 };
+use crate::model::{ClusterVersion, Resolution, Target};
 
 /// The ConfigMaps checks read: admin gates and the administrator's acks.
 pub const CONFIG_MAPS: &[(&str, &str)] = &[
@@ -114,6 +114,26 @@ pub struct ClusterView {
 }
 
 impl ClusterView {
+    /// What `to` (a version or a pullspec) names, by the one resolver the
+    /// webhook uses, against this view's ClusterVersion (an empty one when
+    /// the data has none: an image then stands for itself, and a version
+    /// is unknown).
+    pub fn resolve(&self, to: &str) -> Resolution {
+        match &self.cluster_version {
+            Some(cv) => cv.resolve_named(to),
+            None => ClusterVersion::default().resolve_named(to),
+        }
+    }
+
+    /// The target an offline report checks for `to`: as [`Self::resolve`]
+    /// finds it, else by its version alone (TargetRecommended then says
+    /// why the cluster would refuse it).
+    pub fn target(&self, to: &str) -> Target {
+        match self.resolve(to) {
+            Resolution::Target(target) => target,
+            _ => Target::version_only(to.trim()),
+        }
+    }
     /// Adds one object, by kind; objects of other kinds are ignored.
     /// Returns whether the object was kept.
     pub fn add(

@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
-use super::UpdatePreflight;
-use crate::release::ReleaseKey;
+use crate::model::UpdatePreflight;
+use crate::model::release::ReleaseKey;
 
 /// Objects indexed by the release they describe. Several objects may describe
 /// one release (one made by an administrator, one by the gate); `get` returns
@@ -72,7 +72,7 @@ impl ResultCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::preflight::{Phase, UpdatePreflightSpec, UpdatePreflightStatus};
+    use crate::model::{Phase, UpdatePreflightSpec, UpdatePreflightStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     fn object(name: &str, image: &str, completed: Option<&str>) -> UpdatePreflight {

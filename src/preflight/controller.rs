@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use jiff::Timestamp;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -18,12 +18,20 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 use tracing::{Instrument, info, info_span, warn};
 
+use super::RunRequest;
 use super::live::{AUTO_CREATED, REQUESTED_AT, cluster_versions, offered, trigger};
-use super::{CheckResult, Outcome, Phase, RunRequest, UpdatePreflight, UpdatePreflightStatus};
-use crate::checks::{self, Context, Target};
-use crate::cluster::{live, openshift::ClusterVersion};
+use crate::checks::{self, Context};
+use crate::cluster::live;
 use crate::metrics::Metrics;
-use crate::release::{ReleaseKey, Version};
+use crate::model::CheckResult;
+use crate::model::Outcome;
+use crate::model::Phase;
+use crate::model::UpdatePreflight;
+use crate::model::UpdatePreflightStatus;
+use crate::model::policy::Blocking;
+use crate::model::release::{ReleaseKey, Version};
+use crate::model::status::{self, Ending};
+use crate::model::{ClusterVersion, Target};
 
 /// How the controller runs.
 #[derive(Clone, Debug)]
@@ -41,6 +49,8 @@ pub struct Settings {
     pub jobs: Option<super::jobs::JobSettings>,
     /// What the live view reads beyond the cluster's state.
     pub reads: live::Reads,
+    /// How results count (the fail-open checks); the status is written by it.
+    pub blocking: Blocking,
 }
 
 struct Ctx {
@@ -236,7 +246,7 @@ async fn write_status(
     // The field manager is how the webhook tells the gate's status writes
     // from anyone else's (preflight::vouch).
     let params = PatchParams {
-        field_manager: Some(super::vouch::FIELD_MANAGER.to_owned()),
+        field_manager: Some(crate::model::vouch::FIELD_MANAGER.to_owned()),
         ..PatchParams::default()
     };
     api.patch_status(name, &params, &patch)
@@ -261,10 +271,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
     };
     write_status(&api, &name, &status).await?;
 
-    let target = Target {
-        image: object.spec.image.clone(),
-        version: object.spec.version.as_deref().and_then(Version::parse),
-    };
+    let target = Target::image(&object.spec.image, object.spec.version.clone());
     // The object's own selection, within what the gate is configured to run
     // (`None`: every built-in). A selection naming only external checks
     // runs no built-in.
@@ -312,7 +319,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
     let (phase, results, reason, message) = match suite {
         Ok(Ok(mut results)) => {
             results.append(&mut external);
-            let (phase, reason, message) = verdict(&results);
+            let (phase, reason, message) = status::verdict(&results, &ctx.settings.blocking);
             (phase, results, reason, message)
         }
         Ok(Err(e)) => (
@@ -331,14 +338,17 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
             ),
         ),
     };
-    complete(
+    status::complete(
         &mut status,
-        phase,
         results,
-        reason,
-        message.clone(),
-        object.metadata.generation,
-        Timestamp::now(),
+        &ctx.settings.blocking,
+        Ending {
+            phase,
+            reason,
+            message: message.clone(),
+            generation: object.metadata.generation,
+            at: Timestamp::now(),
+        },
     );
     write_status(&api, &name, &status).await?;
 
@@ -362,58 +372,6 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
         warn!(error = %e, "cannot publish the run's Event");
     }
     Ok(())
-}
-
-/// The phase, condition reason and message of a suite that finished.
-pub fn verdict(results: &[CheckResult]) -> (Phase, &'static str, String) {
-    let summary = checks::summarize(results);
-    match summary.failing {
-        0 => (
-            Phase::Passed,
-            "NoBlockingFailures",
-            match summary.passed {
-                1 => "1 check passed".to_owned(),
-                n => format!("{n} checks passed"),
-            },
-        ),
-        n => (
-            Phase::Failed,
-            "BlockingChecksFailed",
-            format!("{n} blocking check{} failed", if n == 1 { "" } else { "s" }),
-        ),
-    }
-}
-
-/// Records a finished run in `status`: phase, results, summary, the Passed
-/// condition, completion time and observed generation.
-pub fn complete(
-    status: &mut UpdatePreflightStatus,
-    phase: Phase,
-    results: Vec<CheckResult>,
-    reason: &str,
-    message: String,
-    generation: Option<i64>,
-    now: Timestamp,
-) {
-    let now = Time(now);
-    status.phase = Some(phase);
-    status.summary = Some(checks::summarize(&results));
-    status.results = results;
-    status.completion_time = Some(now.clone());
-    status.observed_generation = generation;
-    status.conditions = vec![Condition {
-        type_: "Passed".into(),
-        status: if phase == Phase::Passed {
-            "True"
-        } else {
-            "False"
-        }
-        .into(),
-        reason: reason.into(),
-        message,
-        last_transition_time: now,
-        observed_generation: generation,
-    }];
 }
 
 /// Loads the cluster once and runs each check with its own timeout.
@@ -484,7 +442,7 @@ async fn external_update(client: &kube::Client, target: &Target) -> super::jobs:
     };
     super::jobs::Update {
         target_image: target.image.clone(),
-        target_version: target.version.clone(),
+        target_version: target.version.as_deref().and_then(Version::parse),
         current_image,
         current_version,
     }
@@ -561,8 +519,8 @@ async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
         .map(|t| ReleaseKey::from_image(&t.image))
         .collect();
     wanted.insert(ReleaseKey::from_image(&cv.status.desired.image));
-    if let Some(update) = &cv.spec.desired_update {
-        wanted.insert(ReleaseKey::from_image(&update.image));
+    if let crate::model::Resolution::Target(target) = cv.resolve_target() {
+        wanted.insert(target.key);
     }
     let now = Timestamp::now();
     let mut kept = Vec::new();
@@ -616,7 +574,7 @@ mod tests {
                 serde_json::from_value(json!({"name": format!("C{i}"), "outcome": "Pass"})).unwrap()
             })
             .collect();
-        let (phase, _, message) = verdict(&results);
+        let (phase, _, message) = status::verdict(&results, &Blocking::default());
         assert_eq!(phase, Phase::Passed);
         assert_eq!(message, says);
     }

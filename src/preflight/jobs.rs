@@ -20,11 +20,13 @@ use serde::Deserialize;
 use serde_json::json;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::check::{DEFAULT_TIMEOUT_SECONDS, NotApplicable, PreflightCheck};
 use super::release_checks::{Cache, discover};
-use super::{CheckResult, Outcome, UpdatePreflight};
-use crate::checks::Finding;
-use crate::release::{UpdateKind, Version};
+use crate::model::CheckResult;
+use crate::model::Finding;
+use crate::model::Outcome;
+use crate::model::UpdatePreflight;
+use crate::model::preflight_check::{DEFAULT_TIMEOUT_SECONDS, NotApplicable, PreflightCheck};
+use crate::model::release::{UpdateKind, Version};
 
 /// The name of the check's container in the Job's pod.
 pub const CONTAINER: &str = "check";
@@ -286,7 +288,7 @@ pub fn parse_result(exit_code: i32, message: &str) -> Finding {
             Err(e) => {
                 return Finding::error(format!(
                     "malformed output: the termination message looks like JSON but is not {{outcome, message, url}} ({e}); it starts: {}",
-                    crate::checks::excerpt(Some(text), 120)
+                    crate::model::text::excerpt(Some(text), 120)
                 ));
             }
         }
@@ -553,7 +555,7 @@ pub async fn run_external(
                     warn!(error = %e, "cannot list the target release's declared checks");
                     results.push(CheckResult {
                         name: RELEASE_DISCOVERY.into(),
-                        severity: super::Severity::Blocking,
+                        severity: crate::model::Severity::Blocking,
                         outcome: Outcome::Error,
                         message: format!("cannot list the checks the target release declares: {e}"),
                         remediation_url: None,
@@ -573,7 +575,7 @@ pub async fn run_external(
             warn!(error = %e, "cannot list PreflightChecks");
             results.push(CheckResult {
                 name: "PreflightChecks".into(),
-                severity: super::Severity::Blocking,
+                severity: crate::model::Severity::Blocking,
                 outcome: Outcome::Error,
                 message: format!("cannot list the PreflightChecks to run: {e}"),
                 remediation_url: None,

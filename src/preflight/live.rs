@@ -20,10 +20,12 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use super::{Lookup, ResultCache, ResultSource, RunRequest, UpdatePreflight, UpdatePreflightSpec};
-use crate::cluster::openshift::ClusterVersion;
+use super::{Lookup, ResultCache, ResultSource, RunRequest};
 use crate::metrics::Metrics;
-use crate::release::ReleaseKey;
+use crate::model::ClusterVersion;
+use crate::model::UpdatePreflight;
+use crate::model::UpdatePreflightSpec;
+use crate::model::release::ReleaseKey;
 
 /// Stamped on an object to ask for a new run.
 pub const REQUESTED_AT: &str = "preflight.dev/requested-at";
@@ -203,7 +205,7 @@ impl ResultSource for LiveSource {
             result: self.cache.get(key),
             trusted: self.trusted(),
             expires: true,
-            status_writer: Some(super::vouch::FIELD_MANAGER),
+            status_writer: Some(crate::model::vouch::FIELD_MANAGER),
         }
     }
 

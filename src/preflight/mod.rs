@@ -5,23 +5,15 @@
 //! `PreflightCheck`s, administrators' and vendors' checks run as Jobs.
 
 mod cache;
-mod check;
 pub mod controller;
-mod crd;
 pub mod jobs;
 pub mod leader;
 pub mod live;
 mod offline;
 pub mod release_checks;
 mod source;
-pub mod vouch;
 
 pub use cache::ResultCache;
-pub use check::{AppliesTo, EnvVar, NotApplicable, PreflightCheck, PreflightCheckSpec};
-pub use crd::{
-    CheckResult, FailurePolicy, Outcome, Phase, Severity, Summary, UpdatePreflight,
-    UpdatePreflightSpec, UpdatePreflightStatus,
-};
 pub use live::LiveSource;
 pub use offline::SnapshotSource;
 pub use source::{DirectorySource, LoadError, Lookup, ResultSource, RunRequest};

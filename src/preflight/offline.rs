@@ -9,14 +9,16 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tracing::info;
 
-use super::controller;
-use super::{
-    Lookup, ResultCache, ResultSource, RunRequest, UpdatePreflight, UpdatePreflightSpec,
-    UpdatePreflightStatus,
-};
-use crate::checks::{self, Context, Target};
+use super::{Lookup, ResultCache, ResultSource, RunRequest};
+use crate::checks::{self, Context};
 use crate::cluster::ClusterView;
-use crate::release::ReleaseKey;
+use crate::model::UpdatePreflight;
+use crate::model::UpdatePreflightSpec;
+use crate::model::UpdatePreflightStatus;
+use crate::model::policy::Blocking;
+use crate::model::release::ReleaseKey;
+use crate::model::status::{self, Ending};
+use crate::model::{Resolution, Target};
 
 /// Preflight results over a fixed snapshot.
 pub struct SnapshotSource {
@@ -60,15 +62,10 @@ impl SnapshotSource {
 /// Runs the catalogue over the snapshot for one target, as an
 /// `UpdatePreflight` a controller would have written.
 pub fn evaluate(view: &ClusterView, request: &RunRequest, now: Timestamp) -> UpdatePreflight {
-    let target = Target::resolve(view, &request.image);
-    let target = Target {
-        version: target.version.or_else(|| {
-            request
-                .version
-                .as_deref()
-                .and_then(crate::release::Version::parse)
-        }),
-        ..target
+    // The request's version is the one the webhook resolved.
+    let target = match view.resolve(&request.image) {
+        Resolution::Target(known) if known.version.is_some() => known,
+        _ => Target::image(&request.image, request.version.clone()),
     };
     let results = checks::run(&checks::catalogue(), &Context::new(view, &target, now), &[]);
     let name = ReleaseKey::from_image(&request.image).object_name();
@@ -81,12 +78,24 @@ pub fn evaluate(view: &ClusterView, request: &RunRequest, now: Timestamp) -> Upd
         },
     );
     object.metadata.generation = Some(1);
-    let (phase, reason, message) = controller::verdict(&results);
+    let blocking = Blocking::default();
+    let (phase, reason, message) = status::verdict(&results, &blocking);
     let mut status = UpdatePreflightStatus {
         start_time: Some(Time(now)),
         ..Default::default()
     };
-    controller::complete(&mut status, phase, results, reason, message, Some(1), now);
+    status::complete(
+        &mut status,
+        results,
+        &blocking,
+        Ending {
+            phase,
+            reason,
+            message,
+            generation: Some(1),
+            at: now,
+        },
+    );
     object.status = Some(status);
     object
 }
@@ -118,7 +127,7 @@ impl ResultSource for SnapshotSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::preflight::Phase;
+    use crate::model::Phase;
 
     const FAILS: &str = "quay.io/openshift-release-dev/ocp-release@sha256:5e3a6c1f0b2748d9e1c7a0b8f6d3e2c1b0a9f8e7d6c5b4a39281706f5e4d3c2b";
     const PASSES: &str = "quay.io/openshift-release-dev/ocp-release@sha256:9d1c2b3a4f5e60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9";

@@ -20,10 +20,12 @@ use kube::api::{Api, DeleteParams, LogParams, PostParams};
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use super::check::{PreflightCheck, PreflightCheckSpec};
 use super::jobs::JobSettings;
-use super::{EnvVar, FailurePolicy, Severity};
-use crate::release::ReleaseKey;
+use crate::model::EnvVar;
+use crate::model::FailurePolicy;
+use crate::model::Severity;
+use crate::model::preflight_check::{PreflightCheck, PreflightCheckSpec};
+use crate::model::release::ReleaseKey;
 
 /// The annotation that marks a Job manifest as a preflight check.
 pub const DECLARED: &str = "openshift.io/preflight-check";

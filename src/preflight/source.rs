@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{ResultCache, UpdatePreflight};
-use crate::release::ReleaseKey;
+use super::ResultCache;
+use crate::model::UpdatePreflight;
+use crate::model::release::ReleaseKey;
 
 /// What the cache holds for one release.
 #[derive(Clone, Debug, Default)]

@@ -11,10 +11,12 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{Format, Report};
-use crate::checks::{self, Context, Target};
+use crate::checks::{self, Context};
 use crate::cli::CheckArgs;
 use crate::cluster::ClusterView;
 use crate::cluster::prometheus::Prometheus;
+use crate::model::policy::Blocking;
+use crate::model::release::is_image;
 
 /// Exit code when the cluster cannot be read or the report not written.
 pub const EXIT_ERROR: u8 = 1;
@@ -97,7 +99,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
     if to.is_empty() {
         return Err(CheckError::NoTarget);
     }
-    if !Target::is_image(to) && crate::release::Version::parse(to).is_none() {
+    if !is_image(to) && crate::model::release::Version::parse(to).is_none() {
         return Err(CheckError::BadTarget(to.to_owned()));
     }
     if !args.allow_unknown_accept
@@ -126,12 +128,16 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
             source: "--now".to_owned(),
         });
     }
-    let target = Target::resolve(&view, &args.to);
+    let target = view.target(to);
     let ctx = Context::new(&view, &target, jiff::Timestamp::now());
     progress.set_message(format!("running {} checks", checks::catalogue().len()));
     let results = checks::run(&checks::catalogue(), &ctx, &[]);
     progress.finish_and_clear();
-    Ok((Report::new(&ctx, results, &args.accept), args.output))
+    let blocking = Blocking {
+        fail_open: args.fail_open_checks.iter().cloned().collect(),
+        accepted: args.accept.iter().cloned().collect(),
+    };
+    Ok((Report::new(&ctx, results, &blocking), args.output))
 }
 
 /// A spinner on stderr when it is a terminal; hidden otherwise.

@@ -9,8 +9,9 @@ mod table;
 
 use serde::Serialize;
 
-use crate::checks::{Context, summarize};
-use crate::preflight::{CheckResult, Outcome, Severity, Summary};
+use crate::checks::Context;
+use crate::model::policy::{Blocking, Standing};
+use crate::model::{CheckResult, Severity, Summary};
 
 pub use table::table;
 
@@ -53,15 +54,14 @@ pub struct Report {
 }
 
 impl Report {
-    /// Builds the report; failures of checks named in `accept` become
-    /// warnings, as an accepted risk does at the webhook.
-    pub fn new(ctx: &Context, mut results: Vec<CheckResult>, accept: &[String]) -> Self {
+    /// Builds the report by the one blocking policy: failures of the checks
+    /// `blocking` accepts become warnings, as an accepted risk does at the
+    /// webhook, and errors of its fail-open checks do not block.
+    pub fn new(ctx: &Context, mut results: Vec<CheckResult>, blocking: &Blocking) -> Self {
+        blocking.stamp(&mut results);
         let mut accepted = Vec::new();
         for r in &mut results {
-            if accept.iter().any(|a| a == &r.name)
-                && matches!(r.outcome, Outcome::Fail | Outcome::Error)
-                && r.severity == Severity::Blocking
-            {
+            if blocking.standing(r) == Standing::Accepted {
                 r.severity = Severity::Warning;
                 r.message = format!("accepted: {}", r.message);
                 accepted.push(r.name.clone());
@@ -77,7 +77,7 @@ impl Report {
             skipped: ctx.view.skipped.clone(),
             unread_files: ctx.view.unread_files.clone(),
             accepted,
-            summary: summarize(&results),
+            summary: blocking.summarize(&results),
             results,
         }
     }
@@ -94,7 +94,7 @@ impl Report {
             skipped: Default::default(),
             unread_files: Default::default(),
             accepted: Vec::new(),
-            summary: summarize(&results),
+            summary: Blocking::default().summarize(&results),
             results,
         }
     }

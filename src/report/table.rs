@@ -7,11 +7,11 @@ use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
 use owo_colors::OwoColorize;
 
 use super::Report;
-use crate::text::clean;
+use crate::model::text::clean;
 
 /// The longest message a table cell shows, in characters.
 const MAX_TABLE_CELL: usize = 4000;
-use crate::preflight::{CheckResult, Outcome, Severity};
+use crate::model::{CheckResult, Outcome, Severity};
 
 /// Width of the table, so the output is the same on every terminal.
 const WIDTH: u16 = 120;

@@ -14,8 +14,8 @@ use std::process::Command;
 
 use base64::Engine;
 use jiff::Timestamp;
-use preflight_gate::checks::{self, Context, Target};
-use preflight_gate::preflight::{CheckResult, Outcome};
+use preflight_gate::checks::{self, Context};
+use preflight_gate::model::{CheckResult, Outcome};
 use serde_json::{Value, json};
 
 use crate::cluster::{World, lock};
@@ -287,7 +287,7 @@ fn the_live_source_feeds_the_same_checks_as_a_snapshot() {
             .starts_with("-----BEGIN CERTIFICATE-----")
     );
 
-    let target = Target::resolve(&view, "4.15.3");
+    let target = view.target("4.15.3");
     let ctx = Context::new(
         &view,
         &target,
@@ -372,7 +372,7 @@ fn kinds_the_user_may_not_list_are_errors_that_say_so() {
         view.unreadable
     );
     assert!(view.unreadable.contains_key("Secret"));
-    let target = Target::resolve(&view, "4.15.3");
+    let target = view.target("4.15.3");
     let ctx = Context::new(
         &view,
         &target,

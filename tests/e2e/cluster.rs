@@ -211,6 +211,7 @@ impl World {
                 ..Default::default()
             }),
             reads: preflight_gate::cluster::live::Reads::ALL,
+            blocking: Default::default(),
         };
         let lease = leader::LeaseSettings {
             namespace: "preflight-gate".into(),

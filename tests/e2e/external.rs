@@ -453,7 +453,7 @@ fn an_erroring_check_lets_the_update_through_only_when_it_is_fail_open() {
     let image = release('b');
     // The release's own object, with the full suite: the result the
     // webhook decides on (preflight::vouch).
-    let own = preflight_gate::release::ReleaseKey::from_image(&image).object_name();
+    let own = preflight_gate::model::release::ReleaseKey::from_image(&image).object_name();
     let uid = made.preflight(&own, &image, "4.14.20", &[]);
     let done = kubelet_until(world, &uid, &image, pull_failure, finished);
     assert_eq!(phase(&done), "Passed", "{done}");
@@ -723,7 +723,7 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
         "4.14.20",
         &["E2EFromRelease", "StorageCsiMigration"],
     );
-    let owner: preflight_gate::preflight::UpdatePreflight = serde_json::from_value(get_json(
+    let owner: preflight_gate::model::UpdatePreflight = serde_json::from_value(get_json(
         world,
         &["get", "updatepreflight", "e2e-release-declared"],
     ))
@@ -748,7 +748,7 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                 };
                 let update = jobs::Update {
                     target_image: image,
-                    target_version: preflight_gate::release::Version::parse("4.14.20"),
+                    target_version: preflight_gate::model::release::Version::parse("4.14.20"),
                     ..Default::default()
                 };
                 let cache = Cache::default();
@@ -872,7 +872,7 @@ fn the_gate_runs_external_checks_with_the_deployed_rbac_and_the_check_rbac() {
     );
     let image = release('d');
     let uid = made.preflight("e2e-as-gate", &image, "4.14.20", &["E2EAsGate"]);
-    let owner: preflight_gate::preflight::UpdatePreflight =
+    let owner: preflight_gate::model::UpdatePreflight =
         serde_json::from_value(get_json(world, &["get", "updatepreflight", "e2e-as-gate"]))
             .unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -893,7 +893,7 @@ fn the_gate_runs_external_checks_with_the_deployed_rbac_and_the_check_rbac() {
                 };
                 let update = jobs::Update {
                     target_image: image,
-                    target_version: preflight_gate::release::Version::parse("4.14.20"),
+                    target_version: preflight_gate::model::release::Version::parse("4.14.20"),
                     ..Default::default()
                 };
                 let selection = ["E2EAsGate".to_owned()];

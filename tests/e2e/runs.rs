@@ -18,7 +18,7 @@ fn phase(o: &Value) -> &str {
 #[test]
 fn a_target_nobody_checked_is_run_only_when_someone_asks_then_gets_its_verdict() {
     let (_turn, world) = lock();
-    let own = preflight_gate::release::ReleaseKey::from_image(UNCHECKED).object_name();
+    let own = preflight_gate::model::release::ReleaseKey::from_image(UNCHECKED).object_name();
     world.admin(&[
         "delete",
         "updatepreflights",

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use preflight_gate::release::ReleaseKey;
+use preflight_gate::model::release::ReleaseKey;
 use serde_json::{Value, json};
 
 use crate::cluster::{User, World, image_patch_args, lock, result_names};

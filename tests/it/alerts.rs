@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use preflight_gate::metrics::Metrics;
-use preflight_gate::preflight::UpdatePreflight;
+use preflight_gate::model::UpdatePreflight;
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use jiff::Timestamp;
-use preflight_gate::checks::{self, Context, Target};
+use preflight_gate::checks::{self, Context};
 use preflight_gate::cluster::snapshot;
-use preflight_gate::preflight::Outcome;
-use preflight_gate::release::Version;
+use preflight_gate::model::Outcome;
+use preflight_gate::model::Target;
 use rstest::rstest;
 
 fn capture(name: &str) -> PathBuf {
@@ -18,10 +18,7 @@ fn capture(name: &str) -> PathBuf {
 /// Runs the catalogue on a capture for an update to `to`.
 fn outcomes(name: &str, to: &str) -> Vec<(String, Outcome, String)> {
     let view = snapshot::load(&capture(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let target = Target {
-        image: format!("quay.io/ocp/release:{to}"),
-        version: Version::parse(to),
-    };
+    let target = Target::image(&format!("quay.io/ocp/release:{to}"), Some(to.to_owned()));
     let now: Timestamp = "2026-11-30T12:00:00Z".parse().unwrap();
     let ctx = Context::new(&view, &target, now);
     checks::run(&checks::catalogue(), &ctx, &[])

@@ -4,7 +4,7 @@
 use clap::CommandFactory;
 use kube::CustomResourceExt;
 use preflight_gate::cli::Cli;
-use preflight_gate::preflight::{PreflightCheck, UpdatePreflight};
+use preflight_gate::model::{PreflightCheck, UpdatePreflight};
 
 fn help(subcommand: &str) -> String {
     let mut cli = Cli::command().term_width(0);

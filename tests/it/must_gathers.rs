@@ -15,10 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use jiff::{Timestamp, ToSpan};
-use preflight_gate::checks::{self, Context, Target};
+use preflight_gate::checks::{self, Context};
 use preflight_gate::cluster::snapshot;
-use preflight_gate::preflight::Outcome;
-use preflight_gate::release::Version;
+use preflight_gate::model::Outcome;
+use preflight_gate::model::Target;
+use preflight_gate::model::release::Version;
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -607,10 +608,10 @@ fn run(
     Vec<(String, Outcome, String)>,
 ) {
     let view = snapshot::load(&data_dir().join(case)).unwrap_or_else(|e| panic!("{case}: {e}"));
-    let target = Target {
-        image: format!("quay.io/openshift-release-dev/ocp-release:{to}-x86_64"),
-        version: Version::parse(to),
-    };
+    let target = Target::image(
+        &format!("quay.io/openshift-release-dev/ocp-release:{to}-x86_64"),
+        Some(to.to_owned()),
+    );
     // Today's clock: the checks must not use it on a snapshot.
     let ctx = Context::new(&view, &target, Timestamp::now());
     let results = checks::run(&checks::catalogue(), &ctx, &[])

@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
-use preflight_gate::checks::{self, Context, Target};
+use preflight_gate::checks::{self, Context};
 use preflight_gate::cluster::snapshot;
-use preflight_gate::preflight::{Outcome, Severity};
+use preflight_gate::model::{Outcome, Severity};
 use preflight_gate::report::{Format, Report};
 use rstest::rstest;
 
@@ -24,9 +24,13 @@ fn capture(name: &str) -> PathBuf {
 
 fn report(name: &str, to: &str) -> Report {
     let view = snapshot::load(&capture(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let target = Target::resolve(&view, to);
+    let target = view.target(to);
     let ctx = Context::new(&view, &target, NOW.parse::<Timestamp>().unwrap());
-    Report::new(&ctx, checks::run(&checks::catalogue(), &ctx, &[]), &[])
+    Report::new(
+        &ctx,
+        checks::run(&checks::catalogue(), &ctx, &[]),
+        &Default::default(),
+    )
 }
 
 fn blocking_failures(report: &Report) -> BTreeSet<String> {
@@ -83,11 +87,18 @@ struct OcVerdict {
 fn oc_verdict(name: &str, version: &str) -> OcVerdict {
     let path = capture(name).join(format!("oc-recommend.version-{version}-output"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let issues = text
+    let mut issues: BTreeSet<String> = text
         .lines()
         .find_map(|l| l.strip_prefix("error: issues that apply to this cluster but which were not included in --accept: "))
         .map(|list| list.split(',').map(|s| s.trim().to_owned()).collect())
         .unwrap_or_default();
+    // oc refuses a version the update graph does not offer.
+    if text
+        .lines()
+        .any(|l| l.starts_with("error: no updates to ") && l.contains("cannot display context"))
+    {
+        issues.insert("NotOffered".to_owned());
+    }
     OcVerdict {
         issues,
         update_in_progress: text.contains("An update is in progress"),
@@ -102,6 +113,7 @@ fn our_check_for(oc_issue: &str) -> Option<&'static str> {
         "AlertNoTestData" => None,
         "ConditionalUpdateRisk" => Some("TargetRecommended"),
         "Failing" => Some("ClusterVersionState"),
+        "NotOffered" => Some("TargetRecommended"),
         other => panic!("oc names {other}, which this test does not know; map it to a check"),
     }
 }
@@ -116,9 +128,9 @@ fn our_check_for(oc_issue: &str) -> Option<&'static str> {
 #[case::all_recommended_rollback(
     "4.14.1-all-recommended",
     "4.12.51",
-    // Beyond oc, which only said an update is in progress and that it had
-    // no context for 4.12: a rollback across minors is not a supported path.
-    // (4.12.51 unknown to the graph is a warning of TargetRecommended.)
+    // Beyond oc, which said an update is in progress and that no update to
+    // 4.12 is offered (our TargetRecommended): a rollback across minors is
+    // not a supported path.
     &["UpdatePath"]
 )]
 fn our_blocking_reasons_include_everything_oc_names(

@@ -308,7 +308,7 @@ impl Snapshot {
 }
 
 /// A ClusterVersion as the error about two clusters names it.
-fn describe(cv: &super::openshift::ClusterVersion) -> String {
+fn describe(cv: &crate::model::ClusterVersion) -> String {
     format!(
         "the ClusterVersion {} of cluster {} at {}",
         cv.metadata.name,

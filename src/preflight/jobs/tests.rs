@@ -361,10 +361,10 @@ fn results_carry_the_checks_name_severity_and_failure_policy() {
     );
     let r = result(&c, Finding::error("x"), Duration::from_millis(1500));
     assert_eq!(r.name, "Foo");
-    assert_eq!(r.severity, super::super::Severity::Warning);
+    assert_eq!(r.severity, crate::model::Severity::Warning);
     assert_eq!(
         r.failure_policy,
-        Some(super::super::FailurePolicy::FailOpen)
+        Some(crate::model::FailurePolicy::FailOpen)
     );
     assert_eq!(r.duration.as_deref(), Some("1.500s"));
 }

@@ -5,8 +5,8 @@
 //! resolved, and with status written by the gate alone. Pure: the decision
 //! asks it of every result it reads.
 
-use super::UpdatePreflight;
-use crate::release::{ReleaseKey, Version};
+use super::release::{ReleaseKey, Version};
+use super::results::UpdatePreflight;
 
 /// The field manager the controller writes status as; on the API server,
 /// status written by any other manager is not a result.
@@ -90,7 +90,7 @@ mod tests {
         let key = ReleaseKey::from_image(IMAGE);
         let mut o = UpdatePreflight::new(
             &key.object_name(),
-            crate::preflight::UpdatePreflightSpec {
+            crate::model::UpdatePreflightSpec {
                 image: IMAGE.into(),
                 version: Some("4.15.3".into()),
                 checks: Vec::new(),

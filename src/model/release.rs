@@ -162,6 +162,12 @@ impl UpdateKind {
     }
 }
 
+/// Whether `to` names a release image (a pullspec or a digest) rather than
+/// a version.
+pub fn is_image(to: &str) -> bool {
+    to.contains('/') || to.contains('@')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

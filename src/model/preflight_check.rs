@@ -6,8 +6,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{FailurePolicy, Severity};
-use crate::release::{UpdateKind, Version};
+use super::release::{UpdateKind, Version};
+use super::results::{FailurePolicy, Severity};
 
 /// Time a check gets when its spec names none.
 pub const DEFAULT_TIMEOUT_SECONDS: u32 = 120;

@@ -1,14 +1,15 @@
 //! The parts of a `ClusterVersion` that the gate reads, and how the target of
 //! a request is resolved the way the cluster-version operator resolves it.
 
-use std::collections::BTreeMap;
+use jiff::Timestamp;
+use serde::Deserialize;
 
-use serde::{Deserialize, Deserializer};
+use super::meta::{Condition, Metadata, is_true, newest_condition_time, null_as_default};
+use super::release::{ReleaseKey, Version, is_image};
 
-use crate::release::ReleaseKey;
-
-/// A lean view of `config.openshift.io/v1` ClusterVersion. Fields the decision
-/// does not read (history, risks, conditions, capabilities) are skipped.
+/// A lean view of `config.openshift.io/v1` ClusterVersion: the fields the
+/// decision, the checks and the controller read. Everything else (
+/// capabilities, overrides, signature stores) is skipped.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct ClusterVersion {
@@ -18,19 +19,12 @@ pub struct ClusterVersion {
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct Metadata {
-    pub name: String,
-    pub uid: String,
-    #[serde(deserialize_with = "null_as_default")]
-    pub annotations: BTreeMap<String, String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Spec {
-    pub desired_update: Option<DesiredUpdate>,
+    #[serde(rename = "clusterID")]
+    pub cluster_id: Option<String>,
     pub channel: Option<String>,
+    pub desired_update: Option<DesiredUpdate>,
 }
 
 /// `spec.desiredUpdate`.
@@ -57,32 +51,53 @@ pub struct AcceptRisk {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Status {
-    pub desired: Option<Release>,
+    /// The release the cluster runs or is moving to; empty before the CVO
+    /// first writes it.
+    pub desired: Release,
+    #[serde(deserialize_with = "null_as_default")]
+    pub history: Vec<UpdateHistory>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub conditions: Vec<Condition>,
     #[serde(deserialize_with = "null_as_default")]
     pub available_updates: Vec<Release>,
     #[serde(deserialize_with = "null_as_default")]
     pub conditional_updates: Vec<ConditionalUpdate>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(default)]
 pub struct Release {
     pub version: String,
     pub image: String,
+    pub url: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct UpdateHistory {
+    pub state: String,
+    pub version: String,
+    pub image: String,
+    pub started_time: Option<Timestamp>,
+    pub completion_time: Option<Timestamp>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct ConditionalUpdate {
     pub release: Release,
+    #[serde(deserialize_with = "null_as_default")]
+    pub risks: Vec<Risk>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub conditions: Vec<Condition>,
 }
 
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Risk {
+    pub name: String,
+    pub message: String,
+    pub url: String,
 }
 
 /// A target release that results can be looked up for.
@@ -94,6 +109,26 @@ pub struct Target {
 }
 
 impl Target {
+    /// The release `image`, at `version` when known.
+    pub fn image(image: &str, version: Option<String>) -> Self {
+        Self {
+            key: ReleaseKey::from_image(image),
+            image: image.to_owned(),
+            version,
+        }
+    }
+
+    /// A release known by its version alone (no image: one the update
+    /// graph does not offer). Results cannot be keyed by it; only the
+    /// offline report checks it.
+    pub fn version_only(version: &str) -> Self {
+        Self {
+            key: ReleaseKey::from_image(""),
+            image: String::new(),
+            version: Some(version.to_owned()),
+        }
+    }
+
     /// How the target is named to a person: its version when known.
     pub fn display(&self) -> &str {
         self.version.as_deref().unwrap_or(&self.image)
@@ -131,13 +166,74 @@ fn non_empty(value: &Option<String>) -> Option<&str> {
 }
 
 impl ClusterVersion {
+    /// The version the cluster runs or is moving to (`status.desired`).
+    pub fn desired_version(&self) -> Option<Version> {
+        Version::parse(&self.status.desired.version)
+    }
+
+    /// Whether the cluster is still being installed: its history holds no
+    /// completed entry, only the install's own Partial one, and the
+    /// ClusterVersion is not Available. An install is not an update.
+    pub fn installing(&self) -> bool {
+        matches!(&self.status.history[..], [only] if only.state == "Partial")
+            && !is_true(&self.status.conditions, "Available")
+    }
+
+    /// The newest time the object records, for the time of the data.
+    pub fn newest_time(&self) -> Option<Timestamp> {
+        let history = self
+            .status
+            .history
+            .iter()
+            .flat_map(|h| [h.started_time, h.completion_time])
+            .flatten();
+        history
+            .chain(newest_condition_time(&self.status.conditions))
+            .chain(self.metadata.creation_timestamp)
+            .max()
+    }
+
+    /// The newest completed version in the history.
+    pub fn completed_version(&self) -> Option<Version> {
+        self.status
+            .history
+            .iter()
+            .find(|h| h.state == "Completed")
+            .and_then(|h| Version::parse(&h.version))
+    }
+
     /// Resolves the target like the CVO: an image wins; otherwise the
     /// version is looked up in `availableUpdates`, then in
     /// `conditionalUpdates`, then in the current desired release.
     pub fn resolve_target(&self) -> Resolution {
-        let Some(update) = &self.spec.desired_update else {
-            return Resolution::None;
+        match &self.spec.desired_update {
+            Some(update) => self.resolve(update),
+            None => Resolution::None,
+        }
+    }
+
+    /// Resolves what a person asks for on the command line (`4.16.3`, or a
+    /// pullspec) by the same rule as `spec.desiredUpdate`.
+    pub fn resolve_named(&self, to: &str) -> Resolution {
+        let to = Some(to.trim().to_owned());
+        let update = if is_image(to.as_deref().unwrap_or_default()) {
+            DesiredUpdate {
+                image: to,
+                ..DesiredUpdate::default()
+            }
+        } else {
+            DesiredUpdate {
+                version: to,
+                ..DesiredUpdate::default()
+            }
         };
+        self.resolve(&update)
+    }
+
+    /// The one target resolver: an image wins, with its version from the
+    /// update graph; a bare version must be in the graph or be the current
+    /// release.
+    pub fn resolve(&self, update: &DesiredUpdate) -> Resolution {
         let version = non_empty(&update.version);
         if let Some(image) = non_empty(&update.image) {
             // The version comes from the update graph, matched by digest,
@@ -145,7 +241,7 @@ impl ClusterVersion {
             // graph contradicts is refused, one it cannot confirm ignored.
             let known = self.version_of_image(image);
             if let (Some(claimed), Some(known)) = (version, known.as_deref())
-                && crate::release::Version::parse(claimed) != crate::release::Version::parse(known)
+                && Version::parse(claimed) != Version::parse(known)
             {
                 return Resolution::VersionMismatch {
                     image: image.to_owned(),
@@ -175,10 +271,8 @@ impl ClusterVersion {
     /// Whether `target` is `status.desired`: the release the cluster runs,
     /// or the one it is already updating to. Asking for it changes nothing.
     pub fn is_desired(&self, target: &Target) -> bool {
-        self.status
-            .desired
-            .as_ref()
-            .is_some_and(|d| !d.image.is_empty() && ReleaseKey::from_image(&d.image) == target.key)
+        let desired = &self.status.desired;
+        !desired.image.is_empty() && ReleaseKey::from_image(&desired.image) == target.key
     }
 
     fn releases(&self) -> impl Iterator<Item = &Release> {
@@ -187,7 +281,7 @@ impl ClusterVersion {
             .available_updates
             .iter()
             .chain(status.conditional_updates.iter().map(|c| &c.release))
-            .chain(status.desired.iter())
+            .chain(std::iter::once(&status.desired))
     }
 
     fn image_of_version(&self, version: &str) -> Option<&str> {

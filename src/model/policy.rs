@@ -1,0 +1,234 @@
+//! The one blocking policy: how a check's result counts for an update, given
+//! the names accepted for it and the checks whose errors fail open. The
+//! status a run writes, the `check` report, the metrics and the webhook's
+//! verdict all read [`Blocking::standing`], so they cannot disagree.
+
+use std::collections::BTreeSet;
+
+use super::results::{CheckResult, FailurePolicy, Outcome, Severity, Summary};
+
+/// What, besides a result itself, decides whether it blocks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Blocking {
+    /// Checks whose errors do not block (`--fail-open-checks`), besides
+    /// those whose own `failurePolicy` is `FailOpen`.
+    pub fail_open: BTreeSet<String>,
+    /// Checks whose failures are accepted for this update (`acceptRisks`,
+    /// `preflight.dev/accept`, `check --accept`).
+    pub accepted: BTreeSet<String>,
+}
+
+/// How one result counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing {
+    Passed,
+    Skipped,
+    /// A failure (or error) that only warns: a Warning check's, or an error
+    /// that fails open.
+    Warns,
+    /// A blocking failure that is accepted.
+    Accepted,
+    /// A blocking failure: the update waits for it.
+    Blocks,
+}
+
+/// Results sorted by how they count, in their order.
+#[derive(Debug, Default, PartialEq)]
+pub struct Assessment<'a> {
+    pub blocking: Vec<&'a CheckResult>,
+    pub accepted: Vec<&'a CheckResult>,
+    pub warnings: Vec<&'a CheckResult>,
+}
+
+impl Assessment<'_> {
+    /// Names of the checks that block.
+    pub fn blocking_names(&self) -> Vec<&str> {
+        self.blocking.iter().map(|r| r.name.as_str()).collect()
+    }
+}
+
+impl Blocking {
+    /// The policy with only these fail-open checks and nothing accepted: how
+    /// a run's status counts its results.
+    pub fn fail_open(names: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            fail_open: names.into_iter().collect(),
+            accepted: BTreeSet::new(),
+        }
+    }
+
+    /// Whether an error of `result` fails open.
+    pub fn fails_open(&self, result: &CheckResult) -> bool {
+        result.failure_policy == Some(FailurePolicy::FailOpen)
+            || self.fail_open.contains(&result.name)
+    }
+
+    /// How `result` counts.
+    pub fn standing(&self, result: &CheckResult) -> Standing {
+        let fails = match result.outcome {
+            Outcome::Pass => return Standing::Passed,
+            Outcome::Skipped => return Standing::Skipped,
+            Outcome::Fail => true,
+            Outcome::Error => !self.fails_open(result),
+        };
+        if !fails || result.severity == Severity::Warning {
+            Standing::Warns
+        } else if self.accepted.contains(&result.name) {
+            Standing::Accepted
+        } else {
+            Standing::Blocks
+        }
+    }
+
+    /// `results` sorted by standing.
+    pub fn assess<'a>(&self, results: &'a [CheckResult]) -> Assessment<'a> {
+        let mut a = Assessment::default();
+        for r in results {
+            match self.standing(r) {
+                Standing::Passed | Standing::Skipped => {}
+                Standing::Warns => a.warnings.push(r),
+                Standing::Accepted => a.accepted.push(r),
+                Standing::Blocks => a.blocking.push(r),
+            }
+        }
+        a
+    }
+
+    /// Counts over `results`: `failing` is what blocks; an accepted or
+    /// fail-open failure counts as a warning; every error counts as errored.
+    pub fn summarize(&self, results: &[CheckResult]) -> Summary {
+        let mut s = Summary::default();
+        for r in results {
+            let standing = self.standing(r);
+            match (standing, r.outcome) {
+                (Standing::Passed, _) => s.passed += 1,
+                (Standing::Skipped, _) => s.skipped += 1,
+                (_, Outcome::Error) => s.errored += 1,
+                (Standing::Blocks, _) => {}
+                (Standing::Warns | Standing::Accepted, _) => s.warnings += 1,
+            }
+            if standing == Standing::Blocks {
+                s.failing += 1;
+            }
+        }
+        s
+    }
+
+    /// `results` as a run records them: each result of a fail-open check
+    /// says so itself, so that whoever reads the status later (the webhook,
+    /// the metrics, `oc get`) counts it the same way.
+    pub fn stamp(&self, results: &mut [CheckResult]) {
+        for r in results {
+            if r.failure_policy.is_none() && self.fail_open.contains(&r.name) {
+                r.failure_policy = Some(FailurePolicy::FailOpen);
+            }
+        }
+    }
+}
+
+/// Kinds of honoured override, as a metric label: what let a blocked update through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OverrideKind {
+    Force,
+    DesiredUpdateForce,
+    AcceptRisks,
+}
+
+impl OverrideKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Force => "force",
+            Self::DesiredUpdateForce => "desired_update_force",
+            Self::AcceptRisks => "accept_risks",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn result(name: &str, outcome: Outcome, severity: Severity) -> CheckResult {
+        CheckResult {
+            name: name.into(),
+            severity,
+            outcome,
+            message: String::new(),
+            remediation_url: None,
+            duration: None,
+            failure_policy: None,
+        }
+    }
+
+    fn names(list: &[&str]) -> BTreeSet<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[rstest]
+    #[case::pass(Outcome::Pass, Severity::Blocking, &[], &[], Standing::Passed)]
+    #[case::skipped(Outcome::Skipped, Severity::Blocking, &[], &[], Standing::Skipped)]
+    #[case::fail(Outcome::Fail, Severity::Blocking, &[], &[], Standing::Blocks)]
+    #[case::warning(Outcome::Fail, Severity::Warning, &[], &[], Standing::Warns)]
+    #[case::accepted(Outcome::Fail, Severity::Blocking, &["A"], &[], Standing::Accepted)]
+    #[case::accepted_warning(Outcome::Fail, Severity::Warning, &["A"], &[], Standing::Warns)]
+    #[case::error(Outcome::Error, Severity::Blocking, &[], &[], Standing::Blocks)]
+    #[case::error_fails_open(Outcome::Error, Severity::Blocking, &[], &["A"], Standing::Warns)]
+    #[case::fail_open_is_for_errors(Outcome::Fail, Severity::Blocking, &[], &["A"], Standing::Blocks)]
+    #[case::error_accepted(Outcome::Error, Severity::Blocking, &["A"], &[], Standing::Accepted)]
+    fn standing(
+        #[case] outcome: Outcome,
+        #[case] severity: Severity,
+        #[case] accepted: &[&str],
+        #[case] fail_open: &[&str],
+        #[case] expected: Standing,
+    ) {
+        let policy = Blocking {
+            fail_open: names(fail_open),
+            accepted: names(accepted),
+        };
+        assert_eq!(policy.standing(&result("A", outcome, severity)), expected);
+    }
+
+    #[test]
+    fn a_results_own_fail_open_policy_counts_like_the_flag() {
+        let mut r = result("A", Outcome::Error, Severity::Blocking);
+        r.failure_policy = Some(FailurePolicy::FailOpen);
+        assert_eq!(Blocking::default().standing(&r), Standing::Warns);
+    }
+
+    #[test]
+    fn the_summary_counts_what_blocks_and_every_error() {
+        let results = [
+            result("Passes", Outcome::Pass, Severity::Blocking),
+            result("Fails", Outcome::Fail, Severity::Blocking),
+            result("Errs", Outcome::Error, Severity::Blocking),
+            result("ErrsOpen", Outcome::Error, Severity::Blocking),
+            result("Warns", Outcome::Fail, Severity::Warning),
+            result("Accepted", Outcome::Fail, Severity::Blocking),
+            result("Skips", Outcome::Skipped, Severity::Blocking),
+        ];
+        let policy = Blocking {
+            fail_open: names(&["ErrsOpen"]),
+            accepted: names(&["Accepted"]),
+        };
+        let s = policy.summarize(&results);
+        assert_eq!(
+            (s.passed, s.failing, s.warnings, s.errored, s.skipped),
+            (1, 2, 2, 2, 1)
+        );
+        assert_eq!(policy.assess(&results).blocking_names(), ["Fails", "Errs"]);
+    }
+
+    #[test]
+    fn a_stamped_result_keeps_failing_open_for_every_later_reader() {
+        let mut results = [
+            result("Open", Outcome::Error, Severity::Blocking),
+            result("Closed", Outcome::Error, Severity::Blocking),
+        ];
+        Blocking::fail_open(["Open".to_owned()]).stamp(&mut results);
+        let later = Blocking::default().assess(&results);
+        assert_eq!(later.blocking_names(), ["Closed"]);
+        assert_eq!(later.warnings[0].name, "Open");
+    }
+}

@@ -1,0 +1,71 @@
+//! A finished run's results assembled into an `UpdatePreflight` status: the
+//! phase, the summary and the `Passed` condition, all from the one
+//! [`Blocking`] policy.
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+use super::policy::Blocking;
+use super::results::{CheckResult, Phase, UpdatePreflightStatus};
+
+/// The phase, condition reason and message of a suite that finished.
+pub fn verdict(results: &[CheckResult], policy: &Blocking) -> (Phase, &'static str, String) {
+    let summary = policy.summarize(results);
+    match summary.failing {
+        0 => (
+            Phase::Passed,
+            "NoBlockingFailures",
+            match summary.passed {
+                1 => "1 check passed".to_owned(),
+                n => format!("{n} checks passed"),
+            },
+        ),
+        n => (
+            Phase::Failed,
+            "BlockingChecksFailed",
+            format!("{n} blocking check{} failed", if n == 1 { "" } else { "s" }),
+        ),
+    }
+}
+
+/// How a run ended, for [`complete`].
+pub struct Ending<'a> {
+    pub phase: Phase,
+    pub reason: &'a str,
+    pub message: String,
+    /// The spec generation the run was for.
+    pub generation: Option<i64>,
+    /// When it ended.
+    pub at: Timestamp,
+}
+
+/// Records a finished run in `status`: phase, results (stamped with the
+/// policy's fail-open checks), summary, the Passed condition, completion
+/// time and observed generation.
+pub fn complete(
+    status: &mut UpdatePreflightStatus,
+    mut results: Vec<CheckResult>,
+    policy: &Blocking,
+    ending: Ending,
+) {
+    policy.stamp(&mut results);
+    let now = Time(ending.at);
+    status.phase = Some(ending.phase);
+    status.summary = Some(policy.summarize(&results));
+    status.results = results;
+    status.completion_time = Some(now.clone());
+    status.observed_generation = ending.generation;
+    status.conditions = vec![Condition {
+        type_: "Passed".into(),
+        status: if ending.phase == Phase::Passed {
+            "True"
+        } else {
+            "False"
+        }
+        .into(),
+        reason: ending.reason.into(),
+        message: ending.message,
+        last_transition_time: now,
+        observed_generation: ending.generation,
+    }];
+}
