@@ -14,9 +14,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use preflight_gate::checks::{self, Context};
 use preflight_gate::cluster::snapshot;
+use preflight_gate::suite::{self, Limits};
 use rss::{peak_rss_mb, reset_peak_rss};
+use std::sync::Arc;
 
 struct Figures {
     load: Duration,
@@ -82,8 +83,7 @@ fn suite(dir: &Path, runs: usize) -> Figures {
         let view = snapshot::load(dir).expect("the snapshot loads");
         let loaded = started.elapsed();
         let target = view.target("4.16.5");
-        let ctx = Context::new(&view, &target, now);
-        let results = checks::run(&checks::catalogue(), &ctx, &[]);
+        let results = suite::run(Arc::new(view), &target, now, None, Limits::default());
         black_box(&results);
         (loaded, started.elapsed() - loaded, started.elapsed())
     };

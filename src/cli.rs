@@ -212,6 +212,14 @@ pub struct ControllerArgs {
 }
 
 impl ControllerArgs {
+    /// The suite's time limits.
+    pub fn limits(&self) -> crate::suite::Limits {
+        crate::suite::Limits {
+            per_check: self.check_timeout,
+            budget: self.run_timeout,
+        }
+    }
+
     /// The controller's settings; its runs' status counts results by
     /// `blocking`, the policy the webhook reads them with.
     pub fn settings(
@@ -330,6 +338,12 @@ pub struct CheckArgs {
     /// Take --accept names that name no check (otherwise exit 2).
     #[arg(long, env = "PREFLIGHT_GATE_ALLOW_UNKNOWN_ACCEPT")]
     pub allow_unknown_accept: bool,
+    /// Time allowed for one check.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_CHECK_TIMEOUT")]
+    pub check_timeout: Duration,
+    /// Time allowed for all the checks.
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_RUN_TIMEOUT")]
+    pub run_timeout: Duration,
     /// Checks whose errors only warn (comma-separated), as the gate's
     /// --fail-open-checks.
     #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_FAIL_OPEN_CHECKS")]

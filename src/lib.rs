@@ -14,3 +14,4 @@ pub mod preflight;
 pub mod report;
 pub mod run;
 pub mod server;
+pub mod suite;

@@ -91,17 +91,22 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         (None, Some(dir), _) => {
             let view = crate::cluster::snapshot::load(dir)?;
-            Arc::new(SnapshotSource::new(view, dir.display().to_string()))
+            Arc::new(SnapshotSource::new(
+                view,
+                dir.display().to_string(),
+                args.controller.limits(),
+            ))
         }
         (None, None, Some(client)) => {
             info!("serving results from the cluster's UpdatePreflight objects");
             LiveSource::spawn(client.clone(), args.cluster.stale_after, metrics.clone())
         }
         (None, None, None) => {
-            let view = crate::report::sample::load().context("the sample snapshot")?;
+            let view = crate::cluster::snapshot::sample::load().context("the sample snapshot")?;
             Arc::new(SnapshotSource::new(
                 view,
                 "the sample snapshot compiled in from examples/snapshot/",
+                args.controller.limits(),
             ))
         }
     };

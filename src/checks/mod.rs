@@ -123,33 +123,28 @@ pub fn catalogue() -> Vec<Box<dyn Check>> {
     ]
 }
 
-/// Runs the checks named in `selection` (all when empty). A check that does
-/// not apply to this kind of update is Skipped; one that panics is an Error.
-pub fn run(checks: &[Box<dyn Check>], ctx: &Context, selection: &[String]) -> Vec<CheckResult> {
-    checks
-        .iter()
-        .filter(|c| selection.is_empty() || selection.iter().any(|s| s == c.name()))
-        .map(|check| {
-            let started = Instant::now();
-            let finding = match ctx.kind {
-                Some(kind) if !check.applies_to().contains(&kind) => {
-                    Finding::skipped(format!("does not apply to a {kind:?} update").to_lowercase())
-                }
-                _ => catch_unwind(AssertUnwindSafe(|| check.run(ctx))).unwrap_or_else(|_| {
-                    Finding::error("the check failed unexpectedly; see the gate's log")
-                }),
-            };
-            CheckResult {
-                name: check.name().to_owned(),
-                severity: finding.severity.unwrap_or_else(|| check.severity()),
-                outcome: finding.outcome,
-                message: finding.message,
-                remediation_url: finding.url,
-                duration: Some(format!("{:.3}s", started.elapsed().as_secs_f64())),
-                failure_policy: None,
-            }
-        })
-        .collect()
+/// Runs one check: Skipped when it does not apply to this kind of update,
+/// an Error when it panics. Pure apart from the time it measures; the suite
+/// runner (`crate::suite`) adds the time limits.
+pub fn evaluate(check: &dyn Check, ctx: &Context) -> CheckResult {
+    let started = Instant::now();
+    let finding = match ctx.kind {
+        Some(kind) if !check.applies_to().contains(&kind) => {
+            Finding::skipped(format!("does not apply to a {kind:?} update").to_lowercase())
+        }
+        _ => catch_unwind(AssertUnwindSafe(|| check.run(ctx))).unwrap_or_else(|_| {
+            Finding::error("the check failed unexpectedly; see the gate's log")
+        }),
+    };
+    CheckResult {
+        name: check.name().to_owned(),
+        severity: finding.severity.unwrap_or_else(|| check.severity()),
+        outcome: finding.outcome,
+        message: finding.message,
+        remediation_url: finding.url,
+        duration: Some(format!("{:.3}s", started.elapsed().as_secs_f64())),
+        failure_policy: None,
+    }
 }
 
 /// Skips a check whose data was not loaded: `Err(Skipped)` naming the
@@ -260,7 +255,7 @@ mod tests {
         let target = Target::image("quay.io/r@sha256:aa", Some("4.15.10".into()));
         let ctx = Context::new(&view, &target, fixture::NOW.parse().unwrap());
         let checks: Vec<Box<dyn Check>> = vec![Box::new(Warns), Box::new(Panics)];
-        let results = run(&checks, &ctx, &[]);
+        let results: Vec<CheckResult> = checks.iter().map(|c| evaluate(c.as_ref(), &ctx)).collect();
         assert_eq!(
             (results[0].outcome, results[0].severity),
             (Outcome::Fail, Severity::Warning)

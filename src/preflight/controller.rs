@@ -20,11 +20,9 @@ use tracing::{Instrument, info, info_span, warn};
 
 use super::RunRequest;
 use super::live::{AUTO_CREATED, REQUESTED_AT, cluster_versions, offered, trigger};
-use crate::checks::{self, Context};
 use crate::cluster::live;
 use crate::metrics::Metrics;
 use crate::model::CheckResult;
-use crate::model::Outcome;
 use crate::model::Phase;
 use crate::model::UpdatePreflight;
 use crate::model::UpdatePreflightStatus;
@@ -32,6 +30,7 @@ use crate::model::policy::Blocking;
 use crate::model::release::{ReleaseKey, Version};
 use crate::model::status::{self, Ending};
 use crate::model::{ClusterVersion, Target};
+use crate::suite::{self, Limits};
 
 /// How the controller runs.
 #[derive(Clone, Debug)]
@@ -374,47 +373,32 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
     Ok(())
 }
 
-/// Loads the cluster once and runs each check with its own timeout.
+/// Loads the cluster once and runs the suite over it, each check with its
+/// own timeout, within what is left of the run's.
 async fn run_checks(
     ctx: &Ctx,
     target: Target,
     selection: Option<Vec<String>>,
 ) -> Result<Vec<CheckResult>, kube::Error> {
+    let started = Instant::now();
     let view = Arc::new(live::load(&ctx.client, ctx.settings.reads).await?);
-    let target = Arc::new(target);
-    let now = Timestamp::now();
-    let mut results = Vec::new();
-    for check in checks::catalogue() {
-        if selection
-            .as_ref()
-            .is_some_and(|s| !s.iter().any(|s| s == check.name()))
-        {
-            continue;
-        }
-        let name = check.name();
-        let severity = check.severity();
-        let (view, target) = (view.clone(), target.clone());
-        let one = tokio::task::spawn_blocking(move || {
-            let ctx = Context::new(&view, &target, now);
-            checks::run(std::slice::from_ref(&check), &ctx, &[])
-        });
-        match tokio::time::timeout(ctx.settings.check_timeout, one).await {
-            Ok(Ok(mut done)) => results.append(&mut done),
-            Ok(Err(_)) | Err(_) => results.push(CheckResult {
-                name: name.to_owned(),
-                severity,
-                outcome: Outcome::Error,
-                message: format!(
-                    "the check did not finish within {}",
-                    humantime::format_duration(ctx.settings.check_timeout)
-                ),
-                remediation_url: None,
-                duration: Some(format!("{:.3}s", ctx.settings.check_timeout.as_secs_f64())),
-                failure_policy: None,
-            }),
-        }
-    }
-    Ok(results)
+    let limits = Limits {
+        per_check: ctx.settings.check_timeout,
+        budget: ctx.settings.run_timeout.saturating_sub(started.elapsed()),
+    };
+    let suite = tokio::task::spawn_blocking(move || {
+        suite::run(
+            view,
+            &target,
+            Timestamp::now(),
+            selection.as_deref(),
+            limits,
+        )
+    });
+    Ok(suite.await.unwrap_or_else(|e| {
+        warn!(error = %e, "the suite runner failed");
+        Vec::new()
+    }))
 }
 
 /// The update as external checks are told it: the target, and the release

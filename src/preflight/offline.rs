@@ -10,7 +10,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tracing::info;
 
 use super::{Lookup, ResultCache, ResultSource, RunRequest};
-use crate::checks::{self, Context};
 use crate::cluster::ClusterView;
 use crate::model::UpdatePreflight;
 use crate::model::UpdatePreflightSpec;
@@ -19,19 +18,22 @@ use crate::model::policy::Blocking;
 use crate::model::release::ReleaseKey;
 use crate::model::status::{self, Ending};
 use crate::model::{Resolution, Target};
+use crate::suite::{self, Limits};
 
 /// Preflight results over a fixed snapshot.
 pub struct SnapshotSource {
     view: Arc<ClusterView>,
+    limits: Limits,
     cache: Arc<ResultCache>,
     origin: String,
 }
 
 impl SnapshotSource {
     /// Checks every release the snapshot's ClusterVersion offers.
-    pub fn new(view: ClusterView, origin: impl Into<String>) -> Self {
+    pub fn new(view: ClusterView, origin: impl Into<String>, limits: Limits) -> Self {
         let source = Self {
             view: Arc::new(view),
+            limits,
             cache: Arc::new(ResultCache::default()),
             origin: origin.into(),
         };
@@ -44,7 +46,7 @@ impl SnapshotSource {
         for request in &offered {
             source
                 .cache
-                .apply(evaluate(&source.view, request, Timestamp::now()));
+                .apply(evaluate(&source.view, request, Timestamp::now(), limits));
         }
         info!(origin = %source.origin, targets = offered.len(), "checked the snapshot's offered targets");
         source
@@ -61,13 +63,18 @@ impl SnapshotSource {
 
 /// Runs the catalogue over the snapshot for one target, as an
 /// `UpdatePreflight` a controller would have written.
-pub fn evaluate(view: &ClusterView, request: &RunRequest, now: Timestamp) -> UpdatePreflight {
+pub fn evaluate(
+    view: &Arc<ClusterView>,
+    request: &RunRequest,
+    now: Timestamp,
+    limits: Limits,
+) -> UpdatePreflight {
     // The request's version is the one the webhook resolved.
     let target = match view.resolve(&request.image) {
         Resolution::Target(known) if known.version.is_some() => known,
         _ => Target::image(&request.image, request.version.clone()),
     };
-    let results = checks::run(&checks::catalogue(), &Context::new(view, &target, now), &[]);
+    let results = suite::run(view.clone(), &target, now, None, limits);
     let name = ReleaseKey::from_image(&request.image).object_name();
     let mut object = UpdatePreflight::new(
         &name,
@@ -114,10 +121,10 @@ impl ResultSource for SnapshotSource {
     }
 
     fn request_run(&self, request: RunRequest) {
-        let (view, cache) = (self.view.clone(), self.cache.clone());
+        let (view, cache, limits) = (self.view.clone(), self.cache.clone(), self.limits);
         // Off the request path: a large snapshot takes tens of milliseconds.
         tokio::task::spawn_blocking(move || {
-            let result = evaluate(&view, &request, Timestamp::now());
+            let result = evaluate(&view, &request, Timestamp::now(), limits);
             info!(image = %request.image, phase = ?result.status.as_ref().and_then(|s| s.phase), "checked a target against the snapshot");
             cache.apply(result);
         });
@@ -134,7 +141,11 @@ mod tests {
 
     #[test]
     fn the_sample_snapshots_offered_targets_are_checked_up_front() {
-        let source = SnapshotSource::new(crate::report::sample::load().unwrap(), "sample");
+        let source = SnapshotSource::new(
+            crate::cluster::snapshot::sample::load().unwrap(),
+            "sample",
+            Limits::default(),
+        );
         let phase = |image: &str| {
             let found = source
                 .lookup(&ReleaseKey::from_image(image))
@@ -150,7 +161,11 @@ mod tests {
 
     #[tokio::test]
     async fn an_unknown_target_is_checked_when_asked_for() {
-        let source = SnapshotSource::new(crate::report::sample::load().unwrap(), "sample");
+        let source = SnapshotSource::new(
+            crate::cluster::snapshot::sample::load().unwrap(),
+            "sample",
+            Limits::default(),
+        );
         let image = "quay.io/openshift-release-dev/ocp-release@sha256:1234";
         let key = ReleaseKey::from_image(image);
         assert!(source.lookup(&key).result.is_none());

@@ -17,6 +17,7 @@ use crate::cluster::ClusterView;
 use crate::cluster::prometheus::Prometheus;
 use crate::model::policy::Blocking;
 use crate::model::release::is_image;
+use crate::suite::{self, Limits};
 
 /// Exit code when the cluster cannot be read or the report not written.
 pub const EXIT_ERROR: u8 = 1;
@@ -129,10 +130,16 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         });
     }
     let target = view.target(to);
-    let ctx = Context::new(&view, &target, jiff::Timestamp::now());
+    let view = std::sync::Arc::new(view);
+    let clock = jiff::Timestamp::now();
     progress.set_message(format!("running {} checks", checks::catalogue().len()));
-    let results = checks::run(&checks::catalogue(), &ctx, &[]);
+    let limits = Limits {
+        per_check: args.check_timeout,
+        budget: args.run_timeout,
+    };
+    let results = suite::run(view.clone(), &target, clock, None, limits);
     progress.finish_and_clear();
+    let ctx = Context::new(&view, &target, clock);
     let blocking = Blocking {
         fail_open: args.fail_open_checks.iter().cloned().collect(),
         accepted: args.accept.iter().cloned().collect(),
@@ -166,7 +173,7 @@ fn load(
         (None, Some(kubeconfig)) => live(kubeconfig.to_owned(), progress),
         (None, None) => {
             progress.set_message("reading the embedded sample snapshot");
-            Ok(super::sample::load()?)
+            Ok(crate::cluster::snapshot::sample::load()?)
         }
     }
 }

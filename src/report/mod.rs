@@ -4,7 +4,6 @@
 //! failures, 4 warnings only, as troubleshoot's preflight does).
 
 pub mod command;
-pub mod sample;
 mod table;
 
 use serde::Serialize;

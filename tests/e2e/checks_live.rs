@@ -14,9 +14,10 @@ use std::process::Command;
 
 use base64::Engine;
 use jiff::Timestamp;
-use preflight_gate::checks::{self, Context};
 use preflight_gate::model::{CheckResult, Outcome};
+use preflight_gate::suite::{self, Limits};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 use crate::cluster::{World, lock};
 
@@ -288,12 +289,8 @@ fn the_live_source_feeds_the_same_checks_as_a_snapshot() {
     );
 
     let target = view.target("4.15.3");
-    let ctx = Context::new(
-        &view,
-        &target,
-        "2026-11-30T12:00:00Z".parse::<Timestamp>().unwrap(),
-    );
-    let results = checks::run(&checks::catalogue(), &ctx, &[]);
+    let now = "2026-11-30T12:00:00Z".parse::<Timestamp>().unwrap();
+    let results = suite::run(Arc::new(view), &target, now, None, Limits::default());
     let expect = [
         (
             "NodesReady",
@@ -373,12 +370,8 @@ fn kinds_the_user_may_not_list_are_errors_that_say_so() {
     );
     assert!(view.unreadable.contains_key("Secret"));
     let target = view.target("4.15.3");
-    let ctx = Context::new(
-        &view,
-        &target,
-        "2026-11-30T12:00:00Z".parse::<Timestamp>().unwrap(),
-    );
-    let results = checks::run(&checks::catalogue(), &ctx, &[]);
+    let now = "2026-11-30T12:00:00Z".parse::<Timestamp>().unwrap();
+    let results = suite::run(Arc::new(view), &target, now, None, Limits::default());
     let nodes = result(&results, "NodesReady");
     assert_eq!(nodes.outcome, Outcome::Error, "{}", nodes.message);
     assert!(

@@ -3,11 +3,12 @@
 use std::path::PathBuf;
 
 use jiff::Timestamp;
-use preflight_gate::checks::{self, Context};
 use preflight_gate::cluster::snapshot;
 use preflight_gate::model::Outcome;
 use preflight_gate::model::Target;
+use preflight_gate::suite::{self, Limits};
 use rstest::rstest;
+use std::sync::Arc;
 
 fn capture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -20,8 +21,7 @@ fn outcomes(name: &str, to: &str) -> Vec<(String, Outcome, String)> {
     let view = snapshot::load(&capture(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     let target = Target::image(&format!("quay.io/ocp/release:{to}"), Some(to.to_owned()));
     let now: Timestamp = "2026-11-30T12:00:00Z".parse().unwrap();
-    let ctx = Context::new(&view, &target, now);
-    checks::run(&checks::catalogue(), &ctx, &[])
+    suite::run(Arc::new(view), &target, now, None, Limits::default())
         .into_iter()
         .map(|r| (r.name, r.outcome, r.message))
         .collect()

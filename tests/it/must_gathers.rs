@@ -15,13 +15,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use jiff::{Timestamp, ToSpan};
-use preflight_gate::checks::{self, Context};
 use preflight_gate::cluster::snapshot;
 use preflight_gate::model::Outcome;
 use preflight_gate::model::Target;
 use preflight_gate::model::release::Version;
+use preflight_gate::suite::{self, Limits};
 use rstest::rstest;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 const DIR: &str = "tests/data/must-gathers";
 
@@ -604,7 +605,7 @@ fn run(
     case: &str,
     to: &str,
 ) -> (
-    preflight_gate::cluster::ClusterView,
+    Arc<preflight_gate::cluster::ClusterView>,
     Vec<(String, Outcome, String)>,
 ) {
     let view = snapshot::load(&data_dir().join(case)).unwrap_or_else(|e| panic!("{case}: {e}"));
@@ -613,11 +614,17 @@ fn run(
         Some(to.to_owned()),
     );
     // Today's clock: the checks must not use it on a snapshot.
-    let ctx = Context::new(&view, &target, Timestamp::now());
-    let results = checks::run(&checks::catalogue(), &ctx, &[])
-        .into_iter()
-        .map(|r| (r.name, r.outcome, r.message))
-        .collect();
+    let view = Arc::new(view);
+    let results = suite::run(
+        view.clone(),
+        &target,
+        Timestamp::now(),
+        None,
+        Limits::default(),
+    )
+    .into_iter()
+    .map(|r| (r.name, r.outcome, r.message))
+    .collect();
     (view, results)
 }
 
@@ -755,7 +762,7 @@ fn the_config_node_is_skipped_and_counted() {
 #[case("old-certificates-4.8", "2021-12-08T15:30:00Z")]
 fn the_time_of_a_must_gather_is_its_timestamp_file(#[case] case: &str, #[case] time: &str) {
     let (view, _) = run(case, "4.12.45");
-    let as_of = view.as_of.expect("a time");
+    let as_of = view.as_of.clone().expect("a time");
     assert_eq!(as_of.time, at(time));
     assert_eq!(as_of.source, "the must-gather's timestamp file");
 }
@@ -763,7 +770,7 @@ fn the_time_of_a_must_gather_is_its_timestamp_file(#[case] case: &str, #[case] t
 #[test]
 fn the_rules_format_keeps_state_labels_and_annotations() {
     let (view, _) = run("alerts-4.9", "4.9.60");
-    let alerts = view.alerts.expect("alerts read");
+    let alerts = view.alerts.clone().expect("alerts read");
     assert_eq!(alerts.len(), 1, "{alerts:?}");
     let alert = &alerts[0];
     assert_eq!(

@@ -7,11 +7,13 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
-use preflight_gate::checks::{self, Context};
+use preflight_gate::checks::Context;
 use preflight_gate::cluster::snapshot;
 use preflight_gate::model::{Outcome, Severity};
 use preflight_gate::report::{Format, Report};
+use preflight_gate::suite::{self, Limits};
 use rstest::rstest;
+use std::sync::Arc;
 
 const CAPTURES: &str = "../shared/fixtures/real-clusters";
 const NOW: &str = "2026-11-30T12:00:00Z";
@@ -25,10 +27,11 @@ fn capture(name: &str) -> PathBuf {
 fn report(name: &str, to: &str) -> Report {
     let view = snapshot::load(&capture(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     let target = view.target(to);
-    let ctx = Context::new(&view, &target, NOW.parse::<Timestamp>().unwrap());
+    let (view, now) = (Arc::new(view), NOW.parse::<Timestamp>().unwrap());
+    let results = suite::run(view.clone(), &target, now, None, Limits::default());
     Report::new(
-        &ctx,
-        checks::run(&checks::catalogue(), &ctx, &[]),
+        &Context::new(&view, &target, now),
+        results,
         &Default::default(),
     )
 }

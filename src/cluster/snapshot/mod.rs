@@ -27,6 +27,7 @@ use jiff::Timestamp;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+pub mod sample;
 mod yaml;
 
 use super::alerts::read_alert_file;

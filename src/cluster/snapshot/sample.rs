@@ -4,62 +4,62 @@
 //! with an update graph, a workload, an operator that stops at 4.14 and a
 //! warning alert firing.
 
+use super::{SnapshotError, load_files};
 use crate::cluster::ClusterView;
-use crate::cluster::snapshot::{SnapshotError, load_files};
 
 /// The files, by name.
 pub const FILES: &[(&str, &str)] = &[
     (
         "alerts.json",
-        include_str!("../../examples/snapshot/alerts.json"),
+        include_str!("../../../examples/snapshot/alerts.json"),
     ),
     (
         "apirequestcounts.yaml",
-        include_str!("../../examples/snapshot/apirequestcounts.yaml"),
+        include_str!("../../../examples/snapshot/apirequestcounts.yaml"),
     ),
     (
         "clusteroperators.yaml",
-        include_str!("../../examples/snapshot/clusteroperators.yaml"),
+        include_str!("../../../examples/snapshot/clusteroperators.yaml"),
     ),
     (
         "clusterserviceversions.yaml",
-        include_str!("../../examples/snapshot/clusterserviceversions.yaml"),
+        include_str!("../../../examples/snapshot/clusterserviceversions.yaml"),
     ),
     (
         "clusterversion.yaml",
-        include_str!("../../examples/snapshot/clusterversion.yaml"),
+        include_str!("../../../examples/snapshot/clusterversion.yaml"),
     ),
     (
         "configmaps.yaml",
-        include_str!("../../examples/snapshot/configmaps.yaml"),
+        include_str!("../../../examples/snapshot/configmaps.yaml"),
     ),
     (
         "infrastructures.yaml",
-        include_str!("../../examples/snapshot/infrastructures.yaml"),
+        include_str!("../../../examples/snapshot/infrastructures.yaml"),
     ),
     (
         "ingresscontrollers.yaml",
-        include_str!("../../examples/snapshot/ingresscontrollers.yaml"),
+        include_str!("../../../examples/snapshot/ingresscontrollers.yaml"),
     ),
     (
         "machineconfigpools.yaml",
-        include_str!("../../examples/snapshot/machineconfigpools.yaml"),
+        include_str!("../../../examples/snapshot/machineconfigpools.yaml"),
     ),
     (
         "nodes.yaml",
-        include_str!("../../examples/snapshot/nodes.yaml"),
+        include_str!("../../../examples/snapshot/nodes.yaml"),
     ),
     (
         "poddisruptionbudgets.yaml",
-        include_str!("../../examples/snapshot/poddisruptionbudgets.yaml"),
+        include_str!("../../../examples/snapshot/poddisruptionbudgets.yaml"),
     ),
     (
         "pods.yaml",
-        include_str!("../../examples/snapshot/pods.yaml"),
+        include_str!("../../../examples/snapshot/pods.yaml"),
     ),
     (
         "secrets.yaml",
-        include_str!("../../examples/snapshot/secrets.yaml"),
+        include_str!("../../../examples/snapshot/secrets.yaml"),
     ),
 ];
 

@@ -1,0 +1,247 @@
+//! The one suite runner. The controller, the offline snapshot source and
+//! `preflight-gate check` all run the built-in catalogue through [`run`]:
+//! each check on a thread of its own, with its own time limit, and all of
+//! them within one budget. A check that hangs or panics becomes an errored
+//! result; the run goes on and always returns one result per selected check.
+
+use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+
+use crate::checks::{self, Check, Context};
+use crate::cluster::ClusterView;
+use crate::model::{CheckResult, Outcome, Severity, Target};
+
+/// How long checks may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// One check.
+    pub per_check: Duration,
+    /// The whole suite: a check not started when it is spent is not run.
+    pub budget: Duration,
+}
+
+impl Default for Limits {
+    /// The controller's defaults (`--check-timeout`, `--run-timeout`).
+    fn default() -> Self {
+        Self {
+            per_check: Duration::from_secs(60),
+            budget: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Runs the catalogue's checks named in `selection` (all when `None`) over
+/// `view` for `target`; `clock` is the time to judge by when the data
+/// carries none of its own.
+pub fn run(
+    view: Arc<ClusterView>,
+    target: &Target,
+    clock: Timestamp,
+    selection: Option<&[String]>,
+    limits: Limits,
+) -> Vec<CheckResult> {
+    run_these(checks::catalogue(), view, target, clock, selection, limits)
+}
+
+/// [`run`] over a catalogue of the caller's.
+pub fn run_these(
+    catalogue: Vec<Box<dyn Check>>,
+    view: Arc<ClusterView>,
+    target: &Target,
+    clock: Timestamp,
+    selection: Option<&[String]>,
+    limits: Limits,
+) -> Vec<CheckResult> {
+    let started = Instant::now();
+    let selected = catalogue
+        .into_iter()
+        .filter(|c| selection.is_none_or(|s| s.iter().any(|name| name == c.name())));
+    let mut results = Vec::new();
+    for check in selected {
+        let (name, severity) = (check.name(), check.severity());
+        let left = limits.budget.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            results.push(errored(
+                name,
+                severity,
+                format!(
+                    "not run: the run's budget of {} was spent",
+                    humantime::format_duration(limits.budget)
+                ),
+                Duration::ZERO,
+            ));
+            continue;
+        }
+        let (limit, late) = if limits.per_check <= left {
+            (
+                limits.per_check,
+                format!(
+                    "the check did not finish within {}",
+                    humantime::format_duration(limits.per_check)
+                ),
+            )
+        } else {
+            (
+                left,
+                format!(
+                    "the check did not finish before the run's budget of {} was spent",
+                    humantime::format_duration(limits.budget)
+                ),
+            )
+        };
+        results.push(run_one(
+            check,
+            view.clone(),
+            target.clone(),
+            clock,
+            limit,
+            late,
+        ));
+    }
+    results
+}
+
+/// One check on a thread of its own, waited for at most `limit`; `late`
+/// is the message when it does not finish. Such a thread is left to end by
+/// itself: its result is dropped.
+fn run_one(
+    check: Box<dyn Check>,
+    view: Arc<ClusterView>,
+    target: Target,
+    clock: Timestamp,
+    limit: Duration,
+    late: String,
+) -> CheckResult {
+    let (name, severity) = (check.name(), check.severity());
+    let (tx, rx) = mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new()
+        .name(format!("check {name}"))
+        .spawn(move || {
+            let ctx = Context::new(&view, &target, clock);
+            let _ = tx.send(checks::evaluate(check.as_ref(), &ctx));
+        });
+    if let Err(e) = spawned {
+        return errored(
+            name,
+            severity,
+            format!("cannot start the check: {e}"),
+            Duration::ZERO,
+        );
+    }
+    match rx.recv_timeout(limit) {
+        Ok(result) => result,
+        Err(RecvTimeoutError::Timeout) => errored(name, severity, late, limit),
+        Err(RecvTimeoutError::Disconnected) => errored(
+            name,
+            severity,
+            "the check failed unexpectedly; see the gate's log".to_owned(),
+            Duration::ZERO,
+        ),
+    }
+}
+
+fn errored(name: &str, severity: Severity, message: String, took: Duration) -> CheckResult {
+    CheckResult {
+        name: name.to_owned(),
+        severity,
+        outcome: Outcome::Error,
+        message,
+        remediation_url: None,
+        duration: Some(format!("{:.3}s", took.as_secs_f64())),
+        failure_policy: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Finding;
+
+    struct Sleeps(&'static str, Duration);
+    impl Check for Sleeps {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn severity(&self) -> Severity {
+            Severity::Blocking
+        }
+        fn run(&self, _: &Context) -> Finding {
+            std::thread::sleep(self.1);
+            Finding::pass("done")
+        }
+    }
+
+    fn suite(checks: Vec<Box<dyn Check>>, limits: Limits) -> Vec<CheckResult> {
+        let target = Target::image("q@sha256:aa", Some("4.16.1".into()));
+        let clock = "2026-11-30T12:00:00Z".parse().unwrap();
+        run_these(
+            checks,
+            Arc::new(ClusterView::default()),
+            &target,
+            clock,
+            None,
+            limits,
+        )
+    }
+
+    #[test]
+    fn a_check_that_hangs_errors_and_the_run_goes_on() {
+        let limits = Limits {
+            per_check: Duration::from_millis(100),
+            budget: Duration::from_secs(10),
+        };
+        let results = suite(
+            vec![
+                Box::new(Sleeps("Hangs", Duration::from_secs(3600))),
+                Box::new(Sleeps("Quick", Duration::ZERO)),
+            ],
+            limits,
+        );
+        assert_eq!(results[0].outcome, Outcome::Error);
+        assert_eq!(results[0].message, "the check did not finish within 100ms");
+        assert_eq!(results[1].outcome, Outcome::Pass);
+    }
+
+    #[test]
+    fn checks_past_the_budget_are_not_run_and_say_so() {
+        let limits = Limits {
+            per_check: Duration::from_secs(10),
+            budget: Duration::from_millis(150),
+        };
+        let results = suite(
+            vec![
+                Box::new(Sleeps("Slow", Duration::from_secs(3600))),
+                Box::new(Sleeps("Late", Duration::ZERO)),
+            ],
+            limits,
+        );
+        // The first gets what is left of the budget, the second nothing.
+        assert_eq!(
+            results[0].message,
+            "the check did not finish before the run's budget of 150ms was spent"
+        );
+        assert_eq!(results[1].outcome, Outcome::Error);
+        assert!(
+            results[1].message.starts_with("not run: the run's budget"),
+            "{}",
+            results[1].message
+        );
+    }
+
+    #[test]
+    fn a_selection_runs_only_the_checks_it_names() {
+        let selection = ["UpdatePath".to_owned()];
+        let results = run(
+            Arc::new(ClusterView::default()),
+            &Target::image("q@sha256:aa", None),
+            "2026-11-30T12:00:00Z".parse().unwrap(),
+            Some(&selection),
+            Limits::default(),
+        );
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0].name, "UpdatePath");
+    }
+}
