@@ -81,7 +81,8 @@ async fn start() -> Running {
         .unwrap(),
     );
     let gate = Arc::new(Gate {
-        source: source.clone(),
+        results: source.clone(),
+        runs: source.clone(),
         authorizer: Arc::new(NoCluster),
         events: None,
         policy: Policy::default(),
@@ -115,7 +116,7 @@ async fn start() -> Running {
         shutdown_grace: Duration::from_secs(1),
     };
     let health = Arc::new(Health {
-        source,
+        results: source,
         metrics,
         shutting_down: Default::default(),
     });

@@ -26,7 +26,7 @@ fn main() -> std::process::ExitCode {
         Command::Certs(args) => {
             preflight_gate::run::certs(&args).map(|()| std::process::ExitCode::SUCCESS)
         }
-        Command::Check(args) => return preflight_gate::report::command::run(&args),
+        Command::Check(args) => return preflight_gate::run::check::run(&args),
         Command::Serve(args) => runtime()
             .and_then(|rt| rt.block_on(preflight_gate::run::serve(*args)))
             .map(|()| std::process::ExitCode::SUCCESS),

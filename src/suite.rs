@@ -120,8 +120,11 @@ fn run_one(
     let spawned = std::thread::Builder::new()
         .name(format!("check {name}"))
         .spawn(move || {
+            let started = Instant::now();
             let ctx = Context::new(&view, &target, clock);
-            let _ = tx.send(checks::evaluate(check.as_ref(), &ctx));
+            let mut result = checks::evaluate(check.as_ref(), &ctx);
+            result.duration = Some(format!("{:.3}s", started.elapsed().as_secs_f64()));
+            let _ = tx.send(result);
         });
     if let Err(e) = spawned {
         return errored(

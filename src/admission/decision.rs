@@ -10,13 +10,13 @@ use jiff::Timestamp;
 
 use super::message;
 use super::overrides::{self, ForceClaim, ForceKind};
+use super::ports::{Lookup, ResultLookup, RunRequest};
 use super::review::{Operation, Request, UserInfo};
 use crate::model::cluster_version::{ClusterVersion, Resolution, Target, same_target};
 use crate::model::policy::{Blocking, OverrideKind};
 use crate::model::release::Version;
 use crate::model::vouch::{NotVouched, vouch};
 use crate::model::{Phase, UpdatePreflight};
-use crate::preflight::{Lookup, ResultSource, RunRequest};
 
 /// The only ClusterVersion the cluster-version operator acts on.
 pub const CLUSTER_VERSION_NAME: &str = "version";
@@ -244,7 +244,7 @@ impl Decision {
 /// Decides on one review.
 pub fn decide(
     request: &Request,
-    source: &dyn ResultSource,
+    source: &dyn ResultLookup,
     policy: &Policy,
     now: Timestamp,
 ) -> Decision {
@@ -369,7 +369,7 @@ fn claim_write(
 fn decide_target(
     request: &Request,
     new: &ClusterVersion,
-    source: &dyn ResultSource,
+    source: &dyn ResultLookup,
     policy: &Policy,
     now: Timestamp,
 ) -> Decision {
@@ -511,7 +511,7 @@ fn gate(
     request: &Request,
     cv: &ClusterVersion,
     target: &Target,
-    source: &dyn ResultSource,
+    source: &dyn ResultLookup,
     policy: &Policy,
     now: Timestamp,
 ) -> Decision {

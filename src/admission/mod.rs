@@ -5,6 +5,7 @@
 pub mod decision;
 pub mod message;
 pub mod overrides;
+pub mod ports;
 pub mod review;
 
 pub use decision::{

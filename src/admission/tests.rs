@@ -7,10 +7,11 @@ use jiff::Timestamp;
 use rstest::rstest;
 use serde_json::{Value, json};
 
+use super::ports::{Lookup, ResultLookup};
 use super::*;
+use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::release::ReleaseKey;
-use crate::preflight::{Lookup, ResultCache, ResultSource, RunRequest};
 
 const IMG_PASS: &str = "quay.io/ocp/release@sha256:1111";
 const IMG_FAIL: &str = "quay.io/ocp/release@sha256:2222";
@@ -30,7 +31,7 @@ struct TestSource {
     offered: Option<BTreeSet<ReleaseKey>>,
 }
 
-impl ResultSource for TestSource {
+impl ResultLookup for TestSource {
     fn lookup(&self, key: &ReleaseKey) -> Lookup {
         Lookup {
             result: self.cache.get(key),
@@ -48,7 +49,6 @@ impl ResultSource for TestSource {
     fn may_run(&self, key: &ReleaseKey) -> bool {
         self.offered.as_ref().is_none_or(|o| o.contains(key))
     }
-    fn request_run(&self, _: RunRequest) {}
 }
 
 /// The gate's own result for `image`, named after its digest.

@@ -1,23 +1,14 @@
 //! Whether a user may override the gate: the `override` verb on
 //! `updatepreflights.preflight.dev`, asked with a SubjectAccessReview.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
 use kube::Api;
 use kube::api::PostParams;
 
+use crate::admission::ports::{BoxFuture, OverrideAuthorizer};
 use crate::admission::{Authorization, UserInfo};
-
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Answers whether a user may use an override.
-pub trait OverrideAuthorizer: Send + Sync + 'static {
-    fn may_override<'a>(&'a self, user: &'a UserInfo) -> BoxFuture<'a, Authorization>;
-}
 
 /// Asks the API server.
 pub struct SubjectAccessReviewer {

@@ -18,7 +18,7 @@ mod view;
 
 use std::path::Path;
 
-pub use authz::{BoxFuture, NoCluster, OverrideAuthorizer, SubjectAccessReviewer};
+pub use authz::{NoCluster, SubjectAccessReviewer};
 pub use events::EventRecorder;
 pub use view::{API_VERSIONS, AsOf, CONFIG_MAPS, ClusterView, kept, kinds};
 

@@ -13,7 +13,8 @@
 //! - [`policy`]: the one blocking policy, which the status, the report, the
 //!   metrics and the webhook all read;
 //! - [`status`]: a run's results assembled into an `UpdatePreflight` status;
-//! - [`vouch`]: which object the gate takes as a release's result;
+//! - [`vouch`]: which object the gate takes as a release's result, and
+//!   [`result_cache`]: the in-memory index of results that applies it;
 //! - [`text`]: words for a person (lists, excerpts, durations, clean text).
 
 pub mod cluster_version;
@@ -22,6 +23,7 @@ pub mod meta;
 pub mod policy;
 pub mod preflight_check;
 pub mod release;
+pub mod result_cache;
 pub mod results;
 pub mod status;
 pub mod text;
@@ -31,6 +33,7 @@ pub use cluster_version::{ClusterVersion, Resolution, Target};
 pub use finding::Finding;
 pub use preflight_check::{AppliesTo, EnvVar, NotApplicable, PreflightCheck, PreflightCheckSpec};
 pub use release::{ReleaseKey, UpdateKind, Version};
+pub use result_cache::ResultCache;
 pub use results::{
     CheckResult, FailurePolicy, Outcome, Phase, Severity, Summary, UpdatePreflight,
     UpdatePreflightSpec, UpdatePreflightStatus,

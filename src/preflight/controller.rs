@@ -18,8 +18,8 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::RunRequest;
 use super::live::{AUTO_CREATED, REQUESTED_AT, cluster_versions, offered, trigger};
+use crate::admission::ports::RunRequest;
 use crate::cluster::live;
 use crate::metrics::Metrics;
 use crate::model::CheckResult;

@@ -20,9 +20,10 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use super::{Lookup, ResultCache, ResultSource, RunRequest};
+use crate::admission::ports::{Lookup, ResultLookup, RunRequest, RunTrigger};
 use crate::metrics::Metrics;
 use crate::model::ClusterVersion;
+use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::UpdatePreflightSpec;
 use crate::model::release::ReleaseKey;
@@ -199,7 +200,7 @@ fn watcher(
     watcher::watcher(api, watcher::Config::default())
 }
 
-impl ResultSource for LiveSource {
+impl ResultLookup for LiveSource {
     fn lookup(&self, key: &ReleaseKey) -> Lookup {
         Lookup {
             result: self.cache.get(key),
@@ -223,7 +224,9 @@ impl ResultSource for LiveSource {
             .unwrap_or_else(|e| e.into_inner())
             .contains(key)
     }
+}
 
+impl RunTrigger for LiveSource {
     fn request_run(&self, mut request: RunRequest) {
         let key = ReleaseKey::from_image(&request.image);
         if !self.may_run(&key) {

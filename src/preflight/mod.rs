@@ -1,10 +1,9 @@
-//! Preflight runs and results: the `UpdatePreflight` API, the in-memory
-//! cache the webhook reads and the sources that fill it (a directory, a
-//! snapshot checked offline, or the cluster through a watch), and the
+//! The runtime of preflight results: the sources that fill the webhook's
+//! in-memory cache (a directory, a snapshot checked offline, or the
+//! cluster through a watch) and implement the decision's ports, and the
 //! leader-elected controller that runs suites and writes their results;
-//! `PreflightCheck`s, administrators' and vendors' checks run as Jobs.
+//! `PreflightCheck`s, administrators' and vendors' checks, run as Jobs.
 
-mod cache;
 pub mod controller;
 pub mod jobs;
 pub mod leader;
@@ -13,7 +12,6 @@ mod offline;
 pub mod release_checks;
 mod source;
 
-pub use cache::ResultCache;
 pub use live::LiveSource;
 pub use offline::SnapshotSource;
-pub use source::{DirectorySource, LoadError, Lookup, ResultSource, RunRequest};
+pub use source::{DirectorySource, LoadError, Source};

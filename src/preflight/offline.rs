@@ -9,8 +9,9 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tracing::info;
 
-use super::{Lookup, ResultCache, ResultSource, RunRequest};
+use crate::admission::ports::{Lookup, ResultLookup, RunRequest, RunTrigger};
 use crate::cluster::ClusterView;
+use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::UpdatePreflightSpec;
 use crate::model::UpdatePreflightStatus;
@@ -107,7 +108,7 @@ pub fn evaluate(
     object
 }
 
-impl ResultSource for SnapshotSource {
+impl ResultLookup for SnapshotSource {
     fn lookup(&self, key: &ReleaseKey) -> Lookup {
         Lookup::fixed(self.cache.get(key))
     }
@@ -119,7 +120,9 @@ impl ResultSource for SnapshotSource {
     fn runs_on_miss(&self) -> bool {
         true
     }
+}
 
+impl RunTrigger for SnapshotSource {
     fn request_run(&self, request: RunRequest) {
         let (view, cache, limits) = (self.view.clone(), self.cache.clone(), self.limits);
         // Off the request path: a large snapshot takes tens of milliseconds.

@@ -1,67 +1,13 @@
-//! Where the webhook's results come from. `ResultSource` is read from memory
-//! on the request path; a source may also start runs when asked.
+//! Results read once from a directory of files, served as they are; and
+//! [`Source`], what every result source implements: the decision's lookup
+//! port and the effect executor's run trigger.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use super::ResultCache;
+use crate::admission::ports::{Lookup, ResultLookup, RunRequest, RunTrigger};
+use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::release::ReleaseKey;
-
-/// What the cache holds for one release.
-#[derive(Clone, Debug, Default)]
-pub struct Lookup {
-    pub result: Option<Arc<UpdatePreflight>>,
-    /// False when the source cannot vouch for its content, e.g. its watch has
-    /// been down too long; results are then treated as stale.
-    pub trusted: bool,
-    /// Whether results age out (`--max-result-age`). A fixed directory is a
-    /// report its operator chose to serve, so its results do not.
-    pub expires: bool,
-    /// The only field manager whose status writes count, where the source
-    /// records who wrote status (the API server); see [`super::vouch`].
-    pub status_writer: Option<&'static str>,
-}
-
-impl Lookup {
-    /// A result from a source that does not change (a directory, a
-    /// snapshot): always trusted, never aging out.
-    pub fn fixed(result: Option<Arc<UpdatePreflight>>) -> Self {
-        Self {
-            result,
-            trusted: true,
-            expires: false,
-            status_writer: None,
-        }
-    }
-}
-
-/// A request to run the preflight for a release.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RunRequest {
-    pub image: String,
-    pub version: Option<String>,
-    /// The name of an object that already describes the release.
-    pub existing: Option<String>,
-}
-
-/// Results for the webhook. `lookup` must answer from memory.
-pub trait ResultSource: Send + Sync + 'static {
-    fn lookup(&self, key: &ReleaseKey) -> Lookup;
-    /// True once the source has loaded or synced its content.
-    fn is_ready(&self) -> bool;
-    /// Whether `request_run` starts a run (a fixed directory cannot).
-    fn runs_on_miss(&self) -> bool;
-    /// Whether a review may ask for a run of `key`: in a cluster, only for
-    /// releases the ClusterVersion's update graph offers, as its watch says.
-    /// Anything else is run only when someone allowed to create
-    /// UpdatePreflights asks for it. Answered from memory.
-    fn may_run(&self, _key: &ReleaseKey) -> bool {
-        true
-    }
-    /// Starts a run in the background; never blocks the caller.
-    fn request_run(&self, request: RunRequest);
-}
 
 /// A file of results that could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +22,12 @@ pub enum LoadError {
     #[error("{path}: {message}")]
     Object { path: PathBuf, message: String },
 }
+
+/// A result source: read by the decision, asked for runs by the effect
+/// executor. The server holds it as the two ports, apart.
+pub trait Source: ResultLookup + RunTrigger {}
+
+impl<T: ResultLookup + RunTrigger> Source for T {}
 
 /// Results read once from a directory of `UpdatePreflight` YAML or JSON files
 /// (single objects, Lists or multi-document streams).
@@ -156,7 +108,7 @@ impl DirectorySource {
     }
 }
 
-impl ResultSource for DirectorySource {
+impl ResultLookup for DirectorySource {
     fn lookup(&self, key: &ReleaseKey) -> Lookup {
         Lookup::fixed(self.cache.get(key))
     }
@@ -168,7 +120,9 @@ impl ResultSource for DirectorySource {
     fn runs_on_miss(&self) -> bool {
         false
     }
+}
 
+impl RunTrigger for DirectorySource {
     fn request_run(&self, request: RunRequest) {
         tracing::info!(image = %request.image, origin = %self.origin,
             "no run started: results come from a fixed directory");

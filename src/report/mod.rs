@@ -3,7 +3,6 @@
 //! program, and the exit code that sums it up (0 all pass, 3 blocking
 //! failures, 4 warnings only, as troubleshoot's preflight does).
 
-pub mod command;
 mod table;
 
 use serde::Serialize;

@@ -11,12 +11,12 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 
+use crate::admission::ports::ResultLookup;
 use crate::metrics::Metrics;
-use crate::preflight::ResultSource;
 
 /// What readiness is made of.
 pub struct Health {
-    pub source: Arc<dyn ResultSource>,
+    pub results: Arc<dyn ResultLookup>,
     pub metrics: Metrics,
     /// Set on SIGTERM, so the Service stops sending new reviews.
     pub shutting_down: AtomicBool,
@@ -26,7 +26,7 @@ impl Health {
     pub fn is_ready(&self) -> Result<(), &'static str> {
         if self.shutting_down.load(Ordering::Relaxed) {
             Err("shutting down")
-        } else if !self.source.is_ready() {
+        } else if !self.results.is_ready() {
             Err("preflight results are not ready")
         } else {
             Ok(())

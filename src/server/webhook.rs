@@ -24,12 +24,12 @@ use tokio::sync::Semaphore;
 use tokio::time::timeout_at;
 use tracing::{Span, debug, field::Empty, info, instrument};
 
+use crate::admission::ports::{OverrideAuthorizer, ResultLookup, RunTrigger};
 use crate::admission::{
     self, Authorization, Decision, Effect, Policy, Reason, review, review::Request,
 };
-use crate::cluster::{EventRecorder, OverrideAuthorizer};
+use crate::cluster::EventRecorder;
 use crate::metrics::Metrics;
-use crate::preflight::ResultSource;
 
 /// The webhook's path.
 pub const PATH: &str = "/validate/clusterversion";
@@ -50,7 +50,11 @@ const BUDGET_UNIT: usize = 1024;
 
 /// Everything a review is decided with.
 pub struct Gate {
-    pub source: Arc<dyn ResultSource>,
+    /// The decision's read-only port.
+    pub results: Arc<dyn ResultLookup>,
+    /// Held by the effect executor alone: only an answered review that is
+    /// no dry run starts a run.
+    pub runs: Arc<dyn RunTrigger>,
     pub authorizer: Arc<dyn OverrideAuthorizer>,
     pub events: Option<EventRecorder>,
     pub policy: Policy,
@@ -239,7 +243,8 @@ async fn validate(
     span.record("uid", request.uid.as_str());
     span.record("operation", request.operation.as_str());
 
-    let verdict = match admission::decide(&request, &*gate.source, &gate.policy, Timestamp::now()) {
+    let verdict = match admission::decide(&request, &*gate.results, &gate.policy, Timestamp::now())
+    {
         Decision::Final(verdict) => verdict,
         Decision::NeedsAuthorization(pending) => {
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -306,7 +311,7 @@ fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
         match effect {
             Effect::Run(run) => {
                 gate.metrics.effects.with_label_values(&["run"]).inc();
-                gate.source.request_run(run.clone());
+                gate.runs.request_run(run.clone());
             }
             Effect::Event(note) => match &gate.events {
                 Some(events) => {

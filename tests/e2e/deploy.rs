@@ -338,8 +338,9 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
     assert!(view.has("ClusterVersion"));
 
     // Asking for a run: create, then stamp (patch).
+    use preflight_gate::admission::ports::RunRequest;
     use preflight_gate::model::UpdatePreflight;
-    use preflight_gate::preflight::{RunRequest, live::trigger};
+    use preflight_gate::preflight::live::trigger;
     let api: kube::Api<UpdatePreflight> = kube::Api::all(client.clone());
     let request = RunRequest {
         image: "quay.io/e2e/release@sha256:0d3e10ed0000000000000000000000000000000000000000000000000000beef".into(),

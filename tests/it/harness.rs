@@ -6,12 +6,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use preflight_gate::admission::ports::{
+    BoxFuture, Lookup, OverrideAuthorizer, ResultLookup, RunRequest, RunTrigger,
+};
 use preflight_gate::admission::{Authorization, Policy, UserInfo};
 use preflight_gate::certs;
-use preflight_gate::cluster::{BoxFuture, OverrideAuthorizer};
 use preflight_gate::metrics::Metrics;
 use preflight_gate::model::release::ReleaseKey;
-use preflight_gate::preflight::{DirectorySource, Lookup, ResultSource, RunRequest};
+use preflight_gate::preflight::DirectorySource;
 use preflight_gate::server::{self, CertFiles, Gate, Health, Listen, ReloadingCert};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -38,7 +40,7 @@ impl RecordingSource {
     }
 }
 
-impl ResultSource for RecordingSource {
+impl ResultLookup for RecordingSource {
     fn lookup(&self, key: &ReleaseKey) -> Lookup {
         self.inner.lookup(key)
     }
@@ -48,6 +50,9 @@ impl ResultSource for RecordingSource {
     fn runs_on_miss(&self) -> bool {
         true
     }
+}
+
+impl RunTrigger for RecordingSource {
     fn request_run(&self, request: RunRequest) {
         self.runs.lock().unwrap().push(request);
     }
@@ -91,7 +96,8 @@ impl OverrideAuthorizer for FixedAuthorizer {
 pub fn gate(authorizer: Arc<dyn OverrideAuthorizer>) -> (Arc<Gate>, Arc<RecordingSource>) {
     let source = Arc::new(RecordingSource::new());
     let gate = Arc::new(Gate {
-        source: source.clone(),
+        results: source.clone(),
+        runs: source.clone(),
         authorizer,
         events: None,
         policy: Policy::default(),
@@ -208,7 +214,7 @@ pub async fn start(options: Options) -> Running {
     let addr = webhook.local_addr().unwrap();
     let admin_addr = admin.local_addr().unwrap();
     let health = Arc::new(Health {
-        source: source.clone(),
+        results: source.clone(),
         metrics: metrics.clone(),
         shutting_down: Default::default(),
     });

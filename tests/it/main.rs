@@ -10,6 +10,7 @@ mod generated;
 mod harness;
 mod image;
 mod keys;
+mod layering;
 mod must_gathers;
 #[path = "../common/oc.rs"]
 mod oc;

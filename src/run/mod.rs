@@ -1,4 +1,7 @@
-//! Wiring for the subcommands: build the parts from flags and start them.
+//! Wiring for the subcommands: build the parts from flags and start them
+//! (`serve`, `run`, `certs` here; `check` in [`check`]).
+
+pub mod check;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -6,13 +9,12 @@ use std::sync::Arc;
 use anyhow::Context;
 use tracing::{info, warn};
 
+use crate::admission::ports::OverrideAuthorizer;
 use crate::certs;
 use crate::cli::{CertsArgs, RunArgs, ServeArgs};
-use crate::cluster::{self, EventRecorder, NoCluster, OverrideAuthorizer, SubjectAccessReviewer};
+use crate::cluster::{self, EventRecorder, NoCluster, SubjectAccessReviewer};
 use crate::metrics::Metrics;
-use crate::preflight::{
-    DirectorySource, LiveSource, ResultSource, SnapshotSource, controller, leader,
-};
+use crate::preflight::{DirectorySource, LiveSource, SnapshotSource, Source, controller, leader};
 use crate::server::{self, CertFiles, Gate, Health, Listen, ReloadingCert};
 
 /// The example review the first-run hint posts.
@@ -79,11 +81,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let instance = args.cluster.instance.clone().unwrap_or_else(instance_name);
 
-    let source: Arc<dyn ResultSource> = match (
-        &args.cluster.results_dir,
-        &args.cluster.snapshot,
-        &client,
-    ) {
+    let source: Arc<dyn Source> = match (&args.cluster.results_dir, &args.cluster.snapshot, &client)
+    {
         (Some(dir), _, _) => {
             let source = DirectorySource::load(dir)?;
             info!(dir = %dir.display(), objects = source.len(), "serving results from a directory");
@@ -193,14 +192,15 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
 
     let gate = Arc::new(Gate {
-        source: source.clone(),
+        results: source.clone(),
+        runs: source.clone(),
         authorizer,
         events,
         policy: args.policy.policy(),
         metrics: metrics.clone(),
     });
     let health = Arc::new(Health {
-        source,
+        results: source,
         metrics,
         shutting_down: Default::default(),
     });
@@ -238,10 +238,11 @@ fn instance_name() -> String {
 /// and, with `--wait`, follows it to its result. Exit codes: 0 passed,
 /// 3 blocking failures, 1 error.
 pub async fn run_preflight(args: RunArgs) -> anyhow::Result<std::process::ExitCode> {
+    use crate::admission::ports::RunRequest;
     use crate::model::cluster_version::{ClusterVersion, Resolution};
     use crate::model::release::ReleaseKey;
     use crate::model::{Phase, UpdatePreflight};
-    use crate::preflight::{RunRequest, live};
+    use crate::preflight::live;
     use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
     use std::process::ExitCode;
 

@@ -1,4 +1,5 @@
-//! An in-memory index of `UpdatePreflight` objects by release key.
+//! An in-memory index of `UpdatePreflight` objects by release key, which
+//! the result sources fill and the decision reads through them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};

@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{Format, Report};
 use crate::checks::{self, Context};
 use crate::cli::CheckArgs;
 use crate::cluster::ClusterView;
 use crate::cluster::prometheus::Prometheus;
 use crate::model::policy::Blocking;
 use crate::model::release::is_image;
+use crate::report::{Format, Report};
 use crate::suite::{self, Limits};
 
 /// Exit code when the cluster cannot be read or the report not written.

@@ -1,0 +1,82 @@
+//! The decision's ports: what it needs from outside, as narrow traits that
+//! the layers above implement (the result sources in `preflight`, the
+//! SubjectAccessReview client in `cluster`). The decision itself holds only
+//! [`ResultLookup`]; [`RunTrigger`] belongs to the effect executor.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use super::{Authorization, UserInfo};
+use crate::model::UpdatePreflight;
+use crate::model::release::ReleaseKey;
+
+/// What the cache holds for one release.
+#[derive(Clone, Debug, Default)]
+pub struct Lookup {
+    pub result: Option<Arc<UpdatePreflight>>,
+    /// False when the source cannot vouch for its content, e.g. its watch has
+    /// been down too long; results are then treated as stale.
+    pub trusted: bool,
+    /// Whether results age out (`--max-result-age`). A fixed directory is a
+    /// report its operator chose to serve, so its results do not.
+    pub expires: bool,
+    /// The only field manager whose status writes count, where the source
+    /// records who wrote status (the API server); see [`crate::model::vouch`].
+    pub status_writer: Option<&'static str>,
+}
+
+impl Lookup {
+    /// A result from a source that does not change (a directory, a
+    /// snapshot): always trusted, never aging out.
+    pub fn fixed(result: Option<Arc<UpdatePreflight>>) -> Self {
+        Self {
+            result,
+            trusted: true,
+            expires: false,
+            status_writer: None,
+        }
+    }
+}
+
+/// A request to run the preflight for a release.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunRequest {
+    pub image: String,
+    pub version: Option<String>,
+    /// The name of an object that already describes the release.
+    pub existing: Option<String>,
+}
+
+/// The decision's read-only port to results. Every method answers from
+/// memory: the request path never calls the API server.
+pub trait ResultLookup: Send + Sync + 'static {
+    fn lookup(&self, key: &ReleaseKey) -> Lookup;
+    /// True once the source has loaded or synced its content.
+    fn is_ready(&self) -> bool;
+    /// Whether `request_run` starts a run (a fixed directory cannot).
+    fn runs_on_miss(&self) -> bool;
+    /// Whether a review may ask for a run of `key`: in a cluster, only for
+    /// releases the ClusterVersion's update graph offers, as its watch says.
+    /// Anything else is run only when someone allowed to create
+    /// UpdatePreflights asks for it. Answered from memory.
+    fn may_run(&self, _key: &ReleaseKey) -> bool {
+        true
+    }
+}
+
+/// Starts runs. The decision never holds it: it returns `Effect::Run`, and
+/// only the effect executor, after answering a review that is no dry run,
+/// asks a run of this port.
+pub trait RunTrigger: Send + Sync + 'static {
+    /// Starts a run in the background; never blocks the caller.
+    fn request_run(&self, request: RunRequest);
+}
+
+/// A boxed future, for the async port.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Answers whether a user may use an override.
+pub trait OverrideAuthorizer: Send + Sync + 'static {
+    fn may_override<'a>(&'a self, user: &'a UserInfo) -> BoxFuture<'a, Authorization>;
+}
