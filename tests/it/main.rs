@@ -12,8 +12,10 @@ mod image;
 mod keys;
 mod layering;
 mod must_gathers;
+
 #[path = "../common/oc.rs"]
 mod oc;
+mod one_policy;
 mod prometheus;
 mod release;
 mod report;
