@@ -122,7 +122,7 @@ fn run_one(
         .spawn(move || {
             let started = Instant::now();
             let ctx = Context::new(&view, &target, clock);
-            let mut result = checks::evaluate(check.as_ref(), &ctx);
+            let mut result = checks::result_of(check.as_ref(), &ctx);
             result.duration = Some(format!("{:.3}s", started.elapsed().as_secs_f64()));
             let _ = tx.send(result);
         });
@@ -171,7 +171,7 @@ mod tests {
         fn severity(&self) -> Severity {
             Severity::Blocking
         }
-        fn run(&self, _: &Context) -> Finding {
+        fn evaluate(&self, _: &Context) -> Finding {
             std::thread::sleep(self.1);
             Finding::pass("done")
         }

@@ -48,7 +48,7 @@ impl Check for AdminAcksMissing {
         &[UpdateKind::Minor, UpdateKind::Major]
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         let Some(gates) = ctx.view.config_map(GATES.0, GATES.1) else {
             return from_cluster_version(ctx);
         };

@@ -30,7 +30,7 @@ impl Check for CertificatesExpiringSoon {
         Severity::Warning
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         if let Err(skip) = require(ctx.view, &["Secret"]) {
             return skip;
         }

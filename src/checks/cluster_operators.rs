@@ -23,7 +23,7 @@ impl Check for ClusterOperatorsHealthy {
         Severity::Blocking
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         if let Err(skip) = require(ctx.view, &["ClusterOperator"]) {
             return skip;
         }

@@ -24,7 +24,7 @@ impl Check for ClusterVersionState {
         Severity::Blocking
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         let Some(cv) = &ctx.view.cluster_version else {
             return Finding::error("no ClusterVersion in the cluster data");
         };

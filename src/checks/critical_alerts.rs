@@ -27,7 +27,7 @@ impl Check for CriticalAlertsFiring {
         Severity::Blocking
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         let Some(alerts) = &ctx.view.alerts else {
             return no_alert_data();
         };

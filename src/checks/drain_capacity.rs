@@ -33,7 +33,7 @@ impl Check for DrainCapacity {
         Severity::Blocking
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         if let Err(skip) = require(ctx.view, &["Node", "Pod"]) {
             return skip;
         }

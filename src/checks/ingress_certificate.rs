@@ -29,7 +29,7 @@ impl Check for IngressCertificateCompatible {
         Severity::Blocking
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         if let Err(skip) = require(ctx.view, &["Secret"]) {
             return skip;
         }

@@ -28,7 +28,7 @@ impl Check for MachineConfigPoolsHealthy {
         Severity::Blocking
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         if let Err(skip) = require(ctx.view, &["MachineConfigPool"]) {
             return skip;
         }

@@ -96,7 +96,7 @@ pub trait Check: Send + Sync {
     fn applies_to(&self) -> &'static [UpdateKind] {
         UpdateKind::ALL
     }
-    fn run(&self, ctx: &Context) -> Finding;
+    fn evaluate(&self, ctx: &Context) -> Finding;
 }
 
 /// Every built-in check.
@@ -125,12 +125,12 @@ pub fn catalogue() -> Vec<Box<dyn Check>> {
 /// Runs one check: Skipped when it does not apply to this kind of update,
 /// an Error when it panics. Pure: the suite runner above times it and
 /// bounds it.
-pub fn evaluate(check: &dyn Check, ctx: &Context) -> CheckResult {
+pub fn result_of(check: &dyn Check, ctx: &Context) -> CheckResult {
     let finding = match ctx.kind {
         Some(kind) if !check.applies_to().contains(&kind) => {
             Finding::skipped(format!("does not apply to a {kind:?} update").to_lowercase())
         }
-        _ => catch_unwind(AssertUnwindSafe(|| check.run(ctx))).unwrap_or_else(|_| {
+        _ => catch_unwind(AssertUnwindSafe(|| check.evaluate(ctx))).unwrap_or_else(|_| {
             Finding::error("the check failed unexpectedly; see the gate's log")
         }),
     };
@@ -233,7 +233,7 @@ mod tests {
             fn severity(&self) -> Severity {
                 Severity::Blocking
             }
-            fn run(&self, _: &Context) -> Finding {
+            fn evaluate(&self, _: &Context) -> Finding {
                 Finding::warn("only a warning")
             }
         }
@@ -245,7 +245,7 @@ mod tests {
             fn severity(&self) -> Severity {
                 Severity::Blocking
             }
-            fn run(&self, _: &Context) -> Finding {
+            fn evaluate(&self, _: &Context) -> Finding {
                 panic!("bad data")
             }
         }
@@ -253,7 +253,8 @@ mod tests {
         let target = Target::image("quay.io/r@sha256:aa", Some("4.15.10".into()));
         let ctx = Context::new(&view, &target, fixture::NOW.parse().unwrap());
         let checks: Vec<Box<dyn Check>> = vec![Box::new(Warns), Box::new(Panics)];
-        let results: Vec<CheckResult> = checks.iter().map(|c| evaluate(c.as_ref(), &ctx)).collect();
+        let results: Vec<CheckResult> =
+            checks.iter().map(|c| result_of(c.as_ref(), &ctx)).collect();
         assert_eq!(
             (results[0].outcome, results[0].severity),
             (Outcome::Fail, Severity::Warning)
@@ -308,7 +309,7 @@ mod tests {
         let ctx = Context::new(&view, &target, "2026-11-30T12:00:00Z".parse().unwrap());
         for name in ["CertificatesExpiringSoon", "IngressCertificateCompatible"] {
             let check = catalogue().into_iter().find(|c| c.name() == name).unwrap();
-            let finding = check.run(&ctx);
+            let finding = check.evaluate(&ctx);
             assert_eq!(
                 finding.outcome,
                 Outcome::Skipped,

@@ -21,7 +21,7 @@ impl Check for NodesReady {
         Severity::Blocking
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         if let Err(skip) = require(ctx.view, &["Node"]) {
             return skip;
         }

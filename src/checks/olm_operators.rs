@@ -25,7 +25,7 @@ impl Check for OlmOperatorsCompatible {
         &[UpdateKind::Minor, UpdateKind::Major]
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         if let Err(skip) = require(ctx.view, &["ClusterServiceVersion"]) {
             return skip;
         }

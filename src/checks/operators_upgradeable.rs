@@ -27,7 +27,7 @@ impl Check for ClusterOperatorsUpgradeable {
         &[UpdateKind::Minor, UpdateKind::Major]
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         if let Err(skip) = require(ctx.view, &["ClusterOperator"]) {
             return skip;
         }

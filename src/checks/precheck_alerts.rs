@@ -35,7 +35,7 @@ impl Check for PrecheckAlertsFiring {
         Severity::Warning
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         let Some(alerts) = &ctx.view.alerts else {
             return no_alert_data();
         };

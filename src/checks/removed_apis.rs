@@ -43,7 +43,7 @@ impl Check for RemovedApisInUse {
         &[UpdateKind::Minor, UpdateKind::Major]
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         if let Err(skip) = require(ctx.view, &["APIRequestCount"]) {
             return skip;
         }

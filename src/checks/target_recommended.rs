@@ -23,7 +23,7 @@ impl Check for TargetRecommended {
         Severity::Blocking
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         let Some(cv) = &ctx.view.cluster_version else {
             return Finding::error("no ClusterVersion in the cluster data");
         };

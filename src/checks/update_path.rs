@@ -21,7 +21,7 @@ impl Check for UpdatePath {
         Severity::Blocking
     }
 
-    fn run(&self, ctx: &Context) -> Finding {
+    fn evaluate(&self, ctx: &Context) -> Finding {
         let Some(current) = &ctx.current else {
             if let Some(cv) = ctx
                 .view
