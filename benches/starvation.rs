@@ -120,7 +120,7 @@ async fn start() -> Running {
         metrics,
         shutting_down: Default::default(),
     });
-    tokio::spawn(server::run(
+    tokio::spawn(server::serve(
         listen,
         tls,
         gate,

@@ -24,14 +24,14 @@ fn main() -> std::process::ExitCode {
     let runtime = || tokio::runtime::Runtime::new().map_err(anyhow::Error::from);
     let result = match cli.command {
         Command::Certs(args) => {
-            preflight_gate::run::certs(&args).map(|()| std::process::ExitCode::SUCCESS)
+            preflight_gate::commands::certs(&args).map(|()| std::process::ExitCode::SUCCESS)
         }
-        Command::Check(args) => return preflight_gate::run::check::run(&args),
+        Command::Check(args) => return preflight_gate::commands::check(&args),
         Command::Serve(args) => runtime()
-            .and_then(|rt| rt.block_on(preflight_gate::run::serve(*args)))
+            .and_then(|rt| rt.block_on(preflight_gate::commands::serve(*args)))
             .map(|()| std::process::ExitCode::SUCCESS),
         Command::Run(args) => {
-            runtime().and_then(|rt| rt.block_on(preflight_gate::run::run_preflight(args)))
+            runtime().and_then(|rt| rt.block_on(preflight_gate::commands::run(args)))
         }
     };
     match result {

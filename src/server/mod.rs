@@ -44,7 +44,7 @@ pub struct Listen {
 /// Runs both servers until `shutdown` completes, then drains: readiness
 /// turns false, new connections stop after `shutdown_delay`, and in-flight
 /// reviews get `shutdown_grace` to finish.
-pub async fn run(
+pub async fn serve(
     listen: Listen,
     tls: rustls::ServerConfig,
     gate: Arc<Gate>,

@@ -537,7 +537,7 @@ impl World {
         };
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Runtime::new().unwrap();
-            if let Err(e) = runtime.block_on(preflight_gate::run::serve(*serve)) {
+            if let Err(e) = runtime.block_on(preflight_gate::commands::serve(*serve)) {
                 eprintln!("the gate stopped: {e:#}");
             }
         });

@@ -233,7 +233,7 @@ pub async fn start(options: Options) -> Running {
         shutdown_grace: Duration::from_secs(10),
     };
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(server::run(listen, tls, gate, health, async {
+    let task = tokio::spawn(server::serve(listen, tls, gate, health, async {
         let _ = stopped.await;
     }));
     Running {

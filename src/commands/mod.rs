@@ -1,7 +1,10 @@
-//! Wiring for the subcommands: build the parts from flags and start them
-//! (`serve`, `run`, `certs` here; `check` in [`check`]).
+//! The subcommands, each built from its flags: [`serve`], [`run`] (ask the
+//! cluster for a preflight run), [`certs`] and [`check`] (the offline
+//! report, in `check.rs`).
 
-pub mod check;
+mod check;
+
+pub use check::check;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -219,7 +222,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         server::signal().await;
         let _ = stopping.send(true);
     };
-    let served = server::run(listen, tls, gate, health, shutdown).await;
+    let served = server::serve(listen, tls, gate, health, shutdown).await;
     if let Some(leader) = leader {
         let _ = leader.await;
     }
@@ -237,7 +240,7 @@ fn instance_name() -> String {
 /// `preflight-gate run`: creates or refreshes the target's UpdatePreflight
 /// and, with `--wait`, follows it to its result. Exit codes: 0 passed,
 /// 3 blocking failures, 1 error.
-pub async fn run_preflight(args: RunArgs) -> anyhow::Result<std::process::ExitCode> {
+pub async fn run(args: RunArgs) -> anyhow::Result<std::process::ExitCode> {
     use crate::admission::ports::RunRequest;
     use crate::model::cluster_version::{ClusterVersion, Resolution};
     use crate::model::release::ReleaseKey;

@@ -43,7 +43,7 @@ pub enum CheckError {
 }
 
 /// Runs the command and returns the process's exit code.
-pub fn run(args: &CheckArgs) -> ExitCode {
+pub fn check(args: &CheckArgs) -> ExitCode {
     match report(args) {
         Ok((report, format)) => {
             let color = format == Format::Table
