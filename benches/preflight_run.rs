@@ -215,7 +215,7 @@ async fn main() {
         work,
         std::future::pending(),
     ));
-    while metrics.controller_leader.get() != 1 {
+    while !metrics.controller.is_leader() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 

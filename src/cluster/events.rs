@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use tracing::{Instrument, warn};
 
 use crate::admission::EventNote;
-use crate::metrics::Metrics;
+use crate::metrics::{EffectKind, Metrics};
 
 /// Queues Events; a full queue drops them and counts the drop.
 #[derive(Clone)]
@@ -29,7 +29,7 @@ impl EventRecorder {
                 instance,
             },
         );
-        let failures = metrics.effect_failures.clone();
+        let failures = metrics.effects.clone();
         tokio::spawn(
             async move {
                 while let Some((note, reference)) = rx.recv().await {
@@ -62,11 +62,11 @@ impl EventRecorder {
                     match tokio::time::timeout(Duration::from_secs(10), publish).await {
                         Ok(Ok(())) => {}
                         Ok(Err(e)) => {
-                            failures.with_label_values(&["event"]).inc();
+                            failures.failed(EffectKind::Event);
                             warn!(error = %e, reason = note.reason, "cannot publish Event");
                         }
                         Err(_) => {
-                            failures.with_label_values(&["event"]).inc();
+                            failures.failed(EffectKind::Event);
                             warn!(reason = note.reason, "publishing an Event timed out");
                         }
                     }
@@ -87,10 +87,7 @@ impl EventRecorder {
             ..Default::default()
         };
         if self.queue.try_send((note, reference)).is_err() {
-            self.metrics
-                .effect_failures
-                .with_label_values(&["event"])
-                .inc();
+            self.metrics.effects.failed(EffectKind::Event);
             warn!("Event queue full; Event dropped");
         }
     }

@@ -156,7 +156,7 @@ struct ClearResults(Metrics);
 
 impl Drop for ClearResults {
     fn drop(&mut self) {
-        self.0.clear_results();
+        self.0.results.clear();
     }
 }
 
@@ -166,7 +166,7 @@ fn error_policy(_object: Arc<UpdatePreflight>, error: &Error, _ctx: Arc<Ctx>) ->
 }
 
 async fn reconcile(object: Arc<UpdatePreflight>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    ctx.metrics.observe_result(&object);
+    ctx.metrics.results.observe(&object);
     let settings = &ctx.settings;
     let now = Timestamp::now();
     let due = run_due(
@@ -353,8 +353,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
 
     let elapsed = started.elapsed();
     let phase_name = format!("{phase:?}");
-    ctx.metrics.runs.with_label_values(&[&phase_name]).inc();
-    ctx.metrics.run_seconds.observe(elapsed.as_secs_f64());
+    ctx.metrics.controller.run_finished(phase, elapsed);
     info!(phase = %phase_name, took = ?elapsed, "{message}");
     let event = Event {
         type_: if phase == Phase::Passed {
@@ -473,7 +472,7 @@ async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
         serde_json::from_value(serde_json::to_value(cv).map_err(kube::Error::SerdeError)?)
             .map_err(kube::Error::SerdeError)?;
     let api: Api<UpdatePreflight> = Api::all(ctx.client.clone());
-    let mark = ctx.metrics.results_mark();
+    let mark = ctx.metrics.results.mark();
     let objects = api.list(&Default::default()).await?.items;
     let known: HashSet<ReleaseKey> = objects
         .iter()
@@ -490,7 +489,9 @@ async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
         .conditional_updates
         .iter()
         .map(|c| (c.release.version.as_str(), false));
-    ctx.metrics.offered_targets(recommended.chain(conditional));
+    ctx.metrics
+        .results
+        .offered_targets(recommended.chain(conditional));
     for target in &offered {
         if !known.contains(&ReleaseKey::from_image(&target.image)) {
             let name = trigger(&api, target).await?;
@@ -540,7 +541,8 @@ async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
     }
     // Results of deleted objects are exported no longer.
     ctx.metrics
-        .retain_results(kept.iter().map(String::as_str), mark);
+        .results
+        .retain(kept.iter().map(String::as_str), mark);
     Ok(())
 }
 

@@ -67,7 +67,7 @@ pub async fn lead<W, F>(
     let mut running: Option<JoinHandle<()>> = None;
     loop {
         let is_leader = *leading.borrow_and_update();
-        metrics.controller_leader.set(i64::from(is_leader));
+        metrics.controller.leader(is_leader);
         match (is_leader, running.is_some()) {
             (true, false) => {
                 info!(identity = %lease.identity, "became the leader; running preflight suites");
@@ -87,7 +87,7 @@ pub async fn lead<W, F>(
     if let Some(task) = running {
         task.abort();
     }
-    metrics.controller_leader.set(0);
+    metrics.controller.leader(false);
     // Closing the channel makes the manager release the Lease.
     drop(leading);
     match tokio::time::timeout(Duration::from_secs(5), manager_task).await {

@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::admission::ports::{Lookup, ResultLookup, RunRequest, RunTrigger};
-use crate::metrics::Metrics;
+use crate::metrics::{EffectKind, Metrics};
 use crate::model::ClusterVersion;
 use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
@@ -115,7 +115,7 @@ impl LiveSource {
                             .cache
                             .delete(object.metadata.name.as_deref().unwrap_or("")),
                     }
-                    self.metrics.results_cached.set(self.cache.len() as i64);
+                    self.metrics.results.cached(self.cache.len());
                 }
                 Err(e) => {
                     let mut down = self
@@ -127,7 +127,7 @@ impl LiveSource {
                         warn!(error = %e, "results watch failed; serving cached results until they turn stale");
                         *down = Some(Instant::now());
                     }
-                    self.metrics.results_watch_up.set(0);
+                    self.metrics.results.watch_up(false);
                 }
             }
         }
@@ -178,7 +178,7 @@ impl LiveSource {
         if let Some(since) = down.take() {
             info!(down_for = ?since.elapsed(), "results watch recovered");
         }
-        self.metrics.results_watch_up.set(1);
+        self.metrics.results.watch_up(true);
     }
 
     /// Whether cached results can be trusted now.
@@ -248,10 +248,7 @@ impl RunTrigger for LiveSource {
         // Stamp the object the cache holds for this release, if any.
         request.existing = self.cache.get(&key).and_then(|o| o.metadata.name.clone());
         if self.triggers.try_send(request).is_err() {
-            self.metrics
-                .effect_failures
-                .with_label_values(&["run"])
-                .inc();
+            self.metrics.effects.failed(EffectKind::Run);
             warn!(%key, "run trigger queue full; the next review will ask again");
             self.recent
                 .lock()

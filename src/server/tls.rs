@@ -112,7 +112,7 @@ impl ReloadingCert {
         metrics: Metrics,
     ) -> Result<Self, TlsError> {
         let loaded = load(&files, &provider)?;
-        metrics.tls_cert_expiry.set(loaded.not_after as f64);
+        metrics.tls.certificate_expires_at(loaded.not_after);
         Ok(Self {
             files,
             provider,
@@ -149,18 +149,11 @@ impl ReloadingCert {
             Ok(loaded) => {
                 self.current.store(loaded.key);
                 *self.bytes.lock().unwrap_or_else(|e| e.into_inner()) = loaded.bytes;
-                self.metrics.tls_cert_expiry.set(loaded.not_after as f64);
-                self.metrics
-                    .tls_reloads
-                    .with_label_values(&["success"])
-                    .inc();
+                self.metrics.tls.reloaded(loaded.not_after);
                 Ok(true)
             }
             Err(e) => {
-                self.metrics
-                    .tls_reloads
-                    .with_label_values(&["failure"])
-                    .inc();
+                self.metrics.tls.reload_failed();
                 Err(e)
             }
         }

@@ -29,7 +29,7 @@ use crate::admission::{
     self, Authorization, Decision, Effect, Policy, Reason, review, review::Request,
 };
 use crate::cluster::EventRecorder;
-use crate::metrics::Metrics;
+use crate::metrics::{AdmissionMetrics, EffectKind, Metrics};
 
 /// The webhook's path.
 pub const PATH: &str = "/validate/clusterversion";
@@ -222,20 +222,19 @@ async fn validate(
     };
     let gate = &served.gate;
     let metrics = &gate.metrics;
-    let _in_flight = InFlight::enter(&metrics.in_flight);
+    let _in_flight = metrics.admission.review_started();
 
     let request = match review::parse(&body) {
         Ok(request) => request,
         Err(malformed) => {
             Span::current().record("uid", malformed.uid.as_str());
             info!(error = %malformed.message, "malformed review");
-            metrics
-                .reviews
-                .with_label_values(&["unknown", "denied", Reason::Malformed.as_str()])
-                .inc();
-            metrics
-                .decision_seconds
-                .observe(started.elapsed().as_secs_f64());
+            metrics.admission.review_decided(
+                None,
+                false,
+                Reason::Malformed.as_str(),
+                started.elapsed(),
+            );
             return Json(review::Response::malformed(&malformed)).into_response();
         }
     };
@@ -264,14 +263,6 @@ async fn validate(
     if let Some(target) = &verdict.target {
         span.record("target", target.as_str());
     }
-    metrics
-        .reviews
-        .with_label_values(&[
-            request.operation.as_str(),
-            decision,
-            verdict.reason.as_str(),
-        ])
-        .inc();
     if !request.dry_run {
         carry_out(gate, &request, &verdict);
     }
@@ -281,21 +272,21 @@ async fn validate(
         debug!("not a target change");
     }
     let response = review::Response::decided(&request, &verdict);
-    metrics
-        .decision_seconds
-        .observe(started.elapsed().as_secs_f64());
+    metrics.admission.review_decided(
+        Some(request.operation.as_str()),
+        verdict.allowed,
+        verdict.reason.as_str(),
+        started.elapsed(),
+    );
     Json(response).into_response()
 }
 
 /// Starts runs, publishes Events, counts overrides and records whether the
 /// target is blocked. Never waits.
 fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
-    record_target(&gate.metrics, verdict);
+    record_target(&gate.metrics.admission, verdict);
     if let Some(kind) = verdict.override_kind {
-        gate.metrics
-            .overrides
-            .with_label_values(&[kind.as_str()])
-            .inc();
+        gate.metrics.admission.override_honoured(kind);
         info!(
             user = %request.user.username,
             kind = kind.as_str(),
@@ -310,12 +301,12 @@ fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
     for effect in &verdict.effects {
         match effect {
             Effect::Run(run) => {
-                gate.metrics.effects.with_label_values(&["run"]).inc();
+                gate.metrics.effects.asked_for(EffectKind::Run);
                 gate.runs.request_run(run.clone());
             }
             Effect::Event(note) => match &gate.events {
                 Some(events) => {
-                    gate.metrics.effects.with_label_values(&["event"]).inc();
+                    gate.metrics.effects.asked_for(EffectKind::Event);
                     events.publish(note.clone(), name, uid);
                 }
                 None => debug!(reason = note.reason, "no cluster: Event not published"),
@@ -328,7 +319,7 @@ fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
 /// an allowed one (or the target's removal) unblocks every target, since the
 /// cluster no longer waits on them. An unresolvable version has no label (it
 /// is not in the update graph); it shows in the reviews counter only.
-fn record_target(metrics: &Metrics, verdict: &admission::Verdict) {
+fn record_target(metrics: &AdmissionMetrics, verdict: &admission::Verdict) {
     let now = Timestamp::now().as_millisecond() as f64 / 1000.0;
     match (verdict.reason, &verdict.target) {
         (Reason::Failed | Reason::Pending, Some(target)) => metrics.target_denied(target, now),
@@ -338,22 +329,6 @@ fn record_target(metrics: &Metrics, verdict: &admission::Verdict) {
         ) => metrics.target_accepted(Some(target), now),
         (Reason::Cleared, _) => metrics.target_accepted(None, now),
         _ => {}
-    }
-}
-
-/// Counts a review in flight for as long as it lives.
-struct InFlight(prometheus::IntGauge);
-
-impl InFlight {
-    fn enter(gauge: &prometheus::IntGauge) -> Self {
-        gauge.inc();
-        Self(gauge.clone())
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.dec();
     }
 }
 

@@ -82,14 +82,11 @@ impl Replica {
     }
 
     pub fn is_leader(&self) -> bool {
-        self.metrics.controller_leader.get() == 1
+        self.metrics.controller.is_leader()
     }
 
     pub fn runs(&self) -> u64 {
-        ["Passed", "Failed", "Error"]
-            .iter()
-            .map(|p| self.metrics.runs.with_label_values(&[p]).get())
-            .sum()
+        self.metrics.controller.runs_finished()
     }
 }
 

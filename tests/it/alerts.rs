@@ -8,9 +8,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
-use preflight_gate::metrics::Metrics;
-use preflight_gate::model::UpdatePreflight;
+use preflight_gate::metrics::{EffectKind, Metrics};
+use preflight_gate::model::{Phase, UpdatePreflight};
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -218,19 +219,20 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
 /// Metrics with a series each, as a gate that has decided and reconciled.
 pub fn exercised() -> String {
     let metrics = Metrics::new().unwrap();
-    metrics.target_denied("4.15.3", 1.0);
-    metrics.target_accepted(Some("4.14.12"), 2.0);
+    metrics.admission.target_denied("4.15.3", 1.0);
+    metrics.admission.target_accepted(Some("4.14.12"), 2.0);
     let object: UpdatePreflight =
         yaml("examples/results/4.15.3-failing.yaml").pipe(|v| serde_json::from_value(v).unwrap());
-    metrics.observe_result(&object);
-    metrics.offered_targets([("4.15.3", true)]);
+    metrics.results.observe(&object);
+    metrics.results.offered_targets([("4.15.3", true)]);
     metrics
-        .reviews
-        .with_label_values(&["UPDATE", "denied", "failed"])
-        .inc();
-    metrics.effects.with_label_values(&["run"]).inc();
-    metrics.effect_failures.with_label_values(&["run"]).inc();
-    metrics.runs.with_label_values(&["Passed"]).inc();
+        .admission
+        .review_decided(Some("UPDATE"), false, "failed", Duration::from_millis(2));
+    metrics.effects.asked_for(EffectKind::Run);
+    metrics.effects.failed(EffectKind::Run);
+    metrics
+        .controller
+        .run_finished(Phase::Passed, Duration::from_secs(1));
     metrics.render()
 }
 

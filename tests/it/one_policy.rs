@@ -209,7 +209,7 @@ async fn the_status_the_report_the_metric_and_the_webhook_agree_on_what_blocks()
 
     // The metric the alert reads, from that status.
     let metrics = Metrics::new().unwrap();
-    metrics.observe_result(&object);
+    metrics.results.observe(&object);
     assert_eq!(alerting(&metrics), blocking);
 
     // The report and the webhook, with nothing accepted.
