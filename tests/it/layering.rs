@@ -405,3 +405,44 @@ fn the_checker_sees_an_upward_import_and_a_clock() {
             .contains(&vec!["tokio".into(), "spawn".into()])
     );
 }
+
+/// The arrows between top-level modules the code has: `a` names something
+/// in `b`.
+fn arrows() -> BTreeSet<(String, String)> {
+    let floors = floors();
+    let mut arrows = BTreeSet::new();
+    for file in files() {
+        let top = file.module[0].clone();
+        for path in names(&file).resolved {
+            if let Some(other) = path.first()
+                && *other != top
+                && floors.contains_key(other)
+            {
+                arrows.insert((top.clone(), other.clone()));
+            }
+        }
+    }
+    arrows
+}
+
+#[test]
+fn the_picture_in_the_architecture_draws_every_arrow_and_no_other() {
+    // `a --> b & c` lines of the mermaid block.
+    let drawn: BTreeSet<(String, String)> = block("mermaid")
+        .iter()
+        .filter_map(|l| l.split_once("-->"))
+        .flat_map(|(from, to)| {
+            let from = from.trim().to_owned();
+            to.split('&')
+                .map(move |t| (from.clone(), t.trim().to_owned()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let code = arrows();
+    let missing: Vec<_> = code.difference(&drawn).collect();
+    let extra: Vec<_> = drawn.difference(&code).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "docs/ARCHITECTURE.md's picture is stale: not drawn {missing:?}; drawn but not in the code {extra:?}"
+    );
+}
