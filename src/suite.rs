@@ -47,7 +47,7 @@ pub fn run(
 }
 
 /// [`run`] over a catalogue of the caller's.
-pub fn run_these(
+pub(crate) fn run_these(
     catalogue: Vec<Box<dyn Check>>,
     view: Arc<ClusterView>,
     target: &Target,

@@ -19,7 +19,7 @@ use crate::model::vouch::{NotVouched, vouch};
 use crate::model::{Phase, UpdatePreflight};
 
 /// The only ClusterVersion the cluster-version operator acts on.
-pub const CLUSTER_VERSION_NAME: &str = "version";
+pub(crate) const CLUSTER_VERSION_NAME: &str = "version";
 
 /// What to do while results are missing, stale or being computed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -210,7 +210,7 @@ enum Asked {
 }
 
 impl PendingOverride {
-    pub fn resolve(self, authorization: Authorization) -> Verdict {
+    pub(crate) fn resolve(self, authorization: Authorization) -> Verdict {
         let (lead, what) = match self.asked {
             Asked::Override => ("Override ignored", "the override"),
             Asked::ClaimWrite => ("Write refused", "the write"),

@@ -18,21 +18,21 @@ use super::overrides::{
 use crate::model::{CheckResult, Outcome, UpdatePreflight};
 
 /// How many failures a denial lists before "and N more".
-pub const MAX_LISTED: usize = 5;
+pub(crate) const MAX_LISTED: usize = 5;
 
 /// The longest line, in characters, that text from the cluster or a check
 /// may take in an answer.
-pub const MAX_LINE: usize = 240;
+pub(crate) const MAX_LINE: usize = 240;
 
 /// The longest denial, in bytes: `oc` prints it whole, at a terminal.
-pub const MAX_DENIAL: usize = 4096;
+pub(crate) const MAX_DENIAL: usize = 4096;
 
 /// The longest warning, in characters: one check's line with its prefix.
-pub const MAX_WARNING: usize = 640;
+pub(crate) const MAX_WARNING: usize = 640;
 
 /// A whole answer, bounded: each line stripped of control characters, and
 /// past [`MAX_DENIAL`] bytes the remaining lines cut, saying how many.
-pub fn bounded(message: &str) -> String {
+pub(crate) fn bounded(message: &str) -> String {
     let lines: Vec<String> = message
         .lines()
         .map(|l| {
@@ -60,12 +60,12 @@ pub fn bounded(message: &str) -> String {
     out
 }
 
-pub fn first_line(message: &str) -> &str {
+pub(crate) fn first_line(message: &str) -> &str {
     message.lines().next().unwrap_or("")
 }
 
 /// Appends a note line to a message.
-pub fn add_note(message: &mut String, note: &str) {
+pub(crate) fn add_note(message: &mut String, note: &str) {
     if !message.is_empty() {
         message.push('\n');
     }
@@ -141,7 +141,7 @@ pub fn failed(
 }
 
 /// The denial of a target whose run errored with no check to blame.
-pub fn run_error(target: &Target, result: &UpdatePreflight, until: Timestamp) -> String {
+pub(crate) fn run_error(target: &Target, result: &UpdatePreflight, until: Timestamp) -> String {
     let detail = result
         .status
         .as_ref()
@@ -209,7 +209,7 @@ pub fn pending(target: &Target, why: &Pending, retry: Duration) -> String {
     }
 }
 
-pub fn unknown_version(version: &str) -> String {
+pub(crate) fn unknown_version(version: &str) -> String {
     format!(
         "cannot resolve version {version}: it is in neither status.availableUpdates nor status.conditionalUpdates\n\
          Give the release image instead (oc adm upgrade --to-image <pullspec> --allow-explicit-upgrade), so the preflight knows what to check."
@@ -228,12 +228,12 @@ pub fn accepted(check: &CheckResult) -> String {
 }
 
 /// The first line of a refused write of claims.
-pub fn claim_refused(claims: &str, user: &str) -> String {
+pub(crate) fn claim_refused(claims: &str, user: &str) -> String {
     format!("preflight-gate: {user} may not write {claims}")
 }
 
 /// Why a write of claims that does not name its writer is refused.
-pub fn claim_unattributed(claimed_by: Option<&str>, user: &str) -> String {
+pub(crate) fn claim_unattributed(claimed_by: Option<&str>, user: &str) -> String {
     let found = match claimed_by {
         Some(other) => format!("it says {other:?}"),
         None => "it is not set".to_owned(),
@@ -248,7 +248,7 @@ pub fn claim_unattributed(claimed_by: Option<&str>, user: &str) -> String {
 const PREFIX_ANY: &str = "preflight.dev/*";
 
 /// Why claims written by the requester do not count under the four-eyes rule.
-pub fn four_eyes_same_writer(claim: &str, writer: Option<&str>, requester: &str) -> String {
+pub(crate) fn four_eyes_same_writer(claim: &str, writer: Option<&str>, requester: &str) -> String {
     let who = match writer {
         Some(w) if w == requester => format!("was written by {w}, who is changing the target"),
         Some(w) => format!("was written by {w}"),
@@ -260,7 +260,7 @@ pub fn four_eyes_same_writer(claim: &str, writer: Option<&str>, requester: &str)
 }
 
 /// Why `acceptRisks` does not count under the four-eyes rule.
-pub fn four_eyes_spec_accept(names: &BTreeSet<String>) -> String {
+pub(crate) fn four_eyes_spec_accept(names: &BTreeSet<String>) -> String {
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     format!(
         "acceptRisks {} is written with the target, so --require-distinct-approver does not count it; an approver writes {ACCEPT} instead",
@@ -269,12 +269,12 @@ pub fn four_eyes_spec_accept(names: &BTreeSet<String>) -> String {
 }
 
 /// Why `spec.desiredUpdate.force` does not count under the four-eyes rule.
-pub fn four_eyes_desired_update_force() -> String {
+pub(crate) fn four_eyes_desired_update_force() -> String {
     "spec.desiredUpdate.force is written with the target, so --require-distinct-approver does not count it; an approver writes preflight.dev/override instead".to_owned()
 }
 
 /// Why setting `spec.desiredUpdate.force` is refused.
-pub fn force_refused(user: &str) -> String {
+pub(crate) fn force_refused(user: &str) -> String {
     format!(
         "preflight-gate: {user} may not set spec.desiredUpdate.force\n\
          force makes the cluster-version operator skip its own preconditions and the release's signature check, so it needs the \"override\" verb on updatepreflights.preflight.dev."
@@ -283,7 +283,7 @@ pub fn force_refused(user: &str) -> String {
 
 /// The denial when the object under the release's name is not the gate's
 /// own result.
-pub fn not_vouched(target: &Target, name: &str, why: &str) -> String {
+pub(crate) fn not_vouched(target: &Target, name: &str, why: &str) -> String {
     format!(
         "preflight for {} has no result the gate vouches for: UpdatePreflight {name} {why}\n\
          It is a request, not a result. Delete it (oc delete updatepreflight {name}) and run oc adm upgrade again: the gate then makes its own.",
@@ -293,7 +293,7 @@ pub fn not_vouched(target: &Target, name: &str, why: &str) -> String {
 }
 
 /// The warning when the target asked for is the one the cluster already has.
-pub fn already_desired(target: &Target) -> String {
+pub(crate) fn already_desired(target: &Target) -> String {
     format!(
         "preflight-gate: {} is the release the cluster runs or is already updating to; there is nothing to check",
         target.display()
@@ -301,7 +301,7 @@ pub fn already_desired(target: &Target) -> String {
 }
 
 /// The denial of an image whose version the request and the graph disagree on.
-pub fn version_mismatch(image: &str, claimed: &str, known: &str) -> String {
+pub(crate) fn version_mismatch(image: &str, claimed: &str, known: &str) -> String {
     format!(
         "spec.desiredUpdate says version {claimed}, but the update graph says {image} is {known}\n\
          Give the version or the image, not both, so that the release checked is the one named."

@@ -11,24 +11,27 @@ use jiff::Timestamp;
 
 use crate::model::cluster_version::{ClusterVersion, Target};
 
-pub const OVERRIDE: &str = "preflight.dev/override";
-pub const OVERRIDE_REASON: &str = "preflight.dev/override-reason";
-pub const OVERRIDE_UNTIL: &str = "preflight.dev/override-until";
-pub const ACCEPT: &str = "preflight.dev/accept";
+pub(crate) const OVERRIDE: &str = "preflight.dev/override";
+pub(crate) const OVERRIDE_REASON: &str = "preflight.dev/override-reason";
+pub(crate) const OVERRIDE_UNTIL: &str = "preflight.dev/override-until";
+pub(crate) const ACCEPT: &str = "preflight.dev/accept";
 /// The target an accept claim is for, as an override names its own.
-pub const ACCEPT_FOR: &str = "preflight.dev/accept-for";
-pub const ACCEPT_UNTIL: &str = "preflight.dev/accept-until";
+pub(crate) const ACCEPT_FOR: &str = "preflight.dev/accept-for";
+pub(crate) const ACCEPT_UNTIL: &str = "preflight.dev/accept-until";
 /// Who wrote the claims beside it. Every write that adds or changes a
 /// `preflight.dev/` annotation must set it to the writer's own name, so it
 /// always names whoever last wrote a claim.
-pub const CLAIMED_BY: &str = "preflight.dev/claimed-by";
+pub(crate) const CLAIMED_BY: &str = "preflight.dev/claimed-by";
 
 /// The prefix of every annotation the gate reads as a claim.
-pub const PREFIX: &str = "preflight.dev/";
+pub(crate) const PREFIX: &str = "preflight.dev/";
 
 /// The `preflight.dev/` annotations that `new` adds or changes against
 /// `old`, sorted. Removing one weakens no claim, so removals are not listed.
-pub fn written_claims<'a>(old: Option<&ClusterVersion>, new: &'a ClusterVersion) -> Vec<&'a str> {
+pub(crate) fn written_claims<'a>(
+    old: Option<&ClusterVersion>,
+    new: &'a ClusterVersion,
+) -> Vec<&'a str> {
     new.metadata
         .annotations
         .iter()
@@ -42,7 +45,7 @@ pub fn written_claims<'a>(old: Option<&ClusterVersion>, new: &'a ClusterVersion)
 
 /// How a whole target was forced through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ForceKind {
+pub(crate) enum ForceKind {
     /// The `preflight.dev/override` annotation.
     Annotation,
     /// `spec.desiredUpdate.force: true`, when `--honor-desired-update-force` is set.
@@ -52,7 +55,7 @@ pub enum ForceKind {
 /// A claim to force the gate for the requested target, valid on its face; it
 /// still needs the requester to be authorized.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ForceClaim {
+pub(crate) struct ForceClaim {
     pub kind: ForceKind,
     pub reason: String,
 }
@@ -60,7 +63,7 @@ pub struct ForceClaim {
 /// What is wrong with the bounds of the claims a write adds or changes:
 /// an override needs its `override-until`, an accept its `accept-for` and
 /// `accept-until`, each within `max`. `None` when all hold.
-pub fn unbounded_claim(
+pub(crate) fn unbounded_claim(
     cv: &ClusterVersion,
     written: &[&str],
     now: Timestamp,
@@ -90,7 +93,7 @@ pub fn unbounded_claim(
 /// When a claim stops counting: the `until` annotation is required, and at
 /// most `max` ahead of `now`, so no claim outlives the change it was for.
 /// `Err` says what is wrong with it.
-pub fn claim_until(
+pub(crate) fn claim_until(
     cv: &ClusterVersion,
     until: &str,
     now: Timestamp,
@@ -122,7 +125,7 @@ pub fn claim_until(
 
 /// Reads the force claim of `cv` for `target`. `Err` says why a claim that
 /// was made is ignored; `Ok(None)` means no claim was made.
-pub fn force_claim(
+pub(crate) fn force_claim(
     cv: &ClusterVersion,
     target: &Target,
     honor_desired_update_force: bool,
@@ -180,7 +183,7 @@ impl Accepted {
 /// counts only while it names this target in `preflight.dev/accept-for`
 /// and its `preflight.dev/accept-until` holds; otherwise its names are left
 /// out, and the `String` says why.
-pub fn accepted_checks(
+pub(crate) fn accepted_checks(
     cv: &ClusterVersion,
     target: &Target,
     now: Timestamp,

@@ -9,8 +9,8 @@ use serde_json::value::RawValue;
 use crate::model::cluster_version::ClusterVersion;
 
 /// The kind of object this webhook reviews.
-pub const GROUP: &str = "config.openshift.io";
-pub const RESOURCE: &str = "clusterversions";
+pub(crate) const GROUP: &str = "config.openshift.io";
+pub(crate) const RESOURCE: &str = "clusterversions";
 
 /// The parts of an `AdmissionReview` request that the gate reads.
 #[derive(Debug)]

@@ -17,11 +17,11 @@ pub struct AdminAcksMissing;
 
 const URL: &str = "https://docs.openshift.com/container-platform/latest/updating/preparing_for_updates/updating-cluster-prepare.html#update-preparing-ack_updating-cluster-prepare";
 
-pub const GATES: (&str, &str) = ("openshift-config-managed", "admin-gates");
-pub const ACKS: (&str, &str) = ("openshift-config", "admin-acks");
+pub(crate) const GATES: (&str, &str) = ("openshift-config-managed", "admin-gates");
+pub(crate) const ACKS: (&str, &str) = ("openshift-config", "admin-acks");
 
 /// The minor version an admin gate applies to: `ack-4.12-kube-...` → `4.12`.
-pub fn gate_version(key: &str) -> Option<&str> {
+pub(crate) fn gate_version(key: &str) -> Option<&str> {
     let rest = key.strip_prefix("ack-")?;
     let version = rest.split('-').next()?;
     let (major, minor) = version.split_once('.')?;
@@ -29,7 +29,7 @@ pub fn gate_version(key: &str) -> Option<&str> {
 }
 
 /// Whether the administrator acknowledged `gate`.
-pub fn acknowledged(view: &ClusterView, gate: &str) -> bool {
+pub(crate) fn acknowledged(view: &ClusterView, gate: &str) -> bool {
     view.config_map(ACKS.0, ACKS.1)
         .and_then(|cm| cm.data.get(gate))
         .is_some_and(|v| v.trim() == "true")

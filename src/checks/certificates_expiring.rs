@@ -17,7 +17,7 @@ use crate::model::text::list;
 pub struct CertificatesExpiringSoon;
 
 /// How long an update is assumed to take, node reboots included.
-pub const UPDATE_WINDOW: Duration = Duration::from_secs(72 * 3600);
+pub(crate) const UPDATE_WINDOW: Duration = Duration::from_secs(72 * 3600);
 
 const URL: &str = "https://docs.openshift.com/container-platform/latest/security/certificate_types_descriptions/index.html";
 

@@ -11,7 +11,7 @@ pub struct CriticalAlertsFiring;
 const URL: &str = "https://docs.openshift.com/container-platform/latest/observability/monitoring/managing-alerts.html";
 
 /// The finding when no alert data was loaded.
-pub fn no_alert_data() -> Finding {
+pub(crate) fn no_alert_data() -> Finding {
     Finding::warn(
         "no alert data: give --prometheus-url, or an alerts.json in the snapshot, to check firing alerts",
     )

@@ -40,7 +40,7 @@ pub fn run(check: &dyn Check, view: &ClusterView, to: &str) -> Finding {
 }
 
 /// Runs `check` on `view` for an update to `target`.
-pub fn run_for(check: &dyn Check, view: &ClusterView, target: &Target) -> Finding {
+pub(crate) fn run_for(check: &dyn Check, view: &ClusterView, target: &Target) -> Finding {
     let now: Timestamp = NOW.parse().unwrap();
     check.evaluate(&Context::new(view, target, now))
 }

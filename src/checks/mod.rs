@@ -82,7 +82,7 @@ impl<'a> Context<'a> {
     }
 
     /// The target as a person names it.
-    pub fn target_name(&self) -> String {
+    pub(crate) fn target_name(&self) -> String {
         self.target.display().to_owned()
     }
 }
@@ -125,7 +125,7 @@ pub fn catalogue() -> Vec<Box<dyn Check>> {
 /// Runs one check: Skipped when it does not apply to this kind of update,
 /// an Error when it panics. Pure: the suite runner above times it and
 /// bounds it.
-pub fn result_of(check: &dyn Check, ctx: &Context) -> CheckResult {
+pub(crate) fn result_of(check: &dyn Check, ctx: &Context) -> CheckResult {
     let finding = match ctx.kind {
         Some(kind) if !check.applies_to().contains(&kind) => {
             Finding::skipped(format!("does not apply to a {kind:?} update").to_lowercase())
@@ -166,7 +166,7 @@ pub fn require(view: &ClusterView, kinds: &[&str]) -> Result<(), Finding> {
 }
 
 /// `namespace/name`.
-pub fn qualified(namespace: &str, name: &str) -> String {
+pub(crate) fn qualified(namespace: &str, name: &str) -> String {
     if namespace.is_empty() {
         name.to_owned()
     } else {

@@ -8,7 +8,7 @@ use crate::model::Severity;
 use crate::model::release::{UpdateKind, Version};
 use crate::model::text::list;
 
-pub struct OlmOperatorsCompatible;
+pub(crate) struct OlmOperatorsCompatible;
 
 const URL: &str = "https://docs.openshift.com/container-platform/latest/operators/operator_sdk/osdk-working-bundle-images.html#osdk-control-compat_osdk-working-bundle-images";
 

@@ -16,7 +16,7 @@ pub struct PrecheckAlertsFiring;
 const URL: &str = "https://docs.openshift.com/container-platform/latest/observability/monitoring/managing-alerts.html";
 
 /// The alert names `oc adm upgrade recommend` looks for.
-pub const CLASSES: &[&str] = &[
+pub(crate) const CLASSES: &[&str] = &[
     "PodDisruptionBudgetAtLimit",
     "PodDisruptionBudgetLimit",
     "KubeNodeNotReady",

@@ -15,12 +15,12 @@ use crate::model::Severity;
 use crate::model::release::{UpdateKind, Version};
 use crate::model::text::list;
 
-pub struct RemovedApisInUse;
+pub(crate) struct RemovedApisInUse;
 
 const URL: &str = "https://access.redhat.com/articles/6955381";
 
 /// The Kubernetes minor version of an OpenShift release: 4.N ships 1.(N+13).
-pub fn kubernetes_minor(openshift: &Version) -> Option<(u64, u64)> {
+pub(crate) fn kubernetes_minor(openshift: &Version) -> Option<(u64, u64)> {
     let minor = openshift.minor.checked_add(13)?;
     (openshift.major == 4).then_some((1, minor))
 }

@@ -6,7 +6,7 @@ use x509_parser::public_key::PublicKey;
 
 /// What the certificate checks read from a certificate.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Leaf {
+pub(crate) struct Leaf {
     pub subject: String,
     pub not_after: Timestamp,
     /// The RSA modulus size, for an RSA key.

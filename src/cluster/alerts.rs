@@ -14,14 +14,14 @@ use super::openshift::null_as_default;
 /// The response of `/api/v1/alerts`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct AlertsResponse {
+pub(crate) struct AlertsResponse {
     pub status: String,
     pub data: AlertsData,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct AlertsData {
+pub(crate) struct AlertsData {
     #[serde(deserialize_with = "null_as_default")]
     pub alerts: Vec<Alert>,
 }
@@ -66,15 +66,13 @@ struct Rule {
 /// Alerts read from a snapshot file, and the newest time the file records
 /// (an alert's `activeAt`, a rule's last evaluation).
 #[derive(Debug, Default)]
-pub struct AlertFile {
+pub(crate) struct AlertFile {
     pub alerts: Vec<Alert>,
     pub newest: Option<Timestamp>,
-    /// Which format it was in: `alerts` or `rules`.
-    pub format: &'static str,
 }
 
 /// Reads a Prometheus `/api/v1/alerts` or `/api/v1/rules` response.
-pub fn read_alert_file(text: &str) -> Result<AlertFile, String> {
+pub(crate) fn read_alert_file(text: &str) -> Result<AlertFile, String> {
     let response: AnyResponse = serde_json::from_str(text).map_err(|e| e.to_string())?;
     if response.status != "success" {
         return Err(
@@ -89,14 +87,12 @@ pub fn read_alert_file(text: &str) -> Result<AlertFile, String> {
         } => Ok(AlertFile {
             newest: newest_active(&alerts),
             alerts,
-            format: "alerts",
         }),
         AnyData {
             groups: Some(groups),
             ..
         } => {
             let mut file = AlertFile {
-                format: "rules",
                 ..AlertFile::default()
             };
             for rule in groups.into_iter().flat_map(|g| g.rules) {
@@ -170,7 +166,7 @@ impl Alert {
     }
 
     /// The alert and what it is about, e.g. `KubeNodeNotReady (node=worker-1)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let about: Vec<String> = ["namespace", "name", "node", "pod", "poddisruptionbudget"]
             .iter()
             .filter_map(|k| self.labels.get(*k).map(|v| format!("{k}={v}")))
@@ -191,7 +187,7 @@ impl Alert {
 
 /// Keeps each alert (by its labels) once, in the most urgent state it was
 /// read in: a must-gather may hold the same alerts in more than one file.
-pub fn dedup(alerts: &mut Vec<Alert>) {
+pub(crate) fn dedup(alerts: &mut Vec<Alert>) {
     alerts.sort_by(|a, b| a.labels.cmp(&b.labels).then(a.rank().cmp(&b.rank())));
     alerts.dedup_by(|later, first| later.labels == first.labels);
 }
@@ -209,7 +205,6 @@ mod tests {
              "alerts":[{"labels":{"namespace":"openshift-etcd"},"state":"firing","activeAt":"2021-06-10T12:40:00Z"}]},
             {"type":"recording","name":"x:sum","lastEvaluation":"2021-06-10T12:59:45Z"}]}]}}"#;
         let file = read_alert_file(text).unwrap();
-        assert_eq!(file.format, "rules");
         assert_eq!(file.alerts.len(), 1);
         let alert = &file.alerts[0];
         assert_eq!(

@@ -78,7 +78,7 @@ impl EventRecorder {
     }
 
     /// Queues an Event about a ClusterVersion; never waits.
-    pub fn publish(&self, note: EventNote, name: &str, uid: &str) {
+    pub(crate) fn publish(&self, note: EventNote, name: &str, uid: &str) {
         let reference = ObjectReference {
             api_version: Some("config.openshift.io/v1".into()),
             kind: Some("ClusterVersion".into()),

@@ -37,7 +37,7 @@ pub struct NodeStatus {
 
 /// The annotation the machine-config daemon sets while it drains a node for
 /// an update (`drain-<config>`; `uncordon-<config>` once done).
-pub const DESIRED_DRAIN: &str = "machineconfiguration.openshift.io/desiredDrain";
+pub(crate) const DESIRED_DRAIN: &str = "machineconfiguration.openshift.io/desiredDrain";
 
 impl Node {
     pub fn name(&self) -> &str {
@@ -49,7 +49,7 @@ impl Node {
     }
 
     /// Cordoned by the machine-config daemon for an update, rather than by hand.
-    pub fn drained_by_mco(&self) -> bool {
+    pub(crate) fn drained_by_mco(&self) -> bool {
         self.metadata
             .annotations
             .get(DESIRED_DRAIN)
@@ -73,14 +73,16 @@ pub struct Pod {
 
 impl Pod {
     /// DaemonSet pods stay on their node during a drain.
-    pub fn moves_on_drain(&self) -> bool {
+    pub(crate) fn moves_on_drain(&self) -> bool {
         self.owner_kind.as_deref() != Some("DaemonSet")
     }
 }
 
 /// Reads a Pod; returns `None` for pods that have finished (Succeeded or
 /// Failed), which hold no resources and need no disruption budget.
-pub fn read_pod<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Pod>, D::Error> {
+pub(crate) fn read_pod<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Pod>, D::Error> {
     #[derive(Deserialize, Default)]
     #[serde(default, rename_all = "camelCase")]
     struct Raw {
@@ -209,7 +211,7 @@ pub struct TlsSecret {
 /// operator for serving certificates it issues to Services, library-go's
 /// certificate rotation (kube-apiserver, etcd and other operators) that
 /// records the expiry it manages, and cert-manager.
-pub const ROTATION_ANNOTATIONS: &[(&str, &str)] = &[
+pub(crate) const ROTATION_ANNOTATIONS: &[(&str, &str)] = &[
     (
         "service.beta.openshift.io/originating-service-name",
         "the service CA operator",
@@ -226,7 +228,7 @@ pub const ROTATION_ANNOTATIONS: &[(&str, &str)] = &[
 ];
 
 /// Reads a Secret; returns `None` unless it is of type `kubernetes.io/tls`.
-pub fn read_tls_secret<'de, D: Deserializer<'de>>(
+pub(crate) fn read_tls_secret<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<TlsSecret>, D::Error> {
     use base64::Engine;

@@ -129,7 +129,7 @@ impl Reads {
 }
 
 /// Why the certificate checks have no data when TLS Secrets are not read.
-pub const TLS_SECRETS_WITHHELD: &str = "TLS Secrets are not read: the gate runs without --read-tls-secrets (docs/install.md, \"The sensitive grant: Secrets\")";
+pub(crate) const TLS_SECRETS_WITHHELD: &str = "TLS Secrets are not read: the gate runs without --read-tls-secrets (docs/install.md, \"The sensitive grant: Secrets\")";
 
 /// Lists every kind the checks read. A kind whose API is not served (say,
 /// a plain Kubernetes cluster with no MachineConfigPools) is left out of
@@ -140,7 +140,7 @@ pub async fn load(client: &kube::Client, reads: Reads) -> Result<ClusterView, ku
 }
 
 /// [`load`], calling `progress(kind, objects so far)` after every page.
-pub async fn load_with_progress(
+pub(crate) async fn load_with_progress(
     client: &kube::Client,
     reads: Reads,
     mut progress: impl FnMut(&str, usize),

@@ -80,7 +80,7 @@ pub struct ApiRequestCount {
 
 impl ApiRequestCount {
     /// Requests over the last 24 hours by anyone but platform components.
-    pub fn user_request_count(&self) -> u64 {
+    pub(crate) fn user_request_count(&self) -> u64 {
         self.request_count
             .saturating_sub(self.platform_request_count)
             .max(self.callers.iter().map(|c| c.request_count).sum())
@@ -92,7 +92,7 @@ impl ApiRequestCount {
 /// and namespace controller list every served API to find what to delete,
 /// and kube-controller-manager and cluster-policy-controller walk every
 /// resource to enforce policies. By user name, or by user agent prefix.
-pub const PLATFORM_CALLERS: &[&str] = &[
+pub(crate) const PLATFORM_CALLERS: &[&str] = &[
     "system:serviceaccount:kube-system:generic-garbage-collector",
     "system:serviceaccount:kube-system:namespace-controller",
     "system:kube-controller-manager",
@@ -102,13 +102,13 @@ pub const PLATFORM_CALLERS: &[&str] = &[
 
 /// User agents of the same components, when they run as a service account
 /// of an `openshift-` namespace.
-pub const PLATFORM_USER_AGENTS: &[&str] = &["cluster-policy-controller/"];
+pub(crate) const PLATFORM_USER_AGENTS: &[&str] = &["cluster-policy-controller/"];
 
 /// Whether a caller is a platform component whose calls need no action.
 /// The user agent is whatever the client sends, so it counts only beside an
 /// identity of the platform's own namespaces: a workload that claims a
 /// platform user agent is still counted.
-pub fn is_platform_caller(username: &str, user_agent: &str) -> bool {
+pub(crate) fn is_platform_caller(username: &str, user_agent: &str) -> bool {
     let platform_account = username
         .strip_prefix("system:serviceaccount:")
         .is_some_and(|account| account.starts_with("openshift-"));
@@ -131,7 +131,7 @@ pub struct Caller {
 const CALLERS_KEPT: usize = 10;
 
 /// Reads an APIRequestCount, summing its per-hour, per-node callers.
-pub fn read_api_request_count<'de, D: Deserializer<'de>>(
+pub(crate) fn read_api_request_count<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<ApiRequestCount, D::Error> {
     #[derive(Deserialize, Default)]
@@ -231,7 +231,7 @@ pub struct ClusterServiceVersion {
 
 /// Reads a CSV; returns `None` for the copies OLM places in every watched
 /// namespace (labelled `olm.copiedFrom`).
-pub fn read_cluster_service_version<'de, D: Deserializer<'de>>(
+pub(crate) fn read_cluster_service_version<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<ClusterServiceVersion>, D::Error> {
     #[derive(Deserialize, Default)]

@@ -118,7 +118,7 @@ impl ClusterView {
     /// webhook uses, against this view's ClusterVersion (an empty one when
     /// the data has none: an image then stands for itself, and a version
     /// is unknown).
-    pub fn resolve(&self, to: &str) -> Resolution {
+    pub(crate) fn resolve(&self, to: &str) -> Resolution {
         match &self.cluster_version {
             Some(cv) => cv.resolve_named(to),
             None => ClusterVersion::default().resolve_named(to),
@@ -146,7 +146,7 @@ impl ClusterView {
 
     /// Adds one object read from any serde deserializer, so that a large
     /// snapshot is read straight into the lean types.
-    pub fn add_from<'de, D: Deserializer<'de>>(
+    pub(crate) fn add_from<'de, D: Deserializer<'de>>(
         &mut self,
         kind: &str,
         object: D,
@@ -221,7 +221,7 @@ impl ClusterView {
     }
 
     /// Takes `time` into the newest timestamp of the data.
-    pub fn saw(&mut self, time: Option<Timestamp>) {
+    pub(crate) fn saw(&mut self, time: Option<Timestamp>) {
         self.newest = self.newest.max(time);
     }
 
@@ -243,7 +243,7 @@ impl ClusterView {
     }
 
     /// Records that `kind` was loaded, e.g. from an empty List.
-    pub fn mark_loaded(&mut self, kind: &str) {
+    pub(crate) fn mark_loaded(&mut self, kind: &str) {
         if kinds().any(|k| k == kind) {
             self.loaded.insert(kind.to_owned());
         }
@@ -255,7 +255,7 @@ impl ClusterView {
     }
 
     /// Adds alerts; several sources add up.
-    pub fn add_alerts(&mut self, alerts: Vec<Alert>) {
+    pub(crate) fn add_alerts(&mut self, alerts: Vec<Alert>) {
         self.alerts.get_or_insert_with(Vec::new).extend(alerts);
     }
 
@@ -271,7 +271,7 @@ impl ClusterView {
     /// The MachineConfigPool a node belongs to: the pool whose selector
     /// matches it, preferring a custom pool over `worker`, as the
     /// machine-config operator does.
-    pub fn pool_of(&self, node: &Node) -> Option<&MachineConfigPool> {
+    pub(crate) fn pool_of(&self, node: &Node) -> Option<&MachineConfigPool> {
         let mut pools = self
             .machine_config_pools
             .iter()

@@ -20,12 +20,12 @@ use crate::report::{Format, Report};
 use crate::suite::{self, Limits};
 
 /// Exit code when the cluster cannot be read or the report not written.
-pub const EXIT_ERROR: u8 = 1;
+pub(crate) const EXIT_ERROR: u8 = 1;
 /// Exit code for arguments that make no sense together.
-pub const EXIT_USAGE: u8 = 2;
+pub(crate) const EXIT_USAGE: u8 = 2;
 
 #[derive(Debug, thiserror::Error)]
-pub enum CheckError {
+pub(crate) enum CheckError {
     #[error(transparent)]
     Snapshot(#[from] crate::cluster::snapshot::SnapshotError),
     #[error("cannot read the cluster: {0:#}")]

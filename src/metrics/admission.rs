@@ -140,7 +140,7 @@ impl AdmissionMetrics {
 
     /// A review is being answered: it counts in flight until the guard is
     /// dropped.
-    pub fn review_started(&self) -> InFlight {
+    pub(crate) fn review_started(&self) -> InFlight {
         self.in_flight.inc();
         InFlight(self.in_flight.clone())
     }
@@ -163,7 +163,7 @@ impl AdmissionMetrics {
     }
 
     /// An override of `kind` let a change through (never on a dry run).
-    pub fn override_honoured(&self, kind: OverrideKind) {
+    pub(crate) fn override_honoured(&self, kind: OverrideKind) {
         self.overrides.with_label_values(&[kind.as_str()]).inc();
     }
 

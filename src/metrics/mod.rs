@@ -29,7 +29,7 @@ const PREFIX: &str = "preflight_gate";
 
 /// The `target_version` label of a target named `display` (a version, or an
 /// image when the version is not known): the version, or `unknown`.
-pub fn target_label(display: &str) -> &str {
+pub(crate) fn target_label(display: &str) -> &str {
     if Version::parse(display).is_some() {
         display
     } else {

@@ -95,7 +95,7 @@ impl ResultMetrics {
     }
 
     /// Whether the watch feeding the webhook's cache is healthy now.
-    pub fn watch_up(&self, up: bool) {
+    pub(crate) fn watch_up(&self, up: bool) {
         self.watch_up.set(i64::from(up));
     }
 

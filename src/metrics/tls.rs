@@ -47,7 +47,7 @@ impl TlsMetrics {
 
     /// The pair in use expires at `not_after` (Unix seconds): the first one
     /// loaded, before any reload.
-    pub fn certificate_expires_at(&self, not_after: i64) {
+    pub(crate) fn certificate_expires_at(&self, not_after: i64) {
         self.cert_expiry.set(not_after as f64);
     }
 
@@ -58,7 +58,7 @@ impl TlsMetrics {
     }
 
     /// A changed pair was refused; the one in use stays.
-    pub fn reload_failed(&self) {
+    pub(crate) fn reload_failed(&self) {
         self.reloads.with_label_values(&["failure"]).inc();
     }
 }

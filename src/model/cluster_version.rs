@@ -121,7 +121,7 @@ impl Target {
     /// A release known by its version alone (no image: one the update
     /// graph does not offer). Results cannot be keyed by it; only the
     /// offline report checks it.
-    pub fn version_only(version: &str) -> Self {
+    pub(crate) fn version_only(version: &str) -> Self {
         Self {
             key: ReleaseKey::from_image(""),
             image: String::new(),
@@ -136,7 +136,7 @@ impl Target {
 
     /// Whether an override naming `value` (a version, pullspec or digest)
     /// names this target.
-    pub fn is_named_by(&self, value: &str) -> bool {
+    pub(crate) fn is_named_by(&self, value: &str) -> bool {
         let value = value.trim();
         !value.is_empty()
             && (self.version.as_deref() == Some(value)
@@ -167,7 +167,7 @@ fn non_empty(value: &Option<String>) -> Option<&str> {
 
 impl ClusterVersion {
     /// The version the cluster runs or is moving to (`status.desired`).
-    pub fn desired_version(&self) -> Option<Version> {
+    pub(crate) fn desired_version(&self) -> Option<Version> {
         Version::parse(&self.status.desired.version)
     }
 
@@ -180,7 +180,7 @@ impl ClusterVersion {
     }
 
     /// The newest time the object records, for the time of the data.
-    pub fn newest_time(&self) -> Option<Timestamp> {
+    pub(crate) fn newest_time(&self) -> Option<Timestamp> {
         let history = self
             .status
             .history
@@ -194,7 +194,7 @@ impl ClusterVersion {
     }
 
     /// The newest completed version in the history.
-    pub fn completed_version(&self) -> Option<Version> {
+    pub(crate) fn completed_version(&self) -> Option<Version> {
         self.status
             .history
             .iter()
@@ -205,7 +205,7 @@ impl ClusterVersion {
     /// Resolves the target like the CVO: an image wins; otherwise the
     /// version is looked up in `availableUpdates`, then in
     /// `conditionalUpdates`, then in the current desired release.
-    pub fn resolve_target(&self) -> Resolution {
+    pub(crate) fn resolve_target(&self) -> Resolution {
         match &self.spec.desired_update {
             Some(update) => self.resolve(update),
             None => Resolution::None,
@@ -214,7 +214,7 @@ impl ClusterVersion {
 
     /// Resolves what a person asks for on the command line (`4.16.3`, or a
     /// pullspec) by the same rule as `spec.desiredUpdate`.
-    pub fn resolve_named(&self, to: &str) -> Resolution {
+    pub(crate) fn resolve_named(&self, to: &str) -> Resolution {
         let to = Some(to.trim().to_owned());
         let update = if is_image(to.as_deref().unwrap_or_default()) {
             DesiredUpdate {
@@ -233,7 +233,7 @@ impl ClusterVersion {
     /// The one target resolver: an image wins, with its version from the
     /// update graph; a bare version must be in the graph or be the current
     /// release.
-    pub fn resolve(&self, update: &DesiredUpdate) -> Resolution {
+    pub(crate) fn resolve(&self, update: &DesiredUpdate) -> Resolution {
         let version = non_empty(&update.version);
         if let Some(image) = non_empty(&update.image) {
             // The version comes from the update graph, matched by digest,
@@ -270,7 +270,7 @@ impl ClusterVersion {
 
     /// Whether `target` is `status.desired`: the release the cluster runs,
     /// or the one it is already updating to. Asking for it changes nothing.
-    pub fn is_desired(&self, target: &Target) -> bool {
+    pub(crate) fn is_desired(&self, target: &Target) -> bool {
         let desired = &self.status.desired;
         !desired.image.is_empty() && ReleaseKey::from_image(&desired.image) == target.key
     }
@@ -308,7 +308,7 @@ impl ClusterVersion {
 }
 
 /// Whether two resolutions ask for the same release.
-pub fn same_target(new: &Resolution, old: &Resolution) -> bool {
+pub(crate) fn same_target(new: &Resolution, old: &Resolution) -> bool {
     match (new, old) {
         (Resolution::None, Resolution::None) => true,
         (Resolution::Target(a), Resolution::Target(b)) => a.key == b.key,

@@ -50,13 +50,13 @@ impl Finding {
         }
     }
     /// A failure that only warns, whatever the check's severity.
-    pub fn warn(message: impl Into<String>) -> Self {
+    pub(crate) fn warn(message: impl Into<String>) -> Self {
         Self {
             severity: Some(Severity::Warning),
             ..Self::fail(message)
         }
     }
-    pub fn with_url(mut self, url: &str) -> Self {
+    pub(crate) fn with_url(mut self, url: &str) -> Self {
         self.url = Some(url.to_owned());
         self
     }

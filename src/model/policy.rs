@@ -20,7 +20,7 @@ pub struct Blocking {
 
 /// How one result counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Standing {
+pub(crate) enum Standing {
     Passed,
     Skipped,
     /// A failure (or error) that only warns: a Warning check's, or an error
@@ -34,17 +34,10 @@ pub enum Standing {
 
 /// Results sorted by how they count, in their order.
 #[derive(Debug, Default, PartialEq)]
-pub struct Assessment<'a> {
+pub(crate) struct Assessment<'a> {
     pub blocking: Vec<&'a CheckResult>,
     pub accepted: Vec<&'a CheckResult>,
     pub warnings: Vec<&'a CheckResult>,
-}
-
-impl Assessment<'_> {
-    /// Names of the checks that block.
-    pub fn blocking_names(&self) -> Vec<&str> {
-        self.blocking.iter().map(|r| r.name.as_str()).collect()
-    }
 }
 
 impl Blocking {
@@ -58,13 +51,13 @@ impl Blocking {
     }
 
     /// Whether an error of `result` fails open.
-    pub fn fails_open(&self, result: &CheckResult) -> bool {
+    pub(crate) fn fails_open(&self, result: &CheckResult) -> bool {
         result.failure_policy == Some(FailurePolicy::FailOpen)
             || self.fail_open.contains(&result.name)
     }
 
     /// How `result` counts.
-    pub fn standing(&self, result: &CheckResult) -> Standing {
+    pub(crate) fn standing(&self, result: &CheckResult) -> Standing {
         let fails = match result.outcome {
             Outcome::Pass => return Standing::Passed,
             Outcome::Skipped => return Standing::Skipped,
@@ -81,7 +74,7 @@ impl Blocking {
     }
 
     /// `results` sorted by standing.
-    pub fn assess<'a>(&self, results: &'a [CheckResult]) -> Assessment<'a> {
+    pub(crate) fn assess<'a>(&self, results: &'a [CheckResult]) -> Assessment<'a> {
         let mut a = Assessment::default();
         for r in results {
             match self.standing(r) {
@@ -96,7 +89,7 @@ impl Blocking {
 
     /// Counts over `results`: `failing` is what blocks; an accepted or
     /// fail-open failure counts as a warning; every error counts as errored.
-    pub fn summarize(&self, results: &[CheckResult]) -> Summary {
+    pub(crate) fn summarize(&self, results: &[CheckResult]) -> Summary {
         let mut s = Summary::default();
         for r in results {
             let standing = self.standing(r);
@@ -217,7 +210,13 @@ mod tests {
             (s.passed, s.failing, s.warnings, s.errored, s.skipped),
             (1, 2, 2, 2, 1)
         );
-        assert_eq!(policy.assess(&results).blocking_names(), ["Fails", "Errs"]);
+        let blocking: Vec<&str> = policy
+            .assess(&results)
+            .blocking
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(blocking, ["Fails", "Errs"]);
     }
 
     #[test]
@@ -228,7 +227,8 @@ mod tests {
         ];
         Blocking::fail_open(["Open".to_owned()]).stamp(&mut results);
         let later = Blocking::default().assess(&results);
-        assert_eq!(later.blocking_names(), ["Closed"]);
+        assert_eq!(later.blocking.len(), 1);
+        assert_eq!(later.blocking[0].name, "Closed");
         assert_eq!(later.warnings[0].name, "Open");
     }
 }

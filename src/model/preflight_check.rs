@@ -10,7 +10,7 @@ use super::release::{UpdateKind, Version};
 use super::results::{FailurePolicy, Severity};
 
 /// Time a check gets when its spec names none.
-pub const DEFAULT_TIMEOUT_SECONDS: u32 = 120;
+pub(crate) const DEFAULT_TIMEOUT_SECONDS: u32 = 120;
 
 /// Spec of a `PreflightCheck`: what to run, for which updates, and how its
 /// result counts.
@@ -138,7 +138,7 @@ pub enum NotApplicable {
 }
 
 /// Whether `version` is in `range` (see [`AppliesTo::versions`]).
-pub fn in_range(range: &str, version: &Version) -> Result<bool, String> {
+pub(crate) fn in_range(range: &str, version: &Version) -> Result<bool, String> {
     let mut any = false;
     for term in range.split_whitespace() {
         any = true;

@@ -91,7 +91,7 @@ impl Version {
     }
 
     /// `4.15`.
-    pub fn minor_line(&self) -> String {
+    pub(crate) fn minor_line(&self) -> String {
         format!("{}.{}", self.major, self.minor)
     }
 }
@@ -164,7 +164,7 @@ impl UpdateKind {
 
 /// Whether `to` names a release image (a pullspec or a digest) rather than
 /// a version.
-pub fn is_image(to: &str) -> bool {
+pub(crate) fn is_image(to: &str) -> bool {
     to.contains('/') || to.contains('@')
 }
 

@@ -58,11 +58,11 @@ pub fn list(names: &[String], max: usize) -> String {
 }
 
 /// How much of an operator's message a finding quotes.
-pub const EXCERPT: usize = 240;
+pub(crate) const EXCERPT: usize = 240;
 
 /// The first line of `message`, cut to about `max` characters on a word
 /// boundary: operators' messages can run to pages.
-pub fn excerpt(message: Option<&str>, max: usize) -> String {
+pub(crate) fn excerpt(message: Option<&str>, max: usize) -> String {
     let line = message
         .and_then(|m| m.lines().map(str::trim).find(|l| !l.is_empty()))
         .unwrap_or("no message");
@@ -87,7 +87,7 @@ pub fn since(then: Option<Timestamp>, now: Timestamp) -> String {
 }
 
 /// A duration as a person reads it: `42s`, `5m`, `3h12m`, `2d4h`.
-pub fn short_duration(d: std::time::Duration) -> String {
+pub(crate) fn short_duration(d: std::time::Duration) -> String {
     let secs = d.as_secs();
     match secs {
         0..60 => format!("{secs}s"),

@@ -10,7 +10,7 @@ use super::results::UpdatePreflight;
 
 /// The field manager the controller writes status as; on the API server,
 /// status written by any other manager is not a result.
-pub const FIELD_MANAGER: &str = "preflight-gate";
+pub(crate) const FIELD_MANAGER: &str = "preflight-gate";
 
 /// Why an object is not a result the gate vouches for.
 #[derive(Clone, Debug, PartialEq, Eq)]

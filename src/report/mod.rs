@@ -81,7 +81,7 @@ impl Report {
     }
 
     /// The report of results a controller wrote to an `UpdatePreflight`.
-    pub fn from_results(target: String, image: String, results: Vec<CheckResult>) -> Self {
+    pub(crate) fn from_results(target: String, image: String, results: Vec<CheckResult>) -> Self {
         Self {
             target,
             image,

@@ -15,7 +15,7 @@ use tracing::debug;
 
 /// Wraps an acceptor so that at most `max` connections are open at once.
 #[derive(Clone)]
-pub struct CappedAcceptor<A> {
+pub(crate) struct CappedAcceptor<A> {
     inner: A,
     slots: Arc<Semaphore>,
 }
@@ -64,7 +64,7 @@ where
 }
 
 /// A connection that holds its slot until it closes.
-pub struct Capped<S> {
+pub(crate) struct Capped<S> {
     inner: S,
     _slot: OwnedSemaphorePermit,
 }

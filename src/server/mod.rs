@@ -137,7 +137,7 @@ pub async fn serve(
 }
 
 /// Completes on SIGTERM or SIGINT.
-pub async fn signal() {
+pub(crate) async fn signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = match signal(SignalKind::terminate()) {
         Ok(s) => s,

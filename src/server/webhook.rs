@@ -36,14 +36,14 @@ pub const PATH: &str = "/validate/clusterversion";
 
 /// The largest review body accepted (the API server's own request limit is 3 MiB
 /// of object, twice over for old and new).
-pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
 
 /// The API server's longest webhook timeout, used when it sends none.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How many body bytes may be in memory at once, across reviews: well under
 /// the Deployment's 512 Mi limit, and room for nine reviews at the largest.
-pub const BODY_BUDGET_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const BODY_BUDGET_BYTES: usize = 64 * 1024 * 1024;
 
 /// The unit the body budget is counted in.
 const BUDGET_UNIT: usize = 1024;

@@ -63,17 +63,17 @@ pub enum SnapshotError {
 
 impl SnapshotError {
     /// Whether the snapshot given is not one cluster's: a usage error.
-    pub fn is_mixed(&self) -> bool {
+    pub(crate) fn is_mixed(&self) -> bool {
         matches!(self, Self::Mixed { .. })
     }
 }
 
 /// The file name of alerts in a snapshot (either format).
-pub const ALERTS_FILE: &str = "alerts.json";
+pub(crate) const ALERTS_FILE: &str = "alerts.json";
 /// The file name of a 4.9+ must-gather's alerting rules and their alerts.
 pub const RULES_FILE: &str = "rules.json";
 /// The file `oc adm must-gather` writes the time it started and ended into.
-pub const TIMESTAMP_FILE: &str = "timestamp";
+pub(crate) const TIMESTAMP_FILE: &str = "timestamp";
 
 /// Loads every object of a kind the checks read from `path`: a directory,
 /// a tar archive (plain, gzip or xz) or a single YAML or JSON file.
@@ -171,7 +171,7 @@ fn load_archive(path: &Path) -> Result<ClusterView, SnapshotError> {
 
 /// Loads a snapshot held in memory as `(file name, text)` pairs, such as
 /// the sample compiled into the binary.
-pub fn load_files(files: &[(&str, &str)]) -> Result<ClusterView, SnapshotError> {
+pub(crate) fn load_files(files: &[(&str, &str)]) -> Result<ClusterView, SnapshotError> {
     let mut snapshot = Snapshot::default();
     for (name, text) in files {
         snapshot.add_file(Path::new(name), text)?;
@@ -420,7 +420,7 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), SnapshotError> {
 /// one when it ended, as Go prints a time
 /// (`2021-06-10 12:59:49.123456789 +0000 UTC m=+0.1`); RFC 3339 is taken
 /// too. The last time in the file is the data's.
-pub fn parse_timestamp_file(text: &str) -> Option<Timestamp> {
+pub(crate) fn parse_timestamp_file(text: &str) -> Option<Timestamp> {
     text.lines().filter_map(parse_time_line).next_back()
 }
 

@@ -8,7 +8,7 @@ use super::{SnapshotError, load_files};
 use crate::cluster::ClusterView;
 
 /// The files, by name.
-pub const FILES: &[(&str, &str)] = &[
+pub(crate) const FILES: &[(&str, &str)] = &[
     (
         "alerts.json",
         include_str!("../../../examples/snapshot/alerts.json"),
