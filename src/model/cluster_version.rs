@@ -161,6 +161,33 @@ pub enum Resolution {
     },
 }
 
+/// The version a release image's tag names (`4.12.64-x86_64`, `4.16.0-ec.3`,
+/// `4.15.0-0.okd-scos-2024-01-18-223523`): OpenShift tags a release
+/// `VERSION` or `VERSION-ARCH`. None for a digest or any other tag.
+pub fn tag_version(image: &str) -> Option<Version> {
+    if image.contains('@') {
+        return None;
+    }
+    let (_, tag) = image
+        .rsplit_once(':')
+        .filter(|(repo, _)| !repo.ends_with('/') && !repo.is_empty())?;
+    if tag.contains('/') {
+        return None;
+    }
+    const ARCHES: &[&str] = &[
+        "-x86_64", "-aarch64", "-arm64", "-ppc64le", "-s390x", "-multi",
+    ];
+    let bare = ARCHES
+        .iter()
+        .find_map(|arch| tag.strip_suffix(arch))
+        .unwrap_or(tag);
+    // A release's tag has all three parts (`4.16`, `latest` name none).
+    let core = bare.split('-').next().unwrap_or_default();
+    (core.split('.').count() == 3)
+        .then(|| Version::parse(bare))
+        .flatten()
+}
+
 fn non_empty(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
@@ -214,6 +241,12 @@ impl ClusterVersion {
 
     /// Resolves what a person asks for on the command line (`4.16.3`, or a
     /// pullspec) by the same rule as `spec.desiredUpdate`.
+    ///
+    /// A person may name a release by a tag such as
+    /// `ocp-release:4.12.64-x86_64`: when the update graph does not know the
+    /// image, its version is read from the tag, so the report still knows
+    /// the kind of update. (The webhook never does: a tag in a review is
+    /// the requester's word, and only the graph's is taken there.)
     pub(crate) fn resolve_named(&self, to: &str) -> Resolution {
         let to = Some(to.trim().to_owned());
         let update = if is_image(to.as_deref().unwrap_or_default()) {
@@ -227,7 +260,13 @@ impl ClusterVersion {
                 ..DesiredUpdate::default()
             }
         };
-        self.resolve(&update)
+        match self.resolve(&update) {
+            Resolution::Target(mut target) if target.version.is_none() => {
+                target.version = tag_version(&target.image).map(|v| v.to_string());
+                Resolution::Target(target)
+            }
+            other => other,
+        }
     }
 
     /// The one target resolver: an image wins, with its version from the
@@ -315,5 +354,77 @@ pub(crate) fn same_target(new: &Resolution, old: &Resolution) -> bool {
         (Resolution::UnknownVersion(a), Resolution::UnknownVersion(b)) => a == b,
         (a @ Resolution::VersionMismatch { .. }, b) => a == b,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case(
+        "quay.io/openshift-release-dev/ocp-release:4.12.64-x86_64",
+        Some("4.12.64")
+    )]
+    #[case(
+        "quay.io/openshift-release-dev/ocp-release:4.16.0-ec.3-aarch64",
+        Some("4.16.0-ec.3")
+    )]
+    #[case(
+        "quay.io/okd/scos-release:4.15.0-0.okd-scos-2024-01-18-223523",
+        Some("4.15.0-0.okd-scos-2024-01-18-223523")
+    )]
+    #[case("registry.example:5000/ocp/release:4.14.8-multi", Some("4.14.8"))]
+    #[case("registry.example:5000/ocp/release", None)]
+    #[case("quay.io/openshift-release-dev/ocp-release:latest", None)]
+    #[case("quay.io/openshift-release-dev/ocp-release:4.16", None)]
+    #[case("quay.io/openshift-release-dev/ocp-release@sha256:aa", None)]
+    fn a_release_tag_names_its_version(#[case] image: &str, #[case] expected: Option<&str>) {
+        assert_eq!(tag_version(image), expected.and_then(Version::parse));
+    }
+
+    fn graph() -> ClusterVersion {
+        serde_json::from_value(serde_json::json!({
+            "status": {
+                "desired": {"version": "4.12.16", "image": "quay.io/r@sha256:00"},
+                "availableUpdates": [{"version": "4.12.20", "image": "quay.io/r@sha256:20"}],
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_tag_on_the_command_line_gives_the_version_the_graph_does_not() {
+        let named = graph().resolve_named("quay.io/r:4.12.64-x86_64");
+        let Resolution::Target(target) = named else {
+            panic!("{named:?}")
+        };
+        assert_eq!(target.version.as_deref(), Some("4.12.64"));
+    }
+
+    #[test]
+    fn a_tag_in_a_review_is_not_taken_for_the_version() {
+        let update = DesiredUpdate {
+            image: Some("quay.io/r:4.12.64-x86_64".into()),
+            ..DesiredUpdate::default()
+        };
+        let Resolution::Target(target) = graph().resolve(&update) else {
+            panic!()
+        };
+        assert_eq!(target.version, None);
+    }
+
+    #[test]
+    fn the_graph_wins_over_a_digest_s_claimed_version() {
+        let update = DesiredUpdate {
+            image: Some("mirror.example/r@sha256:20".into()),
+            version: Some("4.13.0".into()),
+            ..DesiredUpdate::default()
+        };
+        assert!(matches!(
+            graph().resolve(&update),
+            Resolution::VersionMismatch { .. }
+        ));
     }
 }
