@@ -1,5 +1,7 @@
-//! ClusterOperatorsUpgradeable: no ClusterOperator says `Upgradeable=False`.
-//! The CVO enforces this for minor and major updates only, so does this check.
+//! ClusterOperatorsUpgradeable: neither the ClusterVersion nor any
+//! ClusterOperator says `Upgradeable=False`. The CVO enforces this for minor
+//! and major updates only, so does this check. (The ClusterVersion's
+//! `AdminAckRequired` is AdminAcksMissing's.)
 
 use super::{Check, Context, require};
 use crate::cluster::openshift::condition;
@@ -31,29 +33,41 @@ impl Check for ClusterOperatorsUpgradeable {
         if let Err(skip) = require(ctx.view, &["ClusterOperator"]) {
             return skip;
         }
-        let blocked: Vec<String> = ctx
-            .view
-            .cluster_operators
-            .iter()
-            .filter_map(|co| {
-                let c = condition(&co.status.conditions, "Upgradeable")
-                    .filter(|c| c.status == "False")?;
-                Some(format!(
-                    "{} ({}: {})",
-                    co.metadata.name,
-                    c.reason.as_deref().unwrap_or("no reason"),
-                    excerpt(c.message.as_deref(), EXCERPT)
-                ))
-            })
-            .collect();
+        // The CVO's own precondition first: its Upgradeable=False sums up
+        // every reason it refuses a minor update for.
+        let own = ctx.view.cluster_version.as_ref().and_then(|cv| {
+            let c = condition(&cv.status.conditions, "Upgradeable")
+                .filter(|c| c.status == "False")
+                .filter(|c| c.reason.as_deref() != Some("AdminAckRequired"))?;
+            Some(format!(
+                "the ClusterVersion ({}: {})",
+                c.reason.as_deref().unwrap_or("no reason"),
+                excerpt(c.message.as_deref(), EXCERPT)
+            ))
+        });
+        let operators = ctx.view.cluster_operators.iter().filter_map(|co| {
+            let c =
+                condition(&co.status.conditions, "Upgradeable").filter(|c| c.status == "False")?;
+            Some(format!(
+                "{} ({}: {})",
+                co.metadata.name,
+                c.reason.as_deref().unwrap_or("no reason"),
+                excerpt(c.message.as_deref(), EXCERPT)
+            ))
+        });
+        let blocked: Vec<String> = own.into_iter().chain(operators).collect();
         if blocked.is_empty() {
             Finding::pass(format!(
                 "no ClusterOperator blocks an update to {}",
                 ctx.target_name()
             ))
         } else {
+            let kind = match ctx.kind {
+                Some(kind) => format!("a {} update", format!("{kind:?}").to_lowercase()),
+                None => "a minor or major update (the target's version is unknown)".to_owned(),
+            };
             Finding::fail(format!(
-                "Upgradeable=False blocks a minor update: {}",
+                "Upgradeable=False blocks {kind}: {}",
                 list(&blocked, 5)
             ))
             .with_url(URL)
@@ -92,6 +106,32 @@ mod tests {
         );
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    #[rstest]
+    #[case::its_own_reason("ClusterVersionOverridesSet", Outcome::Fail)]
+    #[case::multiple("MultipleReasons", Outcome::Fail)]
+    #[case::admin_acks_are_another_checks("AdminAckRequired", Outcome::Pass)]
+    fn the_cluster_versions_own_upgradeable_false_blocks_a_minor_update(
+        #[case] reason: &str,
+        #[case] outcome: Outcome,
+    ) {
+        let mut cv = fixture::cluster_version("4.15.3");
+        cv["status"]["conditions"] = json!([{"type": "Upgradeable", "status": "False",
+            "reason": reason, "message": "Disabling ownership via cluster version overrides prevents upgrades."}]);
+        let operators = operator("dns", "True");
+        let view = fixture::view(vec![cv, operators]);
+        let finding = fixture::run(&ClusterOperatorsUpgradeable, &view, "4.16.0");
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        if outcome == Outcome::Fail {
+            assert!(
+                finding.message.starts_with(&format!(
+                    "Upgradeable=False blocks a minor update: the ClusterVersion ({reason}: Disabling ownership"
+                )),
+                "{}",
+                finding.message
+            );
+        }
     }
 
     #[test]
