@@ -20,7 +20,7 @@ use kube::api::{Api, DeleteParams, LogParams, PostParams};
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use super::jobs::JobSettings;
+use super::jobs::settings::JobSettings;
 use crate::model::EnvVar;
 use crate::model::FailurePolicy;
 use crate::model::Severity;
