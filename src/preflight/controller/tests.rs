@@ -1,6 +1,8 @@
 //! The controller's pure rules (when a run is due, what the status says),
 //! and its reconciler and leader loop against a mock API server (`mock`).
 
+mod api;
+
 use std::time::Duration;
 
 use jiff::Timestamp;
