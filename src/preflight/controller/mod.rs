@@ -89,7 +89,7 @@ impl Ctx {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error("cannot write the status of {name}: {source}")]
     WriteStatus { name: String, source: kube::Error },
 }
