@@ -11,6 +11,9 @@ use tracing::{info, warn};
 
 use crate::metrics::Metrics;
 
+#[cfg(test)]
+mod tests;
+
 /// Where the Lease lives and how long it holds.
 #[derive(Clone, Debug)]
 pub struct LeaseSettings {

@@ -29,9 +29,9 @@ use crate::model::UpdatePreflightSpec;
 use crate::model::release::ReleaseKey;
 
 /// Stamped on an object to ask for a new run.
-pub const REQUESTED_AT: &str = "preflight.dev/requested-at";
+pub(crate) const REQUESTED_AT: &str = "preflight.dev/requested-at";
 /// Labels objects the gate made itself, which it may garbage-collect.
-pub const AUTO_CREATED: &str = "preflight.dev/auto-created";
+pub(crate) const AUTO_CREATED: &str = "preflight.dev/auto-created";
 
 /// How long a trigger for one release suppresses the next.
 const TRIGGER_DEBOUNCE: Duration = Duration::from_secs(30);
@@ -321,7 +321,7 @@ pub fn offered(cv: &ClusterVersion) -> Vec<RunRequest> {
 }
 
 /// The `ClusterVersion` API, read as JSON.
-pub fn cluster_versions(client: &kube::Client) -> Api<DynamicObject> {
+pub(crate) fn cluster_versions(client: &kube::Client) -> Api<DynamicObject> {
     let resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion"),
         "clusterversions",

@@ -4,6 +4,8 @@
 //! leader-elected controller that runs suites and writes their results;
 //! `PreflightCheck`s, administrators' and vendors' checks, run as Jobs.
 
+#[cfg(test)]
+mod api_mock;
 pub mod controller;
 pub mod jobs;
 pub mod leader;

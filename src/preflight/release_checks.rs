@@ -20,7 +20,7 @@ use kube::api::{Api, DeleteParams, LogParams, PostParams};
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use super::jobs::JobSettings;
+use super::jobs::settings::JobSettings;
 use crate::model::EnvVar;
 use crate::model::FailurePolicy;
 use crate::model::Severity;
@@ -28,21 +28,21 @@ use crate::model::preflight_check::{PreflightCheck, PreflightCheckSpec};
 use crate::model::release::ReleaseKey;
 
 /// The annotation that marks a Job manifest as a preflight check.
-pub const DECLARED: &str = "openshift.io/preflight-check";
+pub(crate) const DECLARED: &str = "openshift.io/preflight-check";
 /// Optional annotations on a declared Job: its result name, severity and
 /// failure policy.
-pub const CHECK_NAME: &str = "preflight.dev/check-name";
-pub const SEVERITY: &str = "preflight.dev/severity";
-pub const FAILURE_POLICY: &str = "preflight.dev/failure-policy";
+pub(crate) const CHECK_NAME: &str = "preflight.dev/check-name";
+pub(crate) const SEVERITY: &str = "preflight.dev/severity";
+pub(crate) const FAILURE_POLICY: &str = "preflight.dev/failure-policy";
 /// Label on extraction pods.
-pub const EXTRACTION: &str = "preflight.dev/release-extraction";
+pub(crate) const EXTRACTION: &str = "preflight.dev/release-extraction";
 
 const BEGIN: &str = "--- preflight-gate begin ";
 const END: &str = "--- preflight-gate end";
 
 /// What a release declares.
 #[derive(Clone, Debug, Default)]
-pub struct Declared {
+pub(crate) struct Declared {
     /// Component name to pullspec, from `image-references`.
     pub images: BTreeMap<String, String>,
     /// The declared checks, ready to run.
@@ -50,7 +50,7 @@ pub struct Declared {
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum DiscoveryError {
+pub(crate) enum DiscoveryError {
     #[error("the extraction pod printed no image-references")]
     NoImageReferences,
     #[error("cannot read image-references: {0}")]
@@ -65,7 +65,7 @@ pub enum DiscoveryError {
 
 /// The script of the extraction pod: print `image-references` and every
 /// manifest file that mentions the annotation, each between markers.
-pub fn extraction_script() -> String {
+pub(crate) fn extraction_script() -> String {
     format!(
         r#"set -eu
 cd /release-manifests
@@ -78,7 +78,10 @@ done; }} | tee "$out""#
 }
 
 /// The pod that lists what the release at `image` declares.
-pub fn extraction_pod(image: &str, settings: &JobSettings) -> Result<Pod, serde_json::Error> {
+pub(crate) fn extraction_pod(
+    image: &str,
+    settings: &JobSettings,
+) -> Result<Pod, serde_json::Error> {
     let key = ReleaseKey::from_image(image);
     let mut label = key.object_name();
     label.truncate(63);
@@ -165,7 +168,7 @@ fn camel(name: &str) -> String {
 /// A declared Job as a check to run: its first container's image, command,
 /// args and literal env, its deadline, and the annotations. Everything else
 /// of the Job (its namespace, account, security context) is the gate's.
-pub fn declared_check(job: &Value) -> Option<PreflightCheck> {
+pub(crate) fn declared_check(job: &Value) -> Option<PreflightCheck> {
     let annotations = &job["metadata"]["annotations"];
     if annotations[DECLARED].as_str() != Some("true") || job["kind"] != "Job" {
         return None;
@@ -220,7 +223,7 @@ pub fn declared_check(job: &Value) -> Option<PreflightCheck> {
 }
 
 /// Reads what the extraction pod printed.
-pub fn parse_extraction(output: &str) -> Result<Declared, DiscoveryError> {
+pub(crate) fn parse_extraction(output: &str) -> Result<Declared, DiscoveryError> {
     let sections = sections(output);
     let images = sections
         .iter()
@@ -244,11 +247,11 @@ pub fn parse_extraction(output: &str) -> Result<Declared, DiscoveryError> {
 pub struct Cache(Mutex<HashMap<ReleaseKey, Declared>>);
 
 impl Cache {
-    pub fn get(&self, image: &str) -> Option<Declared> {
+    pub(crate) fn get(&self, image: &str) -> Option<Declared> {
         let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
         map.get(&ReleaseKey::from_image(image)).cloned()
     }
-    pub fn insert(&self, image: &str, declared: Declared) {
+    pub(crate) fn insert(&self, image: &str, declared: Declared) {
         let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
         map.insert(ReleaseKey::from_image(image), declared);
     }
@@ -257,7 +260,7 @@ impl Cache {
 /// Runs the extraction pod for `image` and reads its answer, from the log,
 /// or from the termination message when no log can be read. The pod is
 /// deleted afterwards.
-pub async fn discover(
+pub(crate) async fn discover(
     client: &kube::Client,
     image: &str,
     settings: &JobSettings,

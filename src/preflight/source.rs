@@ -130,7 +130,7 @@ impl RunTrigger for DirectorySource {
 }
 
 /// Parses the `UpdatePreflight` objects of one file.
-pub fn parse_objects(path: &Path, text: &str) -> Result<Vec<UpdatePreflight>, LoadError> {
+pub(crate) fn parse_objects(path: &Path, text: &str) -> Result<Vec<UpdatePreflight>, LoadError> {
     let documents: Vec<serde_json::Value> =
         serde_saphyr::from_multiple(text).map_err(|e| LoadError::Parse {
             path: path.to_owned(),

@@ -1,5 +1,18 @@
-use super::*;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
 use rstest::rstest;
+use serde_json::json;
+
+use super::classify::{Progress, classify, parse_result, result};
+use super::manifest::{CHECK, OWNER_NAME, OWNER_UID, PREFLIGHT_CHECK, Update, job_manifest, plan};
+use super::run::selected;
+use super::settings::JobSettings;
+use crate::model::preflight_check::{DEFAULT_TIMEOUT_SECONDS, PreflightCheck};
+use crate::model::release::Version;
+use crate::model::{Finding, Outcome, UpdatePreflight};
 
 fn check(spec: serde_json::Value) -> PreflightCheck {
     serde_json::from_value(json!({

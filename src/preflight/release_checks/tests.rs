@@ -108,7 +108,7 @@ fn a_manifest_that_is_not_yaml_is_an_error_naming_the_file() {
 fn the_extraction_pod_runs_the_release_image_restricted_and_without_a_token() {
     let pod = extraction_pod(
         "example.com/ocp-release@sha256:aa",
-        &crate::preflight::jobs::JobSettings::default(),
+        &crate::preflight::jobs::settings::JobSettings::default(),
     )
     .unwrap();
     let p = serde_json::to_value(&pod).unwrap();

@@ -1,0 +1,347 @@
+//! One object's turn: whether a run is due, and the run itself (the
+//! built-in suite over a fresh live view beside the external checks, one
+//! status written before and after, an Event at the end).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use tracing::{Instrument, info, info_span, warn};
+
+use super::{Ctx, Error, Settings};
+use crate::admission::ports::RunRequest;
+use crate::cluster::live;
+use crate::model::release::{ReleaseKey, Version};
+use crate::model::status::{self, Ending};
+use crate::model::{
+    CheckResult, ClusterVersion, Phase, Target, UpdatePreflight, UpdatePreflightStatus,
+};
+use crate::preflight::jobs;
+use crate::preflight::live::{REQUESTED_AT, cluster_versions, trigger};
+use crate::suite::{self, Limits};
+
+/// Why a run is due, if one is. `leading_since` is when this replica became
+/// the leader.
+pub fn run_due(
+    object: &UpdatePreflight,
+    refresh: Duration,
+    run_timeout: Duration,
+    leading_since: Timestamp,
+    now: Timestamp,
+) -> Option<&'static str> {
+    let Some(status) = &object.status else {
+        return Some("new");
+    };
+    let started = status.start_time.as_ref().map(|t| t.0);
+    match status.phase {
+        None => return Some("new"),
+        Some(Phase::Pending) => return Some("pending"),
+        Some(Phase::Running) => {
+            // Started by an earlier leader, or running far past its timeout:
+            // its replica is gone, so it is started again.
+            let orphaned = started.is_none_or(|s| {
+                s < leading_since || now.duration_since(s).unsigned_abs() > run_timeout * 2
+            });
+            return orphaned.then_some("an earlier run did not finish");
+        }
+        Some(_) => {}
+    }
+    if status.observed_generation.unwrap_or(0) < object.metadata.generation.unwrap_or(0) {
+        return Some("the spec changed");
+    }
+    let requested = object
+        .annotations()
+        .get(REQUESTED_AT)
+        .and_then(|v| v.parse::<Timestamp>().ok());
+    // `startTime` is written to the second (a metav1.Time), while a request
+    // is stamped finer: compared finely, the run a request started would
+    // look older than it, and run again (with a Job per external check).
+    if let Some(requested) = requested
+        && started.is_none_or(|s| requested.as_second() > s.as_second())
+    {
+        return Some("a run was requested");
+    }
+    let completed = status.completion_time.as_ref().map(|t| t.0);
+    match completed {
+        None => Some("no completed run"),
+        Some(done) if !refresh.is_zero() && now.duration_since(done).unsigned_abs() >= refresh => {
+            Some("the results are old")
+        }
+        Some(_) => None,
+    }
+}
+
+pub(crate) async fn reconcile(
+    object: Arc<UpdatePreflight>,
+    ctx: Arc<Ctx>,
+) -> Result<Action, Error> {
+    ctx.metrics.results.observe(&object);
+    let settings = &ctx.settings;
+    let now = Timestamp::now();
+    let due = run_due(
+        &object,
+        settings.refresh_interval,
+        settings.run_timeout,
+        ctx.leading_since,
+        now,
+    );
+    let Some(why) = due else {
+        return Ok(next_check(&object, settings));
+    };
+    let name = object.name_any();
+    let span = info_span!("run", %name, image = %object.spec.image);
+    async {
+        info!(why, "preflight run starting");
+        ask_for_the_result(&object, &ctx).await;
+        run_suite(&object, &ctx).await
+    }
+    .instrument(span)
+    .await?;
+    Ok(Action::requeue(if settings.refresh_interval.is_zero() {
+        Duration::from_secs(3600)
+    } else {
+        settings.refresh_interval
+    }))
+}
+
+/// An object under another name than the release's own is a request: it
+/// gets its run, and when it asks for the full suite the result the gate
+/// vouches for is asked for under the release's name too
+/// (preflight::vouch). A request that narrows the suite is a report of its
+/// own, and asks for nothing more.
+async fn ask_for_the_result(object: &UpdatePreflight, ctx: &Ctx) {
+    let own = ReleaseKey::from_image(&object.spec.image).object_name();
+    if object.metadata.name.as_deref() == Some(own.as_str()) || !object.spec.checks.is_empty() {
+        return;
+    }
+    let api: Api<UpdatePreflight> = Api::all(ctx.client.clone());
+    let request = RunRequest {
+        image: object.spec.image.clone(),
+        version: None,
+        existing: None,
+    };
+    match trigger(&api, &request).await {
+        Ok(name) => info!(result = %name, "a request: the release's own result is asked for too"),
+        Err(e) => warn!(error = %e, "cannot ask for the release's own result"),
+    }
+}
+
+fn next_check(object: &UpdatePreflight, settings: &Settings) -> Action {
+    if settings.refresh_interval.is_zero() {
+        return Action::await_change();
+    }
+    let age = object
+        .status
+        .as_ref()
+        .and_then(|s| s.completion_time.as_ref())
+        .map_or(Duration::ZERO, |t| {
+            Timestamp::now().duration_since(t.0).unsigned_abs()
+        });
+    Action::requeue(
+        settings
+            .refresh_interval
+            .saturating_sub(age)
+            .max(Duration::from_secs(1)),
+    )
+}
+
+async fn write_status(
+    api: &Api<UpdatePreflight>,
+    name: &str,
+    status: &UpdatePreflightStatus,
+) -> Result<(), Error> {
+    let patch = Patch::Merge(json!({ "status": status }));
+    // The field manager is how the webhook tells the gate's status writes
+    // from anyone else's (preflight::vouch).
+    let params = PatchParams {
+        field_manager: Some(crate::model::vouch::FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    api.patch_status(name, &params, &patch)
+        .await
+        .map(|_| ())
+        .map_err(|source| Error::WriteStatus {
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// Runs the suite for one object and records its result.
+async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
+    let api: Api<UpdatePreflight> = Api::all(ctx.client.clone());
+    let name = object.name_any();
+    let started = Instant::now();
+    let start_time = Time(Timestamp::now());
+    let mut status = UpdatePreflightStatus {
+        phase: Some(Phase::Running),
+        start_time: Some(start_time.clone()),
+        ..object.status.clone().unwrap_or_default()
+    };
+    write_status(&api, &name, &status).await?;
+
+    let target = Target::image(&object.spec.image, object.spec.version.clone());
+    // The object's own selection, within what the gate is configured to run
+    // (`None`: every built-in). A selection naming only external checks
+    // runs no built-in.
+    let selection: Option<Vec<String>> = match (
+        object.spec.checks.is_empty(),
+        ctx.settings.checks.is_empty(),
+    ) {
+        (true, true) => None,
+        (true, false) => Some(ctx.settings.checks.clone()),
+        (false, true) => Some(object.spec.checks.clone()),
+        (false, false) => Some(
+            object
+                .spec
+                .checks
+                .iter()
+                .filter(|c| ctx.settings.checks.contains(c))
+                .cloned()
+                .collect(),
+        ),
+    };
+    // External checks run beside the built-ins, bounded by the same run
+    // timeout; their results sit in the same status.
+    let external = async {
+        let Some(jobs) = &ctx.settings.jobs else {
+            return Vec::new();
+        };
+        let update = external_update(&ctx.client, &target).await;
+        let deadline = started + ctx.settings.run_timeout;
+        jobs::run_external(
+            &ctx.client,
+            object,
+            &object.spec.checks,
+            &update,
+            jobs,
+            deadline,
+            &ctx.releases,
+        )
+        .await
+    };
+    let suite = tokio::time::timeout(
+        ctx.settings.run_timeout,
+        run_checks(ctx, target.clone(), selection),
+    );
+    let (suite, mut external) = tokio::join!(suite, external);
+    let (phase, results, reason, message) = match suite {
+        Ok(Ok(mut results)) => {
+            results.append(&mut external);
+            let (phase, reason, message) = status::verdict(&results, &ctx.settings.blocking);
+            (phase, results, reason, message)
+        }
+        Ok(Err(e)) => (
+            Phase::Error,
+            external,
+            "ClusterUnreadable",
+            format!("cannot read the cluster: {e}"),
+        ),
+        Err(_) => (
+            Phase::Error,
+            external,
+            "RunTimedOut",
+            format!(
+                "the run did not finish within {}",
+                humantime::format_duration(ctx.settings.run_timeout)
+            ),
+        ),
+    };
+    status::complete(
+        &mut status,
+        results,
+        &ctx.settings.blocking,
+        Ending {
+            phase,
+            reason,
+            message: message.clone(),
+            generation: object.metadata.generation,
+            at: Timestamp::now(),
+        },
+    );
+    write_status(&api, &name, &status).await?;
+
+    let elapsed = started.elapsed();
+    let phase_name = format!("{phase:?}");
+    ctx.metrics.controller.run_finished(phase, elapsed);
+    info!(phase = %phase_name, took = ?elapsed, "{message}");
+    let event = Event {
+        type_: if phase == Phase::Passed {
+            EventType::Normal
+        } else {
+            EventType::Warning
+        },
+        reason: format!("Preflight{phase_name}"),
+        note: Some(message),
+        action: "Run".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &object.object_ref(&())).await {
+        warn!(error = %e, "cannot publish the run's Event");
+    }
+    Ok(())
+}
+
+/// Loads the cluster once and runs the suite over it, each check with its
+/// own timeout, within what is left of the run's.
+async fn run_checks(
+    ctx: &Ctx,
+    target: Target,
+    selection: Option<Vec<String>>,
+) -> Result<Vec<CheckResult>, kube::Error> {
+    let started = Instant::now();
+    let view = Arc::new(live::load(&ctx.client, ctx.settings.reads).await?);
+    let limits = Limits {
+        per_check: ctx.settings.check_timeout,
+        budget: ctx.settings.run_timeout.saturating_sub(started.elapsed()),
+    };
+    let suite = tokio::task::spawn_blocking(move || {
+        suite::run(
+            view,
+            &target,
+            Timestamp::now(),
+            selection.as_deref(),
+            limits,
+        )
+    });
+    Ok(suite.await.unwrap_or_else(|e| {
+        warn!(error = %e, "the suite runner failed");
+        Vec::new()
+    }))
+}
+
+/// The update as external checks are told it: the target, and the release
+/// the cluster runs (the newest completed one, else the desired one).
+async fn external_update(client: &kube::Client, target: &Target) -> jobs::Update {
+    let cv = match cluster_versions(client).get_opt("version").await {
+        Ok(cv) => cv
+            .and_then(|cv| serde_json::to_value(cv).ok())
+            .and_then(|v| serde_json::from_value::<ClusterVersion>(v).ok()),
+        Err(e) => {
+            warn!(error = %e, "cannot read the ClusterVersion for external checks");
+            None
+        }
+    };
+    let completed = cv
+        .as_ref()
+        .and_then(|cv| cv.status.history.iter().find(|h| h.state == "Completed"));
+    let (current_image, current_version) = match (completed, &cv) {
+        (Some(h), _) => (h.image.clone(), Version::parse(&h.version)),
+        (None, Some(cv)) => (
+            cv.status.desired.image.clone(),
+            Version::parse(&cv.status.desired.version),
+        ),
+        (None, None) => (String::new(), None),
+    };
+    jobs::Update {
+        target_image: target.image.clone(),
+        target_version: target.version.as_deref().and_then(Version::parse),
+        current_image,
+        current_version,
+    }
+}

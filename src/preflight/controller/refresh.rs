@@ -1,0 +1,88 @@
+//! Proactive refresh: whenever the ClusterVersion changes, and periodically
+//! besides, every target its update graph offers gets an object (which the
+//! reconciler then keeps fresh), the offered targets are exported, and what
+//! the graph no longer offers is collected (`gc`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use tracing::{info, warn};
+
+use super::{Ctx, gc};
+use crate::model::release::ReleaseKey;
+use crate::model::{ClusterVersion, UpdatePreflight};
+use crate::preflight::live::{cluster_versions, offered, trigger};
+
+/// Refreshes when the ClusterVersion changes (a new target offered, one
+/// withdrawn) and periodically besides, for garbage collection.
+pub(super) async fn refresh_loop(ctx: Arc<Ctx>) {
+    if ctx.settings.refresh_interval.is_zero() {
+        return;
+    }
+    let config = watcher::Config::default().fields("metadata.name=version");
+    let mut changes = watcher::watcher(cluster_versions(&ctx.client), config)
+        .default_backoff()
+        .boxed();
+    let period = ctx
+        .settings
+        .gc_grace
+        .clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            Some(change) = changes.next() => {
+                if !matches!(change, Ok(watcher::Event::Apply(_) | watcher::Event::InitDone)) {
+                    continue;
+                }
+            }
+        }
+        if let Err(e) = refresh(&ctx).await {
+            warn!(error = %e, "proactive refresh failed");
+        }
+    }
+}
+
+/// Makes sure every offered target has an object (the controller then keeps
+/// it fresh), and deletes auto-created objects no longer offered.
+async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
+    let Some(cv) = cluster_versions(&ctx.client).get_opt("version").await? else {
+        return Ok(());
+    };
+    let cv: ClusterVersion =
+        serde_json::from_value(serde_json::to_value(cv).map_err(kube::Error::SerdeError)?)
+            .map_err(kube::Error::SerdeError)?;
+    let api: Api<UpdatePreflight> = Api::all(ctx.client.clone());
+    let mark = ctx.metrics.results.mark();
+    let objects = api.list(&Default::default()).await?.items;
+    let known: HashSet<ReleaseKey> = objects
+        .iter()
+        .map(|o| ReleaseKey::from_image(&o.spec.image))
+        .collect();
+    let offered = offered(&cv);
+    let recommended = cv
+        .status
+        .available_updates
+        .iter()
+        .map(|r| (r.version.as_str(), true));
+    let conditional = cv
+        .status
+        .conditional_updates
+        .iter()
+        .map(|c| (c.release.version.as_str(), false));
+    ctx.metrics
+        .results
+        .offered_targets(recommended.chain(conditional));
+    for target in &offered {
+        if !known.contains(&ReleaseKey::from_image(&target.image)) {
+            let name = trigger(&api, target).await?;
+            info!(%name, image = %target.image, "checking an offered target ahead of time");
+        }
+    }
+    gc::collect(ctx, &api, &cv, &offered, objects, mark).await
+}

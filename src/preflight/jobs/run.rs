@@ -1,0 +1,222 @@
+//! The API calls of one run's external checks: the target release's
+//! declared checks (through `release_checks`) and the cluster's
+//! `PreflightCheck`s, each created as a Job and watched until it ends or
+//! the run's deadline, all at once.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use jiff::Timestamp;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, PostParams, PropagationPolicy};
+use tracing::{Instrument, info, info_span, warn};
+
+use super::classify::{Progress, check_container, classify, result};
+use super::manifest::{Update, job_manifest, plan};
+use super::settings::JobSettings;
+use crate::model::CheckResult;
+use crate::model::Finding;
+use crate::model::Outcome;
+use crate::model::UpdatePreflight;
+use crate::model::preflight_check::PreflightCheck;
+use crate::preflight::release_checks::{Cache, discover};
+
+/// The result name when the target release's declared checks cannot be listed.
+const RELEASE_DISCOVERY: &str = "ReleaseDeclaredChecks";
+/// The label the Job controller puts on a Job's pods.
+const JOB_NAME: &str = "batch.kubernetes.io/job-name";
+
+/// The `PreflightCheck`s a run includes: those named in `selection`, or all
+/// when it is empty.
+pub(super) fn selected<'a>(
+    checks: &'a [PreflightCheck],
+    selection: &[String],
+) -> impl Iterator<Item = &'a PreflightCheck> {
+    checks
+        .iter()
+        .filter(move |c| selection.is_empty() || selection.contains(&c.spec.check_name))
+}
+
+/// Runs every selected `PreflightCheck` as a Job, all at once, and returns
+/// their results. Nothing here fails the run: a check that cannot be run
+/// is an Error result. Unfinished checks are Errors at `deadline`.
+pub async fn run_external(
+    client: &kube::Client,
+    owner: &UpdatePreflight,
+    selection: &[String],
+    update: &Update,
+    settings: &JobSettings,
+    deadline: Instant,
+    releases: &Cache,
+) -> Vec<CheckResult> {
+    // What the target release declares: its checks, and the images
+    // `fromRelease` names.
+    let mut results = Vec::new();
+    let mut declared = None;
+    if settings.release_checks && !update.target_image.is_empty() {
+        declared = releases.get(&update.target_image);
+        if declared.is_none() {
+            let limit = deadline.saturating_duration_since(Instant::now());
+            match discover(client, &update.target_image, settings, limit).await {
+                Ok(found) => {
+                    info!(
+                        checks = found.checks.len(),
+                        "the target release's declared checks"
+                    );
+                    releases.insert(&update.target_image, found.clone());
+                    declared = Some(found);
+                }
+                Err(e) => {
+                    warn!(error = %e, "cannot list the target release's declared checks");
+                    results.push(CheckResult {
+                        name: RELEASE_DISCOVERY.into(),
+                        severity: crate::model::Severity::Blocking,
+                        outcome: Outcome::Error,
+                        message: format!("cannot list the checks the target release declares: {e}"),
+                        remediation_url: None,
+                        duration: None,
+                        failure_policy: None,
+                    });
+                }
+            }
+        }
+    }
+    let api: Api<PreflightCheck> = Api::all(client.clone());
+    let checks = match api.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        // The CRD is not installed: there are no administrators' checks.
+        Err(kube::Error::Api(e)) if e.code == 404 => Vec::new(),
+        Err(e) => {
+            warn!(error = %e, "cannot list PreflightChecks");
+            results.push(CheckResult {
+                name: "PreflightChecks".into(),
+                severity: crate::model::Severity::Blocking,
+                outcome: Outcome::Error,
+                message: format!("cannot list the PreflightChecks to run: {e}"),
+                remediation_url: None,
+                duration: None,
+                failure_policy: None,
+            });
+            Vec::new()
+        }
+    };
+    let images = declared.as_ref().map(|d| &d.images);
+    let from_release = declared
+        .as_ref()
+        .map(|d| d.checks.as_slice())
+        .unwrap_or(&[]);
+    let all: Vec<&PreflightCheck> = selected(from_release, selection)
+        .chain(selected(&checks, selection))
+        .collect();
+    let runs = all.into_iter().map(|check| {
+        let span = info_span!("external_check", check = %check.spec.check_name);
+        run_one(client, check, owner, update, settings, deadline, images).instrument(span)
+    });
+    results.extend(futures::future::join_all(runs).await);
+    results
+}
+
+async fn run_one(
+    client: &kube::Client,
+    check: &PreflightCheck,
+    owner: &UpdatePreflight,
+    update: &Update,
+    settings: &JobSettings,
+    deadline: Instant,
+    images: Option<&BTreeMap<String, String>>,
+) -> CheckResult {
+    let started = Instant::now();
+    let image = match plan(check, update, images) {
+        Ok(image) => image,
+        Err(finding) => return result(check, finding, started.elapsed()),
+    };
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &settings.namespace);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &settings.namespace);
+    let manifest = match job_manifest(check, &image, owner, update, settings) {
+        Ok(job) => job,
+        Err(e) => {
+            let finding = Finding::error(format!("cannot build the check's Job: {e}"));
+            return result(check, finding, started.elapsed());
+        }
+    };
+    let job = match jobs.create(&PostParams::default(), &manifest).await {
+        Ok(job) => job,
+        Err(e) => {
+            let finding = Finding::error(format!(
+                "cannot create the check's Job in namespace {}: {e}",
+                settings.namespace
+            ));
+            return result(check, finding, started.elapsed());
+        }
+    };
+    let name = job.name_any();
+    info!(job = %name, %image, "check Job created");
+    let by_job = ListParams::default().labels(&format!("{JOB_NAME}={name}"));
+    let (finding, ended) = loop {
+        let job = match jobs.get_opt(&name).await {
+            Ok(Some(job)) => job,
+            Ok(None) => {
+                break (
+                    Finding::error(format!("the Job {name} was deleted before it finished")),
+                    true,
+                );
+            }
+            Err(e) if Instant::now() + settings.poll < deadline => {
+                warn!(error = %e, job = %name, "cannot read the check's Job; retrying");
+                tokio::time::sleep(settings.poll).await;
+                continue;
+            }
+            Err(e) => {
+                break (
+                    Finding::error(format!("cannot read the check's Job {name}: {e}")),
+                    false,
+                );
+            }
+        };
+        let listed = match pods.list(&by_job).await {
+            Ok(list) => list.items,
+            Err(e) => {
+                warn!(error = %e, job = %name, "cannot list the check's pods; retrying");
+                Vec::new()
+            }
+        };
+        let finished = job.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .flatten()
+                .any(|c| matches!(c.type_.as_str(), "Complete" | "Failed") && c.status == "True")
+        });
+        let terminated = listed.iter().any(|p| {
+            check_container(p)
+                .and_then(|c| c.state.as_ref())
+                .is_some_and(|s| s.terminated.is_some())
+        });
+        if let Progress::Done(finding) = classify(&job, &listed, settings, Timestamp::now()) {
+            break (finding, finished || terminated);
+        }
+        if Instant::now() + settings.poll >= deadline {
+            break (
+                Finding::error(format!(
+                    "the run ended before the check's Job {name} finished"
+                )),
+                false,
+            );
+        }
+        tokio::time::sleep(settings.poll).await;
+    };
+    // A Job given up on is stopped; a finished one stays for its TTL, so its
+    // pod's log can be read.
+    if !ended {
+        let delete = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..DeleteParams::default()
+        };
+        if let Err(e) = jobs.delete(&name, &delete).await {
+            warn!(error = %e, job = %name, "cannot delete the check's Job");
+        }
+    }
+    info!(job = %name, outcome = ?finding.outcome, "check Job ended");
+    result(check, finding, started.elapsed())
+}
