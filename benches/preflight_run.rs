@@ -200,7 +200,7 @@ async fn main() {
     let work = {
         let (client, metrics) = (client.clone(), metrics.clone());
         move || {
-            controller::run(
+            controller::start(
                 client.clone(),
                 settings.clone(),
                 metrics.clone(),

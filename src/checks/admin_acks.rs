@@ -127,7 +127,7 @@ mod tests {
     fn acks_table(#[case] objects: Vec<Value>, #[case] outcome: Outcome, #[case] says: &str) {
         let mut all = vec![fixture::cluster_version("4.12.16")];
         all.extend(objects);
-        let finding = fixture::run(&AdminAcksMissing, &fixture::view(all), "4.13.1");
+        let finding = fixture::evaluate(&AdminAcksMissing, &fixture::view(all), "4.13.1");
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
         assert!(
@@ -146,7 +146,7 @@ mod tests {
             "Kubernetes 1.26 removes APIs"
         )]);
         cv["status"]["conditions"][0]["reason"] = json!("AdminAckRequired");
-        let finding = fixture::run(&AdminAcksMissing, &fixture::view(vec![cv]), "4.13.1");
+        let finding = fixture::evaluate(&AdminAcksMissing, &fixture::view(vec![cv]), "4.13.1");
         assert_eq!(finding.outcome, Outcome::Fail);
         assert!(
             finding

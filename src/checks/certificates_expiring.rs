@@ -107,7 +107,7 @@ mod tests {
         signer["metadata"]["annotations"] =
             json!({"auth.openshift.io/certificate-not-after": "2026-11-30T00:00:00Z"});
         let view = fixture::view(vec![rotated, signer, secret((2027, 6, 1))]);
-        let finding = fixture::run(&CertificatesExpiringSoon, &view, "4.15.4");
+        let finding = fixture::evaluate(&CertificatesExpiringSoon, &view, "4.15.4");
         assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
         assert!(
             finding
@@ -136,7 +136,7 @@ mod tests {
     #[case::within_window((2026, 12, 2), Outcome::Fail, "app/serving expires at 2026-12-02T00:00:00Z")]
     #[case::expired((2026, 11, 1), Outcome::Fail, "app/serving expired at 2026-11-01")]
     fn expiry(#[case] not_after: (i32, u8, u8), #[case] outcome: Outcome, #[case] says: &str) {
-        let finding = fixture::run(
+        let finding = fixture::evaluate(
             &CertificatesExpiringSoon,
             &fixture::view(vec![secret(not_after)]),
             "4.15.4",

@@ -77,7 +77,7 @@ mod tests {
     ) {
         let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
         view.add_alerts(alerts);
-        let finding = fixture::run(&CriticalAlertsFiring, &view, "4.15.4");
+        let finding = fixture::evaluate(&CriticalAlertsFiring, &view, "4.15.4");
         assert_eq!(
             (finding.outcome, finding.severity),
             (outcome, severity),
@@ -90,7 +90,7 @@ mod tests {
     #[test]
     fn no_data_is_a_warning() {
         let view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
-        let finding = fixture::run(&CriticalAlertsFiring, &view, "4.15.4");
+        let finding = fixture::evaluate(&CriticalAlertsFiring, &view, "4.15.4");
         assert_eq!(
             (finding.outcome, finding.severity),
             (Outcome::Fail, Some(Severity::Warning))

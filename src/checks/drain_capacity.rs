@@ -181,7 +181,7 @@ mod tests {
     fn capacity(#[case] objects: Vec<Value>, #[case] outcome: Outcome, #[case] says: &str) {
         let mut all = vec![pool()];
         all.extend(objects);
-        let finding = fixture::run(&DrainCapacity, &fixture::view(all), "4.15.4");
+        let finding = fixture::evaluate(&DrainCapacity, &fixture::view(all), "4.15.4");
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
     }
@@ -195,7 +195,7 @@ mod tests {
             node("sno", "4", "True"),
             pod("p", "sno", "3", "ReplicaSet"),
         ]);
-        let finding = fixture::run(&DrainCapacity, &view, "4.15.4");
+        let finding = fixture::evaluate(&DrainCapacity, &view, "4.15.4");
         assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
         assert!(
             finding.message.contains("single-node cluster"),

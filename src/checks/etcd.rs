@@ -111,7 +111,7 @@ mod tests {
         "etcd is not Available for 2h0m"
     )]
     fn etcd_health(#[case] co: serde_json::Value, #[case] outcome: Outcome, #[case] says: &str) {
-        let finding = fixture::run(&EtcdHealthy, &fixture::view(vec![co]), "4.15.4");
+        let finding = fixture::evaluate(&EtcdHealthy, &fixture::view(vec![co]), "4.15.4");
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
     }

@@ -34,13 +34,13 @@ pub fn cluster_version(version: &str) -> Value {
 }
 
 /// Runs `check` on `view` for an update to `to`.
-pub fn run(check: &dyn Check, view: &ClusterView, to: &str) -> Finding {
+pub fn evaluate(check: &dyn Check, view: &ClusterView, to: &str) -> Finding {
     let target = Target::image(&format!("quay.io/ocp/release:{to}"), Some(to.to_owned()));
-    run_for(check, view, &target)
+    evaluate_for(check, view, &target)
 }
 
 /// Runs `check` on `view` for an update to `target`.
-pub(crate) fn run_for(check: &dyn Check, view: &ClusterView, target: &Target) -> Finding {
+pub(crate) fn evaluate_for(check: &dyn Check, view: &ClusterView, target: &Target) -> Finding {
     let now: Timestamp = NOW.parse().unwrap();
     check.evaluate(&Context::new(view, target, now))
 }

@@ -120,7 +120,7 @@ mod tests {
             fixture::cluster_version("4.15.3"),
             secret(GENERATED, &pem),
         ]);
-        let finding = fixture::run(&IngressCertificateCompatible, &view, "4.16.0");
+        let finding = fixture::evaluate(&IngressCertificateCompatible, &view, "4.16.0");
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
     }
@@ -141,7 +141,7 @@ mod tests {
                 include_str!("../../tests/data/certs/rsa1024-sha256.pem"),
             ),
         ]);
-        let finding = fixture::run(&IngressCertificateCompatible, &view, "4.16.0");
+        let finding = fixture::evaluate(&IngressCertificateCompatible, &view, "4.16.0");
         assert_eq!(finding.outcome, Outcome::Fail);
         assert!(
             finding.message.contains("openshift-ingress/custom"),

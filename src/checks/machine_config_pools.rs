@@ -150,7 +150,7 @@ mod tests {
         #[case] severity: Option<Severity>,
         #[case] says: &str,
     ) {
-        let finding = fixture::run(
+        let finding = fixture::evaluate(
             &MachineConfigPoolsHealthy,
             &fixture::view(vec![fixture::cluster_version("4.15.3"), pool]),
             "4.15.4",

@@ -94,7 +94,7 @@ mod tests {
         "cordoned by the machine-config daemon"
     )]
     fn nodes(#[case] node: serde_json::Value, #[case] outcome: Outcome, #[case] says: &str) {
-        let finding = fixture::run(
+        let finding = fixture::evaluate(
             &NodesReady,
             &fixture::view(vec![fixture::cluster_version("4.15.3"), node]),
             "4.15.4",
@@ -105,7 +105,7 @@ mod tests {
 
     #[test]
     fn without_node_data_it_is_skipped() {
-        let finding = fixture::run(
+        let finding = fixture::evaluate(
             &NodesReady,
             &fixture::view(vec![fixture::cluster_version("4.15.3")]),
             "4.15.4",

@@ -101,7 +101,7 @@ mod tests {
     fn limits(#[case] csvs: Vec<serde_json::Value>, #[case] outcome: Outcome, #[case] says: &str) {
         let mut objects = vec![fixture::cluster_version("4.15.3")];
         objects.extend(csvs);
-        let finding = fixture::run(&OlmOperatorsCompatible, &fixture::view(objects), "4.16.1");
+        let finding = fixture::evaluate(&OlmOperatorsCompatible, &fixture::view(objects), "4.16.1");
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
     }

@@ -99,7 +99,7 @@ mod tests {
     ) {
         let mut objects = vec![fixture::cluster_version("4.15.3")];
         objects.extend(operators.iter().map(|(n, u)| operator(n, u)));
-        let finding = fixture::run(
+        let finding = fixture::evaluate(
             &ClusterOperatorsUpgradeable,
             &fixture::view(objects),
             "4.16.0",
@@ -121,7 +121,7 @@ mod tests {
             "reason": reason, "message": "Disabling ownership via cluster version overrides prevents upgrades."}]);
         let operators = operator("dns", "True");
         let view = fixture::view(vec![cv, operators]);
-        let finding = fixture::run(&ClusterOperatorsUpgradeable, &view, "4.16.0");
+        let finding = fixture::evaluate(&ClusterOperatorsUpgradeable, &view, "4.16.0");
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         if outcome == Outcome::Fail {
             assert!(

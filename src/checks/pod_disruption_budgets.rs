@@ -149,7 +149,7 @@ mod tests {
             pool("infra", true),
         ];
         all.extend(objects);
-        let finding = fixture::run(
+        let finding = fixture::evaluate(
             &PodDisruptionBudgetsAllowDrain,
             &fixture::view(all),
             "4.15.4",
@@ -160,7 +160,7 @@ mod tests {
 
     #[test]
     fn without_pods_the_expected_count_decides() {
-        let finding = fixture::run(
+        let finding = fixture::evaluate(
             &PodDisruptionBudgetsAllowDrain,
             &fixture::view(vec![pdb(0, "db")]),
             "4.15.4",

@@ -94,7 +94,7 @@ mod tests {
     fn classes(#[case] alert: Alert, #[case] outcome: Outcome, #[case] says: &str) {
         let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
         view.add_alerts(vec![alert]);
-        let finding = fixture::run(&PrecheckAlertsFiring, &view, "4.15.4");
+        let finding = fixture::evaluate(&PrecheckAlertsFiring, &view, "4.15.4");
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
     }

@@ -181,7 +181,7 @@ mod tests {
     ) {
         let mut all = vec![fixture::cluster_version(from)];
         all.extend(objects);
-        let finding = fixture::run(&RemovedApisInUse, &fixture::view(all), to);
+        let finding = fixture::evaluate(&RemovedApisInUse, &fixture::view(all), to);
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
     }
@@ -205,7 +205,7 @@ mod tests {
     fn removed(#[case] objects: Vec<Value>, #[case] outcome: Outcome, #[case] says: &str) {
         let mut all = vec![fixture::cluster_version("4.15.3")];
         all.extend(objects);
-        let finding = fixture::run(&RemovedApisInUse, &fixture::view(all), "4.16.0");
+        let finding = fixture::evaluate(&RemovedApisInUse, &fixture::view(all), "4.16.0");
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
     }

@@ -161,7 +161,7 @@ mod tests {
         #[case] severity: Option<Severity>,
         #[case] says: &str,
     ) {
-        let finding = fixture::run(&TargetRecommended, &fixture::view(vec![graph()]), to);
+        let finding = fixture::evaluate(&TargetRecommended, &fixture::view(vec![graph()]), to);
         assert_eq!(
             (finding.outcome, finding.severity),
             (outcome, severity),
@@ -174,7 +174,8 @@ mod tests {
     #[test]
     fn a_version_alone_that_the_graph_does_not_offer_blocks_as_the_cvo_refuses_it() {
         let view = fixture::view(vec![graph()]);
-        let finding = fixture::run_for(&TargetRecommended, &view, &Target::version_only("4.16.9"));
+        let finding =
+            fixture::evaluate_for(&TargetRecommended, &view, &Target::version_only("4.16.9"));
         assert_eq!((finding.outcome, finding.severity), (Outcome::Fail, None));
         assert!(
             finding.message.contains("cannot find its release image"),
@@ -185,7 +186,8 @@ mod tests {
 
     #[test]
     fn only_the_risks_that_apply_are_named() {
-        let finding = fixture::run(&TargetRecommended, &fixture::view(vec![graph()]), "4.16.2");
+        let finding =
+            fixture::evaluate(&TargetRecommended, &fixture::view(vec![graph()]), "4.16.2");
         assert!(
             !finding.message.contains("AMD19hFirmware"),
             "{}",

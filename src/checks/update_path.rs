@@ -132,7 +132,7 @@ mod tests {
         #[case] says: &str,
     ) {
         let view = fixture::view(vec![history(versions)]);
-        let finding = fixture::run(&UpdatePath, &view, to);
+        let finding = fixture::evaluate(&UpdatePath, &view, to);
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
     }
@@ -140,7 +140,7 @@ mod tests {
     #[test]
     fn an_image_without_a_version_is_skipped() {
         let view = fixture::view(vec![cluster_version("4.15.3")]);
-        let finding = fixture::run(&UpdatePath, &view, "latest");
+        let finding = fixture::evaluate(&UpdatePath, &view, "latest");
         assert_eq!(finding.outcome, Outcome::Skipped);
     }
 }

@@ -175,7 +175,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 let (client, metrics, instance) =
                     (client.clone(), metrics.clone(), instance.clone());
                 move || {
-                    controller::run(
+                    controller::start(
                         client.clone(),
                         settings.clone(),
                         metrics.clone(),

@@ -8,8 +8,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use super::policy::Blocking;
 use super::results::{CheckResult, Phase, UpdatePreflightStatus};
 
-/// The phase, condition reason and message of a suite that finished.
-pub fn verdict(results: &[CheckResult], policy: &Blocking) -> (Phase, &'static str, String) {
+/// How a finished suite concludes: its phase, the condition's reason and
+/// its message.
+pub fn conclusion(results: &[CheckResult], policy: &Blocking) -> (Phase, &'static str, String) {
     let summary = policy.summarize(results);
     match summary.failing {
         0 => (

@@ -87,7 +87,7 @@ pub fn evaluate(
     );
     object.metadata.generation = Some(1);
     let blocking = Blocking::default();
-    let (phase, reason, message) = status::verdict(&results, &blocking);
+    let (phase, reason, message) = status::conclusion(&results, &blocking);
     let mut status = UpdatePreflightStatus {
         start_time: Some(Time(now)),
         ..Default::default()

@@ -109,8 +109,9 @@ impl Report {
         }
     }
 
-    /// The verdict in one line.
-    pub fn verdict(&self) -> String {
+    /// The report in one line: the counts and whether the update may go
+    /// ahead.
+    pub fn summary_line(&self) -> String {
         let s = &self.summary;
         let counts = format!(
             "{} passed, {} failing, {} warnings, {} errored, {} skipped",

@@ -73,7 +73,7 @@ pub fn table(report: &Report, color: bool) -> String {
         header.push('\n');
         header.push_str(&line);
     }
-    let verdict = report.verdict();
+    let verdict = report.summary_line();
     let verdict = match (color, report.exit_code()) {
         (false, _) => verdict,
         (true, 3) => verdict.red().bold().to_string(),

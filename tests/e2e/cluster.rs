@@ -220,7 +220,7 @@ impl World {
             let (client, metrics, identity) =
                 (client.clone(), metrics.clone(), identity.to_owned());
             move || {
-                controller::run(
+                controller::start(
                     client.clone(),
                     settings.clone(),
                     metrics.clone(),

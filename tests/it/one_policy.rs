@@ -91,7 +91,7 @@ fn written(fail_open: &BTreeSet<String>) -> UpdatePreflight {
     );
     object.metadata.generation = Some(1);
     let policy = Blocking::fail_open(fail_open.iter().cloned());
-    let (phase, reason, message) = status::verdict(&results(), &policy);
+    let (phase, reason, message) = status::conclusion(&results(), &policy);
     let mut written = UpdatePreflightStatus::default();
     status::complete(
         &mut written,

@@ -95,7 +95,7 @@ pub(crate) enum Error {
 }
 
 /// Runs the controller until the future is dropped.
-pub async fn run(client: kube::Client, settings: Settings, metrics: Metrics, instance: String) {
+pub async fn start(client: kube::Client, settings: Settings, metrics: Metrics, instance: String) {
     let concurrency = settings.concurrency;
     let ctx = Arc::new(Ctx::new(client.clone(), settings, metrics, instance));
     let api: Api<UpdatePreflight> = Api::all(client);

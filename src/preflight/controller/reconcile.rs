@@ -233,7 +233,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
     let (phase, results, reason, message) = match suite {
         Ok(Ok(mut results)) => {
             results.append(&mut external);
-            let (phase, reason, message) = status::verdict(&results, &ctx.settings.blocking);
+            let (phase, reason, message) = status::conclusion(&results, &ctx.settings.blocking);
             (phase, results, reason, message)
         }
         Ok(Err(e)) => (

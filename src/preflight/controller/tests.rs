@@ -24,7 +24,7 @@ fn a_passed_suite_counts_its_checks_in_words(#[case] n: usize, #[case] says: &st
             serde_json::from_value(json!({"name": format!("C{i}"), "outcome": "Pass"})).unwrap()
         })
         .collect();
-    let (phase, _, message) = status::verdict(&results, &Blocking::default());
+    let (phase, _, message) = status::conclusion(&results, &Blocking::default());
     assert_eq!(phase, Phase::Passed);
     assert_eq!(message, says);
 }

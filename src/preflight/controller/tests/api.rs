@@ -222,7 +222,7 @@ async fn a_new_target_is_marked_running_read_checked_written_and_evented() {
         status["summary"],
         serde_json::to_value(policy.summarize(&results)).unwrap()
     );
-    let (verdict, _, _) = status::verdict(&results, &policy);
+    let (verdict, _, _) = status::conclusion(&results, &policy);
     assert_eq!(phase, format!("{verdict:?}"));
     assert_eq!(status["observedGeneration"], 1);
     assert_eq!(status["startTime"], run.running["status"]["startTime"]);
