@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::model::cluster_version::ClusterVersion;
+use crate::model::cluster_version::{self, ClusterVersion, ConditionalUpdate, Release, Spec};
+use crate::model::meta::{Metadata, null_as_default};
 
 /// The kind of object this webhook reviews.
 pub(crate) const GROUP: &str = "config.openshift.io";
@@ -66,9 +67,61 @@ pub struct Malformed {
     pub message: String,
 }
 
-/// The review on the wire. `O` is the object type: [`ClusterVersion`] for
-/// the single-pass fast path, [`RawValue`] to diagnose a review that did not
-/// parse that way.
+/// A ClusterVersion as a review carries it, read only as far as the
+/// decision needs: into the one model [`ClusterVersion`], with the status
+/// lists the decision never reads (history, conditions, the risks of
+/// conditional updates) left empty. A review of a cluster with 500
+/// conditional updates is so read in one pass that builds none of them.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct WireClusterVersion {
+    metadata: Metadata,
+    spec: Spec,
+    status: WireStatus,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct WireStatus {
+    desired: Release,
+    #[serde(deserialize_with = "null_as_default")]
+    available_updates: Vec<Release>,
+    #[serde(deserialize_with = "null_as_default")]
+    conditional_updates: Vec<WireConditionalUpdate>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct WireConditionalUpdate {
+    release: Release,
+}
+
+impl From<WireClusterVersion> for ClusterVersion {
+    fn from(wire: WireClusterVersion) -> Self {
+        Self {
+            metadata: wire.metadata,
+            spec: wire.spec,
+            status: cluster_version::Status {
+                desired: wire.status.desired,
+                available_updates: wire.status.available_updates,
+                conditional_updates: wire
+                    .status
+                    .conditional_updates
+                    .into_iter()
+                    .map(|c| ConditionalUpdate {
+                        release: c.release,
+                        ..ConditionalUpdate::default()
+                    })
+                    .collect(),
+                ..cluster_version::Status::default()
+            },
+        }
+    }
+}
+
+/// The review on the wire. `O` is the object type: [`WireClusterVersion`]
+/// for the single-pass fast path, [`RawValue`] to diagnose a review that did
+/// not parse that way.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireReview<O> {
@@ -134,8 +187,8 @@ const V1: &str = "admission.k8s.io/v1";
 /// decision does not read are skipped, not built. The body is read once; only
 /// a review that fails that way is read again, to say precisely what is wrong.
 pub fn parse(body: &[u8]) -> Result<Request, Malformed> {
-    if let Ok(wire) = serde_json::from_slice::<WireReview<ClusterVersion>>(body) {
-        return check(wire, Ok);
+    if let Ok(wire) = serde_json::from_slice::<WireReview<WireClusterVersion>>(body) {
+        return check(wire, |cv| Ok(cv.into()));
     }
     let wire: WireReview<&RawValue> = serde_json::from_slice(body).map_err(|e| {
         let (uid, api_version) = salvage_uid(body);
@@ -146,7 +199,9 @@ pub fn parse(body: &[u8]) -> Result<Request, Malformed> {
         }
     })?;
     check(wire, |raw: &RawValue| {
-        serde_json::from_str(raw.get()).map_err(|e| e.to_string())
+        serde_json::from_str::<WireClusterVersion>(raw.get())
+            .map(ClusterVersion::from)
+            .map_err(|e| e.to_string())
     })
 }
 
