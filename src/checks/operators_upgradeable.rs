@@ -55,6 +55,12 @@ impl Check for ClusterOperatorsUpgradeable {
                 excerpt(c.message.as_deref(), EXCERPT)
             ))
         });
+        let operators: Vec<String> = operators.collect();
+        // The CVO's ClusterOperator(s)NotUpgradeable only sums up the
+        // operators, which are named one by one.
+        let own = own.filter(|own| {
+            operators.is_empty() || !own.starts_with("the ClusterVersion (ClusterOperator")
+        });
         let blocked: Vec<String> = own.into_iter().chain(operators).collect();
         if blocked.is_empty() {
             Finding::pass(format!(
@@ -132,6 +138,19 @@ mod tests {
                 finding.message
             );
         }
+    }
+
+    #[test]
+    fn the_cvo_summing_up_the_operators_is_not_said_twice() {
+        let mut cv = fixture::cluster_version("4.15.3");
+        cv["status"]["conditions"] = json!([{"type": "Upgradeable", "status": "False",
+            "reason": "ClusterOperatorsNotUpgradeable", "message": "Multiple cluster operators should not be upgraded"}]);
+        let view = fixture::view(vec![cv, operator("storage", "False")]);
+        let finding = fixture::evaluate(&ClusterOperatorsUpgradeable, &view, "4.16.0");
+        assert_eq!(
+            finding.message,
+            "Upgradeable=False blocks a minor update: storage (no reason: AdminAckRequired: ack it)"
+        );
     }
 
     #[test]
