@@ -148,13 +148,8 @@ fn run_one(
 
 fn errored(name: &str, severity: Severity, message: String, took: Duration) -> CheckResult {
     CheckResult {
-        name: name.to_owned(),
-        severity,
-        outcome: Outcome::Error,
-        message,
-        remediation_url: None,
         duration: Some(format!("{:.3}s", took.as_secs_f64())),
-        failure_policy: None,
+        ..CheckResult::new(name, severity, Outcome::Error, message)
     }
 }
 
@@ -177,6 +172,17 @@ mod tests {
         }
     }
 
+    /// A hanging check and a quick one, under these limits.
+    fn hang_then_quick(per_check: Duration, budget: Duration) -> Vec<CheckResult> {
+        suite(
+            vec![
+                Box::new(Sleeps("Hangs", Duration::from_secs(3600))),
+                Box::new(Sleeps("Quick", Duration::ZERO)),
+            ],
+            Limits { per_check, budget },
+        )
+    }
+
     fn suite(checks: Vec<Box<dyn Check>>, limits: Limits) -> Vec<CheckResult> {
         let target = Target::image("q@sha256:aa", Some("4.16.1".into()));
         let clock = "2026-11-30T12:00:00Z".parse().unwrap();
@@ -192,17 +198,7 @@ mod tests {
 
     #[test]
     fn a_check_that_hangs_errors_and_the_run_goes_on() {
-        let limits = Limits {
-            per_check: Duration::from_millis(100),
-            budget: Duration::from_secs(10),
-        };
-        let results = suite(
-            vec![
-                Box::new(Sleeps("Hangs", Duration::from_secs(3600))),
-                Box::new(Sleeps("Quick", Duration::ZERO)),
-            ],
-            limits,
-        );
+        let results = hang_then_quick(Duration::from_millis(100), Duration::from_secs(10));
         assert_eq!(results[0].outcome, Outcome::Error);
         assert_eq!(results[0].message, "the check did not finish within 100ms");
         assert_eq!(results[1].outcome, Outcome::Pass);
@@ -210,17 +206,7 @@ mod tests {
 
     #[test]
     fn checks_past_the_budget_are_not_run_and_say_so() {
-        let limits = Limits {
-            per_check: Duration::from_secs(10),
-            budget: Duration::from_millis(150),
-        };
-        let results = suite(
-            vec![
-                Box::new(Sleeps("Slow", Duration::from_secs(3600))),
-                Box::new(Sleeps("Late", Duration::ZERO)),
-            ],
-            limits,
-        );
+        let results = hang_then_quick(Duration::from_secs(10), Duration::from_millis(150));
         // The first gets what is left of the budget, the second nothing.
         assert_eq!(
             results[0].message,

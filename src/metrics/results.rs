@@ -280,15 +280,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     fn result(name: &str, severity: Severity, outcome: Outcome) -> CheckResult {
-        CheckResult {
-            name: name.into(),
-            severity,
-            outcome,
-            message: String::new(),
-            remediation_url: None,
-            duration: None,
-            failure_policy: None,
-        }
+        CheckResult::new(name, severity, outcome, "")
     }
 
     fn object(

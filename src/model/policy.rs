@@ -143,15 +143,7 @@ mod tests {
     use rstest::rstest;
 
     fn result(name: &str, outcome: Outcome, severity: Severity) -> CheckResult {
-        CheckResult {
-            name: name.into(),
-            severity,
-            outcome,
-            message: String::new(),
-            remediation_url: None,
-            duration: None,
-            failure_policy: None,
-        }
+        CheckResult::new(name, severity, outcome, "")
     }
 
     fn names(list: &[&str]) -> BTreeSet<String> {

@@ -113,6 +113,27 @@ pub struct CheckResult {
     pub failure_policy: Option<FailurePolicy>,
 }
 
+impl CheckResult {
+    /// A result with a message and nothing else: no link, no duration, the
+    /// default failure policy.
+    pub fn new(
+        name: impl Into<String>,
+        severity: Severity,
+        outcome: Outcome,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            severity,
+            outcome,
+            message: message.into(),
+            remediation_url: None,
+            duration: None,
+            failure_policy: None,
+        }
+    }
+}
+
 /// Counts over `results`, for printer columns and a quick look.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]

@@ -46,15 +46,7 @@ fn image() -> String {
 }
 
 fn result(name: &str, outcome: Outcome, severity: Severity) -> CheckResult {
-    CheckResult {
-        name: name.into(),
-        severity,
-        outcome,
-        message: format!("{name} says {outcome:?}"),
-        remediation_url: None,
-        duration: None,
-        failure_policy: None,
-    }
+    CheckResult::new(name, severity, outcome, format!("{name} says {outcome:?}"))
 }
 
 /// One of each way a result can count.

@@ -70,15 +70,12 @@ pub async fn run_external(
                 }
                 Err(e) => {
                     warn!(error = %e, "cannot list the target release's declared checks");
-                    results.push(CheckResult {
-                        name: RELEASE_DISCOVERY.into(),
-                        severity: crate::model::Severity::Blocking,
-                        outcome: Outcome::Error,
-                        message: format!("cannot list the checks the target release declares: {e}"),
-                        remediation_url: None,
-                        duration: None,
-                        failure_policy: None,
-                    });
+                    results.push(CheckResult::new(
+                        RELEASE_DISCOVERY,
+                        crate::model::Severity::Blocking,
+                        Outcome::Error,
+                        format!("cannot list the checks the target release declares: {e}"),
+                    ));
                 }
             }
         }
@@ -90,15 +87,12 @@ pub async fn run_external(
         Err(kube::Error::Api(e)) if e.code == 404 => Vec::new(),
         Err(e) => {
             warn!(error = %e, "cannot list PreflightChecks");
-            results.push(CheckResult {
-                name: "PreflightChecks".into(),
-                severity: crate::model::Severity::Blocking,
-                outcome: Outcome::Error,
-                message: format!("cannot list the PreflightChecks to run: {e}"),
-                remediation_url: None,
-                duration: None,
-                failure_policy: None,
-            });
+            results.push(CheckResult::new(
+                "PreflightChecks",
+                crate::model::Severity::Blocking,
+                Outcome::Error,
+                format!("cannot list the PreflightChecks to run: {e}"),
+            ));
             Vec::new()
         }
     };
