@@ -69,7 +69,6 @@ pub struct Status {
 pub struct Release {
     pub version: String,
     pub image: String,
-    pub url: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
