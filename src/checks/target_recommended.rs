@@ -9,6 +9,7 @@ use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::cluster_version::{ConditionalUpdate, Release};
 use crate::model::release::{ReleaseKey, Version};
+use crate::model::text::{EXCERPT, excerpt};
 
 pub struct TargetRecommended;
 
@@ -48,17 +49,31 @@ impl Check for TargetRecommended {
         {
             return conditional(&name, update);
         }
-        let channel = cv.spec.channel.as_deref().unwrap_or("no channel");
+        // Where the graph is: the channel, and why the CVO could not read it.
+        let graph = match cv.spec.channel.as_deref().filter(|c| !c.is_empty()) {
+            Some(channel) => format!("the {channel} channel's update graph"),
+            None => "the update graph: no channel is set, so the cluster has none".to_owned(),
+        };
+        let unread = condition(&cv.status.conditions, "RetrievedUpdates")
+            .filter(|c| c.status == "False")
+            .map(|c| {
+                format!(
+                    " (the cluster could not read it: RetrievedUpdates=False, {}: {})",
+                    c.reason.as_deref().unwrap_or("no reason"),
+                    excerpt(c.message.as_deref(), EXCERPT)
+                )
+            })
+            .unwrap_or_default();
         if ctx.target.image.is_empty() {
             // As the CVO resolves it: a version alone names a release only
             // through the update graph.
             return Finding::fail(format!(
-                "{name} is in neither availableUpdates nor conditionalUpdates of {channel}, so the cluster cannot find its release image and refuses it; give the release image to check an explicit update"
+                "{name} is not offered in {graph}{unread}, so the cluster cannot find its release image and refuses it; give the release image to check an explicit update"
             ))
             .with_url(URL);
         }
         Finding::warn(format!(
-            "{name} is in neither availableUpdates nor conditionalUpdates of {channel}: an explicit update the update service does not know"
+            "{name} is not offered in {graph}{unread}: an explicit update the update service does not know"
         ))
         .with_url(URL)
     }
@@ -153,7 +168,7 @@ mod tests {
         "4.16.9",
         Outcome::Fail,
         Some(Severity::Warning),
-        "neither availableUpdates nor conditionalUpdates of stable-4.16"
+        "4.16.9 is not offered in the stable-4.16 channel's update graph: an explicit update"
     )]
     fn recommendations(
         #[case] to: &str,
@@ -178,10 +193,36 @@ mod tests {
             fixture::evaluate_for(&TargetRecommended, &view, &Target::version_only("4.16.9"));
         assert_eq!((finding.outcome, finding.severity), (Outcome::Fail, None));
         assert!(
-            finding.message.contains("cannot find its release image"),
+            finding.message.contains("not offered in the stable-4.16 channel's update graph, so the cluster cannot find its release image"),
             "{}",
             finding.message
         );
+    }
+
+    #[rstest]
+    #[case::no_channel(json!({}), "not offered in the update graph: no channel is set, so the cluster has none")]
+    #[case::graph_unread(
+        json!({"channel": "test"}),
+        "not offered in the test channel's update graph (the cluster could not read it: RetrievedUpdates=False, VersionNotFound: Unable to retrieve available updates"
+    )]
+    fn a_target_not_offered_says_where_the_graph_is_and_why_it_is_empty(
+        #[case] spec: serde_json::Value,
+        #[case] says: &str,
+    ) {
+        let mut cv = cluster_version("4.15.0-ec.2");
+        cv["spec"] = spec;
+        cv["status"]["conditions"] = json!([fixture::condition(
+            "RetrievedUpdates",
+            "False",
+            "Unable to retrieve available updates: version 4.15.0-ec.2 not found"
+        )]);
+        cv["status"]["conditions"][0]["reason"] = json!("VersionNotFound");
+        if cv["spec"].get("channel").is_none() {
+            cv["status"]["conditions"] = json!([]);
+        }
+        let finding =
+            fixture::evaluate(&TargetRecommended, &fixture::view(vec![cv]), "4.15.0-ec.3");
+        assert!(finding.message.contains(says), "{}", finding.message);
     }
 
     #[test]
