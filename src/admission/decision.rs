@@ -545,7 +545,18 @@ fn gate(
             };
             let results = result.status.as_ref().map_or(&[][..], |s| &s.results[..]);
             let f = blocking.assess(results);
-            let warnings: Vec<String> = f.warnings.iter().map(|c| message::warning(c)).collect();
+            let mut warnings: Vec<String> =
+                f.warnings.iter().map(|c| message::warning(c)).collect();
+            // An accepted name that no check of this result carries accepts
+            // nothing here: say so, rather than drop it without a word.
+            let unknown: Vec<String> = accepted
+                .iter()
+                .filter(|name| !results.iter().any(|r| &r.name == *name))
+                .cloned()
+                .collect();
+            if !unknown.is_empty() {
+                warnings.push(message::unknown_accepts(&unknown));
+            }
             let run_errored = result.status.as_ref().and_then(|s| s.phase) == Some(Phase::Error);
             if f.blocking.is_empty() && f.accepted.is_empty() && run_errored {
                 // The run as a whole failed, with no check to blame.

@@ -60,6 +60,19 @@ pub(crate) fn bounded(message: &str) -> String {
     out
 }
 
+/// A warning for accepted names that name no check of the result.
+pub(crate) fn unknown_accepts(names: &[String]) -> String {
+    let names: Vec<String> = names.iter().map(|n| clean(n, 80)).collect();
+    let one = names.len() == 1;
+    format!(
+        "preflight-gate: the accepted name{} {} name{} no preflight check of this release and accept{} nothing at the gate (it accepts check names; a risk name may still count for the cluster-version operator)",
+        if one { "" } else { "s" },
+        crate::model::text::list(&names, 10),
+        if one { "s" } else { "" },
+        if one { "s" } else { "" },
+    )
+}
+
 pub(crate) fn first_line(message: &str) -> &str {
     message.lines().next().unwrap_or("")
 }

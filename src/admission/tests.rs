@@ -670,6 +670,32 @@ fn accepting_some_failing_checks_still_denies_the_rest() {
     assert!(v.message.contains("Accepted as risks: NodesReady"));
 }
 
+#[rstest]
+#[case::beside_a_failure("4.15.3", &["NodesReady", "AROBrokenDNSMasq"], false)]
+#[case::on_a_pass("4.14.12", &["AROBrokenDNSMasq"], true)]
+fn an_accepted_name_no_check_carries_is_said_to_accept_nothing(
+    #[case] version: &str,
+    #[case] names: &[&str],
+    #[case] allowed: bool,
+) {
+    let accept: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
+    let v = verdict(Review::new().to(json!({"version": version, "acceptRisks": accept})));
+    assert_eq!(v.allowed, allowed, "{}", v.message);
+    let said: Vec<&String> = v
+        .warnings
+        .iter()
+        .filter(|w| w.contains("names no preflight check"))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "preflight-gate: the accepted name AROBrokenDNSMasq names no preflight check of this release and accepts nothing at the gate (it accepts check names; a risk name may still count for the cluster-version operator)"
+        ],
+        "{:?}",
+        v.warnings
+    );
+}
+
 #[test]
 fn preflight_mode_is_allowed_and_triggers_a_run() {
     let v = verdict(Review::new().to(json!({"version": "4.15.16", "mode": "Preflight"})));
