@@ -452,7 +452,7 @@ fn an_erroring_check_lets_the_update_through_only_when_it_is_fail_open() {
     );
     let image = release('b');
     // The release's own object, with the full suite: the result the
-    // webhook decides on (preflight::vouch).
+    // webhook decides on (model::vouch).
     let own = preflight_gate::model::release::ReleaseKey::from_image(&image).object_name();
     let uid = made.preflight(&own, &image, "4.14.20", &[]);
     let done = kubelet_until(world, &uid, &image, pull_failure, finished);

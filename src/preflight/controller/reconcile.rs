@@ -113,7 +113,7 @@ pub(crate) async fn reconcile(
 /// An object under another name than the release's own is a request: it
 /// gets its run, and when it asks for the full suite the result the gate
 /// vouches for is asked for under the release's name too
-/// (preflight::vouch). A request that narrows the suite is a report of its
+/// (model::vouch). A request that narrows the suite is a report of its
 /// own, and asks for nothing more.
 async fn ask_for_the_result(object: &UpdatePreflight, ctx: &Ctx) {
     let own = ReleaseKey::from_image(&object.spec.image).object_name();
@@ -158,7 +158,7 @@ async fn write_status(
 ) -> Result<(), Error> {
     let patch = Patch::Merge(json!({ "status": status }));
     // The field manager is how the webhook tells the gate's status writes
-    // from anyone else's (preflight::vouch).
+    // from anyone else's (model::vouch).
     let params = PatchParams {
         field_manager: Some(crate::model::vouch::FIELD_MANAGER.to_owned()),
         ..PatchParams::default()
