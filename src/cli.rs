@@ -168,12 +168,8 @@ pub struct ControllerArgs {
     /// How often the targets the update graph offers are checked again; 0s turns proactive refresh off.
     #[arg(long, default_value = "30m", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_REFRESH_INTERVAL")]
     pub refresh_interval: Duration,
-    /// Time allowed for a whole run.
-    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_RUN_TIMEOUT")]
-    pub run_timeout: Duration,
-    /// Time allowed for one check.
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_CHECK_TIMEOUT")]
-    pub check_timeout: Duration,
+    #[command(flatten)]
+    pub limits: LimitsArgs,
     /// Runs at once.
     #[arg(long, default_value_t = 2, env = "PREFLIGHT_GATE_RUN_CONCURRENCY")]
     pub run_concurrency: u16,
@@ -211,15 +207,27 @@ pub struct ControllerArgs {
     pub read_tls_secrets: bool,
 }
 
-impl ControllerArgs {
-    /// The suite's time limits.
+/// The suite's time limits, for the controller and `check` alike.
+#[derive(Debug, Args)]
+pub struct LimitsArgs {
+    /// Time allowed for a whole run (all its checks).
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_RUN_TIMEOUT")]
+    pub run_timeout: Duration,
+    /// Time allowed for one check.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_CHECK_TIMEOUT")]
+    pub check_timeout: Duration,
+}
+
+impl LimitsArgs {
     pub fn limits(&self) -> crate::suite::Limits {
         crate::suite::Limits {
             per_check: self.check_timeout,
             budget: self.run_timeout,
         }
     }
+}
 
+impl ControllerArgs {
     /// The controller's settings; its runs' status counts results by
     /// `blocking`, the policy the webhook reads them with.
     pub fn settings(
@@ -229,8 +237,8 @@ impl ControllerArgs {
         crate::preflight::controller::Settings {
             blocking,
             refresh_interval: self.refresh_interval,
-            run_timeout: self.run_timeout,
-            check_timeout: self.check_timeout,
+            run_timeout: self.limits.run_timeout,
+            check_timeout: self.limits.check_timeout,
             concurrency: self.run_concurrency,
             gc_grace: self.gc_grace,
             checks: self.checks.clone(),
@@ -338,12 +346,8 @@ pub struct CheckArgs {
     /// Take --accept names that name no check (otherwise exit 2).
     #[arg(long, env = "PREFLIGHT_GATE_ALLOW_UNKNOWN_ACCEPT")]
     pub allow_unknown_accept: bool,
-    /// Time allowed for one check.
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_CHECK_TIMEOUT")]
-    pub check_timeout: Duration,
-    /// Time allowed for all the checks.
-    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_RUN_TIMEOUT")]
-    pub run_timeout: Duration,
+    #[command(flatten)]
+    pub limits: LimitsArgs,
     /// Checks whose errors only warn (comma-separated), as the gate's
     /// --fail-open-checks.
     #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_FAIL_OPEN_CHECKS")]

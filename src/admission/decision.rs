@@ -541,7 +541,7 @@ fn gate(
         Results::Fresh(result) => {
             let blocking = Blocking {
                 fail_open: policy.fail_open_checks.clone(),
-                accepted: accepted.clone(),
+                accepted,
             };
             let results = result.status.as_ref().map_or(&[][..], |s| &s.results[..]);
             let f = blocking.assess(results);
@@ -549,7 +549,8 @@ fn gate(
                 f.warnings.iter().map(|c| message::warning(c)).collect();
             // An accepted name that no check of this result carries accepts
             // nothing here: say so, rather than drop it without a word.
-            let unknown: Vec<String> = accepted
+            let unknown: Vec<String> = blocking
+                .accepted
                 .iter()
                 .filter(|name| !results.iter().any(|r| &r.name == *name))
                 .cloned()

@@ -29,7 +29,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use jiff::Timestamp;
 
 use crate::cluster::ClusterView;
-pub use crate::model::Finding;
+use crate::model::Finding;
 use crate::model::Target;
 use crate::model::release::{UpdateKind, Version};
 use crate::model::{CheckResult, Severity};

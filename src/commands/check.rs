@@ -17,7 +17,7 @@ use crate::cluster::prometheus::Prometheus;
 use crate::model::policy::Blocking;
 use crate::model::release::is_image;
 use crate::report::{Format, Report};
-use crate::suite::{self, Limits};
+use crate::suite;
 
 /// Exit code when the cluster cannot be read or the report not written.
 pub(crate) const EXIT_ERROR: u8 = 1;
@@ -133,11 +133,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
     let view = std::sync::Arc::new(view);
     let clock = jiff::Timestamp::now();
     progress.set_message(format!("running {} checks", checks::catalogue().len()));
-    let limits = Limits {
-        per_check: args.check_timeout,
-        budget: args.run_timeout,
-    };
-    let results = suite::run(view.clone(), &target, clock, None, limits);
+    let results = suite::run(view.clone(), &target, clock, None, args.limits.limits());
     progress.finish_and_clear();
     let ctx = Context::new(&view, &target, clock);
     let blocking = Blocking {

@@ -96,7 +96,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             Arc::new(SnapshotSource::new(
                 view,
                 dir.display().to_string(),
-                args.controller.limits(),
+                args.controller.limits.limits(),
             ))
         }
         (None, None, Some(client)) => {
@@ -108,7 +108,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             Arc::new(SnapshotSource::new(
                 view,
                 "the sample snapshot compiled in from examples/snapshot/",
-                args.controller.limits(),
+                args.controller.limits.limits(),
             ))
         }
     };
