@@ -526,6 +526,10 @@ impl World {
             "--controller=false".into(),
             "--stale-after".into(),
             format!("{STALE_AFTER_SECONDS}s"),
+            // Only the API server may ask: it presents the webhook client
+            // certificate that `up` configured (tests/control-plane/README.md).
+            "--client-ca".into(),
+            self.var("WEBHOOK_CLIENT_CA").to_owned(),
         ];
         args.extend(extra.iter().map(|a| a.to_string()));
         let cli = <preflight_gate::cli::Cli as clap::Parser>::try_parse_from(args).unwrap();
@@ -593,31 +597,54 @@ impl World {
         config
     }
 
-    /// Posts a review straight to the gate, bypassing the API server.
+    /// Posts a review straight to the gate, bypassing the API server but
+    /// presenting its webhook client certificate.
     pub fn post_review(&self, review: &Value) -> Value {
+        let identity = [
+            std::fs::read(self.var("WEBHOOK_CLIENT_CERT")).unwrap(),
+            std::fs::read(self.var("WEBHOOK_CLIENT_KEY")).unwrap(),
+        ]
+        .concat();
+        let response = self
+            .post_review_as(review, Some(&identity))
+            .expect("the gate answers the API server's identity");
+        serde_json::from_str(&response).unwrap()
+    }
+
+    /// Posts a review straight to the gate as a caller presenting
+    /// `identity` (PEM certificate and key), or no certificate; returns the
+    /// body, or the error of the connection.
+    pub fn post_review_as(
+        &self,
+        review: &Value,
+        identity: Option<&[u8]>,
+    ) -> Result<String, reqwest::Error> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         runtime.block_on(async {
-            let client = reqwest::Client::builder()
+            let mut client = reqwest::Client::builder()
                 .use_rustls_tls()
                 .tls_built_in_root_certs(false)
-                .add_root_certificate(reqwest::Certificate::from_pem(&self.ca_pem()).unwrap())
-                .build()
-                .unwrap();
+                .add_root_certificate(reqwest::Certificate::from_pem(&self.ca_pem()).unwrap());
+            if let Some(pem) = identity {
+                client = client.identity(reqwest::Identity::from_pem(pem).unwrap());
+            }
             let url = format!(
                 "https://localhost:{}/validate/clusterversion",
                 self.gate_port
             );
-            let response = client
+            client
+                .build()
+                .unwrap()
                 .post(url)
                 .header("content-type", "application/json")
                 .body(review.to_string())
                 .send()
+                .await?
+                .text()
                 .await
-                .unwrap();
-            response.json().await.unwrap()
         })
     }
 

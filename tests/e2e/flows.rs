@@ -582,3 +582,43 @@ fn with_the_gate_down_updates_fail_closed_until_break_glass() {
     );
     // The next test's turn re-registers the gate.
 }
+
+#[test]
+fn only_the_api_server_may_ask_and_any_other_caller_is_refused_at_the_handshake() {
+    let (_turn, world) = lock();
+    let review: serde_json::Value =
+        serde_json::from_str(include_str!("../../examples/reviews/update-to-4.15.3.json")).unwrap();
+    let before = reviews(&world.metrics());
+
+    // No client certificate: the handshake fails, no review is read.
+    let anonymous = world.post_review_as(&review, None);
+    assert!(anonymous.is_err(), "answered: {anonymous:?}");
+    // A certificate the API server itself trusts (alice's, from the users'
+    // CA) is not the API server's identity towards webhooks.
+    let pki = std::path::Path::new(world.var("CA_CERT")).parent().unwrap();
+    let alice = [
+        std::fs::read(pki.join("alice.crt")).unwrap(),
+        std::fs::read(pki.join("alice.key")).unwrap(),
+    ]
+    .concat();
+    let forged = world.post_review_as(&review, Some(&alice));
+    assert!(forged.is_err(), "answered: {forged:?}");
+    assert_eq!(
+        reviews(&world.metrics()),
+        before,
+        "no refused caller's review was decided"
+    );
+
+    // The API server presents its webhook client certificate, and the
+    // gate answers it: oc's patch is judged, not refused at the handshake.
+    let out = world.kubectl(
+        User::Admin,
+        &merge_patch_args("4.15.3", &["--dry-run=server"]),
+    );
+    assert!(
+        out.stderr.contains("preflight for 4.15.3 failed"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(reviews(&world.metrics()), before + 1.0);
+}

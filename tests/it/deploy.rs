@@ -698,3 +698,79 @@ fn on_openshift_only_the_api_server_reaches_the_webhook_port_and_only_monitoring
         assert!(!rule["from"].as_array().unwrap().is_empty(), "{rule}");
     }
 }
+
+#[test]
+fn on_kubernetes_only_the_api_servers_client_certificate_gets_past_the_handshake() {
+    let objects = rendered("kubernetes");
+    let d = one(&objects, "Deployment", "preflight-gate");
+    let pod = &d["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+
+    // The gate verifies clients against a CA file from a mounted volume ...
+    let ca_file = env(container, "PREFLIGHT_GATE_CLIENT_CA").expect("--client-ca is set");
+    let ca_file = std::path::Path::new(ca_file);
+    let mount = container["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| ca_file.starts_with(m["mountPath"].as_str().unwrap()))
+        .expect("the client CA file is on a mounted volume");
+    assert_eq!(mount["readOnly"], true);
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .unwrap();
+    // ... that holds the CA's certificate alone, never its key.
+    let items = volume["secret"]["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["key"], "ca.crt");
+    assert!(ca_file.ends_with(items[0]["path"].as_str().unwrap()));
+    let secret = volume["secret"]["secretName"].as_str().unwrap();
+
+    // That CA is cert-manager's, a CA of its own: not the serving CA, and
+    // it issues one certificate, for client auth: the API server's.
+    let ca = objects
+        .iter()
+        .find(|o| o["kind"] == "Certificate" && o["spec"]["secretName"] == secret)
+        .expect("a Certificate makes the client CA");
+    assert_eq!(ca["spec"]["isCA"], true);
+    let serving = one(&objects, "Certificate", "preflight-gate");
+    assert_ne!(
+        serving["spec"]["issuerRef"]["name"], secret,
+        "the serving CA is another"
+    );
+    let issuer = objects
+        .iter()
+        .find(|o| o["kind"] == "Issuer" && o["spec"]["ca"]["secretName"] == secret)
+        .expect("an Issuer signs with the client CA");
+    let issued: Vec<&Value> = objects
+        .iter()
+        .filter(|o| {
+            o["kind"] == "Certificate"
+                && o["spec"]["issuerRef"]["name"] == issuer["metadata"]["name"]
+        })
+        .collect();
+    assert_eq!(issued.len(), 1, "{issued:?}");
+    assert_eq!(
+        strings(&issued[0]["spec"]["usages"]),
+        ["client auth", "digital signature"]
+    );
+
+    // The admin port only from the monitoring namespace; the webhook port
+    // is left to the handshake.
+    let policy = one(&objects, "NetworkPolicy", "preflight-gate");
+    for rule in policy["spec"]["ingress"].as_array().unwrap() {
+        let ports: Vec<&Value> = rule["ports"].as_array().unwrap().iter().collect();
+        if ports.iter().any(|p| p["port"] == "admin") {
+            assert_eq!(
+                rule["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+                "monitoring"
+            );
+            assert_eq!(rule["from"].as_array().unwrap().len(), 1);
+        } else {
+            assert!(ports.iter().all(|p| p["port"] == "webhook"), "{rule}");
+        }
+    }
+}
