@@ -202,6 +202,9 @@ pub struct ControllerArgs {
     /// Also run the checks the target release declares (an extraction pod per release, from the release image).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "PREFLIGHT_GATE_RELEASE_CHECKS")]
     pub release_checks: bool,
+    /// Releases whose pods may run besides those the update graph offers (comma-separated): digests, or repository prefixes such as quay.io/openshift-release-dev/ocp-release. A release named by a tag never runs.
+    #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_TRUSTED_RELEASES")]
+    pub trusted_releases: Vec<String>,
     /// List kubernetes.io/tls Secrets in every namespace for the certificate checks; needs the grant of deploy/components/tls-secrets, which can read every Secret. Off: those checks are skipped and say why.
     #[arg(long, env = "PREFLIGHT_GATE_READ_TLS_SECRETS")]
     pub read_tls_secrets: bool,
@@ -249,6 +252,7 @@ impl ControllerArgs {
                     service_account: self.check_service_account.clone(),
                     schedule_timeout: self.check_schedule_timeout,
                     release_checks: self.release_checks,
+                    trusted_releases: self.trusted_releases.clone(),
                     ..Default::default()
                 }),
             reads: crate::cluster::live::Reads {

@@ -83,6 +83,8 @@ pub enum Reason {
     ClaimRefused,
     /// The release's object is not a result the gate vouches for.
     NotVouched,
+    /// The target image is named by a tag, which can move after a check.
+    NotADigest,
 }
 
 impl Reason {
@@ -103,6 +105,7 @@ impl Reason {
             Self::ClaimWritten => "claim_written",
             Self::ClaimRefused => "claim_refused",
             Self::NotVouched => "not_vouched",
+            Self::NotADigest => "not_a_digest",
         }
     }
 }
@@ -422,6 +425,11 @@ fn decide_target(
             Reason::UnknownVersion,
             400,
             message::unknown_version(&version),
+        )),
+        Resolution::Target(target) if !target.key.is_digest() => Decision::Final(Verdict::deny(
+            Reason::NotADigest,
+            400,
+            message::not_a_digest(&target.image),
         )),
         Resolution::Target(target) => gate(request, new, &target, source, policy, now),
     }

@@ -229,6 +229,21 @@ pub(crate) fn unknown_version(version: &str) -> String {
     )
 }
 
+pub(crate) fn not_a_digest(image: &str) -> String {
+    let repository = image
+        .rsplit_once(':')
+        .filter(|_| image.rfind('/') < image.rfind(':'))
+        .map_or(image, |(repo, _)| repo);
+    format!(
+        "{} names the release by a tag, which can be moved to another release after it was checked\n\
+         Give the release's digest: oc adm upgrade --to-image {}@sha256:<digest> --allow-explicit-upgrade \
+         (oc adm release info {} prints it).",
+        crate::model::text::clean(image, 240),
+        crate::model::text::clean(repository, 240),
+        crate::model::text::clean(image, 240),
+    )
+}
+
 pub fn warning(check: &CheckResult) -> String {
     format!("preflight warning: {}", &check_line(check)[2..])
 }

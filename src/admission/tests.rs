@@ -1308,3 +1308,50 @@ fn a_version_the_graph_cannot_confirm_is_not_taken_from_the_request() {
         .collect();
     assert_eq!(requested, [None]);
 }
+
+#[rstest]
+#[case::tag("quay.io/openshift-release-dev/ocp-release:4.15.16-x86_64")]
+#[case::registry_port_and_tag("mirror.example:5000/ocp/release:4.15.16")]
+#[case::no_tag("mirror.example:5000/ocp/release")]
+fn a_target_named_by_a_tag_is_refused_with_how_to_give_its_digest(#[case] image: &str) {
+    let review = Review::new().to(json!({"image": image}));
+    let v = decide_with(&review, &offering_the_graph(), &Policy::default())
+        .into_final()
+        .unwrap();
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::NotADigest);
+    assert!(runs(&v).is_empty(), "{:?}", v.effects);
+    assert!(
+        v.message
+            .starts_with(&format!("{image} names the release by a tag")),
+        "{}",
+        v.message
+    );
+    let repository = image
+        .strip_suffix(":4.15.16-x86_64")
+        .or_else(|| image.strip_suffix(":4.15.16"))
+        .unwrap_or(image);
+    assert!(
+        v.message.contains(&format!(
+            "oc adm upgrade --to-image {repository}@sha256:<digest> --allow-explicit-upgrade"
+        )),
+        "{}",
+        v.message
+    );
+}
+
+#[test]
+fn a_digest_is_a_digest_and_a_tag_is_not() {
+    for digest in ["quay.io/r@sha256:6666", "sha256:abcdef", "r@sha512:00"] {
+        assert!(ReleaseKey::from_image(digest).is_digest(), "{digest}");
+    }
+    for tag in [
+        "quay.io/r:4.15",
+        "r:abc",
+        "quay.io/r@latest",
+        "",
+        "quay.io/r@md5:00",
+    ] {
+        assert!(!ReleaseKey::from_image(tag).is_digest(), "{tag}");
+    }
+}

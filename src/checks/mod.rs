@@ -165,6 +165,16 @@ pub fn require(view: &ClusterView, kinds: &[&str]) -> Result<(), Finding> {
     }
 }
 
+/// The finding of a check that needs the target's version while it is
+/// unknown: failing, never skipped, since what it would have found is not
+/// known. The version is only ever taken from the update graph or the
+/// release's own metadata.
+pub(crate) fn version_unknown(needed_for: &str) -> Finding {
+    Finding::fail(format!(
+        "version unknown: the target's version is needed to {needed_for}, and neither the update graph nor the release's metadata gives it"
+    ))
+}
+
 /// `namespace/name`.
 pub(crate) fn qualified(namespace: &str, name: &str) -> String {
     if namespace.is_empty() {

@@ -30,7 +30,7 @@ impl Check for OlmOperatorsCompatible {
             return skip;
         }
         let Some(target) = &ctx.target_version else {
-            return Finding::skipped("the target's version is unknown");
+            return super::version_unknown("compare it with each operator's maxOpenShiftVersion");
         };
         let line = (target.major, target.minor);
         let mut incompatible = Vec::new();

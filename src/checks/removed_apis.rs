@@ -48,7 +48,7 @@ impl Check for RemovedApisInUse {
             return skip;
         }
         let Some(target) = ctx.target_version.as_ref() else {
-            return Finding::skipped("the target's version is unknown");
+            return super::version_unknown("know which APIs it removes");
         };
         let Some(kube) = kubernetes_minor(target) else {
             return Finding::skipped(format!(

@@ -38,9 +38,7 @@ impl Check for UpdatePath {
             return Finding::error("the cluster's current version is unknown");
         };
         let Some(target) = &ctx.target_version else {
-            return Finding::skipped(
-                "the target's version is unknown; give a version to check the path",
-            );
+            return super::version_unknown("check the update path");
         };
         if target == current {
             return Finding::pass(format!("{target} is the version the cluster runs"));
@@ -138,9 +136,14 @@ mod tests {
     }
 
     #[test]
-    fn an_image_without_a_version_is_skipped() {
+    fn a_target_without_a_version_fails_as_version_unknown_never_skipped() {
         let view = fixture::view(vec![cluster_version("4.15.3")]);
-        let finding = fixture::evaluate(&UpdatePath, &view, "latest");
-        assert_eq!(finding.outcome, Outcome::Skipped);
+        let finding = fixture::evaluate(&UpdatePath, &view, "quay.io/r@sha256:99");
+        assert_eq!(finding.outcome, Outcome::Fail, "{}", finding.message);
+        assert!(
+            finding.message.starts_with("version unknown: "),
+            "{}",
+            finding.message
+        );
     }
 }

@@ -328,7 +328,9 @@ impl ClusterVersion {
             .map(|r| r.image.as_str())
     }
 
-    fn version_of_image(&self, image: &str) -> Option<String> {
+    /// The version the update graph (or the current release) gives
+    /// `image`, matched by digest.
+    pub(crate) fn version_of_image(&self, image: &str) -> Option<String> {
         let key = ReleaseKey::from_image(image);
         self.releases()
             .find(|r| !r.version.is_empty() && ReleaseKey::from_image(&r.image) == key)

@@ -63,6 +63,19 @@ pub struct PreflightCheckSpec {
     /// timeout, unreadable output) counts.
     #[serde(default)]
     pub failure_policy: FailurePolicy,
+    /// Whether the check's pod gets the `preflight-check` ServiceAccount's
+    /// token to read the cluster. Checks an administrator creates get it
+    /// unless this is false; checks a release declares get it only when
+    /// their Job is annotated `preflight.dev/needs-api: "true"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_access: Option<bool>,
+}
+
+impl PreflightCheckSpec {
+    /// Whether the check's pod gets an API token.
+    pub fn api_access(&self) -> bool {
+        self.api_access.unwrap_or(true)
+    }
 }
 
 /// One environment variable, a literal value only: checks get no Secrets.

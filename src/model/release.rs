@@ -20,6 +20,16 @@ impl ReleaseKey {
         &self.0
     }
 
+    /// Whether the key is a content digest (`sha256:…`): a tag can be
+    /// moved to another release after it was checked, a digest cannot.
+    pub fn is_digest(&self) -> bool {
+        self.0.split_once(':').is_some_and(|(algorithm, hex)| {
+            matches!(algorithm, "sha256" | "sha384" | "sha512")
+                && !hex.is_empty()
+                && hex.chars().all(|c| c.is_ascii_hexdigit())
+        })
+    }
+
     /// A DNS-1123 name derived from the key, stable for the same release, e.g.
     /// `release-sha256-3f5a0c1d2e4b`.
     pub fn object_name(&self) -> String {

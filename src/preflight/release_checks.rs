@@ -34,6 +34,8 @@ pub(crate) const DECLARED: &str = "openshift.io/preflight-check";
 pub(crate) const CHECK_NAME: &str = "preflight.dev/check-name";
 pub(crate) const SEVERITY: &str = "preflight.dev/severity";
 pub(crate) const FAILURE_POLICY: &str = "preflight.dev/failure-policy";
+/// A declared Job's pod gets an API token only when annotated so.
+pub(crate) const NEEDS_API: &str = "preflight.dev/needs-api";
 /// Label on extraction pods.
 pub(crate) const EXTRACTION: &str = "preflight.dev/release-extraction";
 
@@ -42,15 +44,17 @@ const END: &str = "--- preflight-gate end";
 
 /// What a release declares.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Declared {
+pub struct Declared {
     /// Component name to pullspec, from `image-references`.
     pub images: BTreeMap<String, String>,
     /// The declared checks, ready to run.
     pub checks: Vec<PreflightCheck>,
+    /// The release's version, from its own `release-metadata`.
+    pub version: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub(crate) enum DiscoveryError {
+pub enum DiscoveryError {
     #[error("the extraction pod printed no image-references")]
     NoImageReferences,
     #[error("cannot read image-references: {0}")]
@@ -71,6 +75,7 @@ pub(crate) fn extraction_script() -> String {
 cd /release-manifests
 out=/dev/termination-log
 {{ echo '{BEGIN}image-references'; cat image-references; echo '{END}'
+if [ -f release-metadata ]; then echo '{BEGIN}release-metadata'; cat release-metadata; echo '{END}'; fi
 for f in $(grep -lE 'openshift\.io/preflight-check' -- *.yaml *.yml 2>/dev/null || true); do
   echo "{BEGIN}$f"; cat -- "$f"; echo '{END}'
 done; }} | tee "$out""#
@@ -218,6 +223,7 @@ pub(crate) fn declared_check(job: &Value) -> Option<PreflightCheck> {
             Some("FailOpen") => FailurePolicy::FailOpen,
             _ => FailurePolicy::FailClosed,
         },
+        api_access: Some(annotations[NEEDS_API].as_str() == Some("true")),
     };
     Some(PreflightCheck::new(&format!("release-{name}"), spec))
 }
@@ -230,8 +236,19 @@ pub(crate) fn parse_extraction(output: &str) -> Result<Declared, DiscoveryError>
         .find(|(name, _)| *name == "image-references")
         .ok_or(DiscoveryError::NoImageReferences)
         .and_then(|(_, text)| image_references(text))?;
+    // The release's own word on its version (`cincinnati-metadata-v0`);
+    // unreadable metadata leaves it unknown rather than failing discovery.
+    let version = sections
+        .iter()
+        .find(|(name, _)| *name == "release-metadata")
+        .and_then(|(_, text)| serde_json::from_str::<Value>(text).ok())
+        .and_then(|m| m["version"].as_str().map(str::to_owned))
+        .filter(|v| crate::model::release::Version::parse(v).is_some());
     let mut checks = Vec::new();
-    for (file, text) in sections.iter().filter(|(n, _)| *n != "image-references") {
+    for (file, text) in sections
+        .iter()
+        .filter(|(n, _)| !matches!(*n, "image-references" | "release-metadata"))
+    {
         let docs: Vec<Value> =
             serde_saphyr::from_multiple(text).map_err(|e| DiscoveryError::Manifest {
                 file: (*file).to_owned(),
@@ -239,20 +256,105 @@ pub(crate) fn parse_extraction(output: &str) -> Result<Declared, DiscoveryError>
             })?;
         checks.extend(docs.iter().filter_map(declared_check));
     }
-    Ok(Declared { images, checks })
+    Ok(Declared {
+        images,
+        checks,
+        version,
+    })
 }
 
-/// What releases declare, per digest.
-#[derive(Default)]
-pub struct Cache(Mutex<HashMap<ReleaseKey, Declared>>);
+/// Why a release may run as a pod (its extraction pod and declared Jobs),
+/// or why not. Only releases the cluster's update graph offers, or that an
+/// administrator listed (`--trusted-releases`: a digest, or a repository
+/// prefix such as `quay.io/openshift-release-dev/`), are run: anyone who
+/// may create an UpdatePreflight can name any image. Pure.
+pub(crate) fn verified(image: &str, offered: bool, trusted: &[String]) -> Result<String, String> {
+    let key = ReleaseKey::from_image(image);
+    if !key.is_digest() {
+        return Err(format!(
+            "{image} is not named by a digest, so what runs could not be told from what was checked"
+        ));
+    }
+    if offered {
+        return Ok("the update graph offers it".into());
+    }
+    // A repository prefix matches at a path boundary: `quay.io/ocp` lists
+    // `quay.io/ocp/release@…` and `quay.io/ocp@…`, not `quay.io/ocp-evil/…`.
+    let lists = |entry: &str| {
+        let listed = ReleaseKey::from_image(entry);
+        if listed.is_digest() {
+            listed == key
+        } else {
+            let prefix = entry.trim_end_matches('/');
+            image
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('/') || rest.starts_with('@'))
+        }
+    };
+    match trusted
+        .iter()
+        .map(|t| t.trim())
+        .find(|t| !t.is_empty() && lists(t))
+    {
+        Some(entry) => Ok(format!("--trusted-releases lists {entry}")),
+        None => Err(format!(
+            "the update graph does not offer {image}, and --trusted-releases does not list it"
+        )),
+    }
+}
+
+/// What releases declare, per digest; and the one extraction pod that may
+/// run at a time, so each digest is extracted once however many runs ask.
+pub struct Cache {
+    declared: Mutex<HashMap<ReleaseKey, Declared>>,
+    extracting: tokio::sync::Semaphore,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Self {
+            declared: Mutex::default(),
+            extracting: tokio::sync::Semaphore::new(1),
+        }
+    }
+}
 
 impl Cache {
+    /// What the release at `image` declares: from the cache, else from an
+    /// extraction pod, one at a time.
+    pub async fn declared(
+        &self,
+        client: &kube::Client,
+        image: &str,
+        settings: &JobSettings,
+        deadline: Instant,
+    ) -> Result<Declared, DiscoveryError> {
+        if let Some(found) = self.get(image) {
+            return Ok(found);
+        }
+        let limit = deadline.saturating_duration_since(Instant::now());
+        let _turn = tokio::time::timeout(limit, self.extracting.acquire())
+            .await
+            .map_err(|_| {
+                DiscoveryError::Pod("another release's extraction took the run's time".into())
+            })?
+            .map_err(|e| DiscoveryError::Api(e.to_string()))?;
+        // Another run may have extracted it while this one waited.
+        if let Some(found) = self.get(image) {
+            return Ok(found);
+        }
+        let limit = deadline.saturating_duration_since(Instant::now());
+        let found = discover(client, image, settings, limit).await?;
+        self.insert(image, found.clone());
+        Ok(found)
+    }
+
     pub(crate) fn get(&self, image: &str) -> Option<Declared> {
-        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let map = self.declared.lock().unwrap_or_else(|e| e.into_inner());
         map.get(&ReleaseKey::from_image(image)).cloned()
     }
     pub(crate) fn insert(&self, image: &str, declared: Declared) {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.declared.lock().unwrap_or_else(|e| e.into_inner());
         map.insert(ReleaseKey::from_image(image), declared);
     }
 }

@@ -295,9 +295,12 @@ fn external_checks_pass_fail_time_out_fail_to_pull_and_say_garbage() {
             .extend(extra.as_object().unwrap().clone());
         made.check(name, spec);
     }
-    let image = release('a');
+    // A release the update graph offers, at 4.14.12: from 4.14.1, a patch
+    // update. The object claims 4.14.20; the gate takes the graph's word.
+    let offered = &world.cluster_version()["status"]["availableUpdates"][0];
+    assert_eq!(offered["version"], "4.14.12");
+    let image = offered["image"].as_str().unwrap().to_owned();
     let names: Vec<&str> = checks.iter().map(|c| c.1).collect();
-    // The cluster runs 4.14.1: 4.14.20 is a patch update.
     let uid = made.preflight("e2e-external-outcomes", &image, "4.14.20", &names);
 
     // Every check that applies gets a Job; the minor-only one none.
@@ -322,7 +325,7 @@ fn external_checks_pass_fail_time_out_fail_to_pull_and_say_garbage() {
             .find(|e| e["name"] == name)
             .map(|e| e["value"].clone())
     };
-    assert_eq!(var("TARGET_VERSION"), Some(json!("4.14.20")));
+    assert_eq!(var("TARGET_VERSION"), Some(json!("4.14.12")));
     assert_eq!(var("TARGET_IMAGE"), Some(json!(image)));
     assert_eq!(var("CURRENT_VERSION"), Some(json!("4.14.1")));
     assert_eq!(var("MODE"), Some(json!("e2e")));
@@ -372,7 +375,9 @@ fn external_checks_pass_fail_time_out_fail_to_pull_and_say_garbage() {
     );
     deadline_exceeded(world, timeout["metadata"]["name"].as_str().unwrap());
 
-    let done = world.wait_for_result(&image, "after its Jobs", finished);
+    let done = world.wait_for_result(&image, "after its Jobs", |o| {
+        o["metadata"]["name"] == "e2e-external-outcomes" && finished(o)
+    });
     assert_eq!(phase(&done), "Failed", "{done}");
     let r = result(&done, "E2EPass");
     assert_eq!(
@@ -686,6 +691,9 @@ fn extraction_output() -> String {
 {"kind": "ImageStream", "apiVersion": "image.openshift.io/v1", "spec": {"tags": [
   {"name": "cluster-storage-operator", "from": {"kind": "DockerImage", "name": "preflight-e2e/cluster-storage-operator@sha256:5050505050505050505050505050505050505050505050505050505050505050"}}]}}
 --- preflight-gate end
+--- preflight-gate begin release-metadata
+{"kind": "cincinnati-metadata-v0", "version": "4.14.20", "previous": ["4.14.19"]}
+--- preflight-gate end
 --- preflight-gate begin 0000_50_cluster-storage-operator_99_preflight.yaml
 apiVersion: batch/v1
 kind: Job
@@ -753,6 +761,21 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                 };
                 let cache = Cache::default();
                 let deadline = || Instant::now() + Duration::from_secs(40);
+                // Neither offered by the graph nor listed: nothing runs.
+                let unverified =
+                    jobs::release_declared(&client, &update, false, &settings, deadline(), &cache)
+                        .await
+                        .expect_err("an unverified release is not run");
+                // Listed by its repository: it runs.
+                let settings = JobSettings {
+                    trusted_releases: vec!["ocp-release".into()],
+                    ..settings
+                };
+                let declared =
+                    jobs::release_declared(&client, &update, false, &settings, deadline(), &cache)
+                        .await
+                        .unwrap()
+                        .unwrap();
                 let both = [
                     "E2EFromRelease".to_owned(),
                     "StorageCsiMigration".to_owned(),
@@ -764,10 +787,14 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                     &update,
                     &settings,
                     deadline(),
-                    &cache,
+                    Some(&declared),
                 )
                 .await;
                 // Asked again for the same digest: the cache answers, no pod runs.
+                let again =
+                    jobs::release_declared(&client, &update, false, &settings, deadline(), &cache)
+                        .await
+                        .unwrap();
                 let none = ["NoSuchCheck".to_owned()];
                 let second = jobs::run_external(
                     &client,
@@ -776,10 +803,10 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                     &update,
                     &settings,
                     deadline(),
-                    &cache,
+                    again.as_ref(),
                 )
                 .await;
-                (first, second)
+                (unverified, declared, first, second)
             })
         })
     };
@@ -829,7 +856,26 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
         kubelet_reports(world, &pod, operator_image, terminated(0, "ok"));
     }
 
-    let (first, second) = runner.join().unwrap();
+    let (unverified, declared, first, second) = runner.join().unwrap();
+    assert_eq!(unverified.name, "ReleaseDeclaredChecks");
+    assert!(
+        unverified.message.contains(&format!(
+            "the update graph does not offer {image}, and --trusted-releases does not list it"
+        )),
+        "{}",
+        unverified.message
+    );
+    // The release's own metadata gives its version.
+    assert_eq!(declared.version.as_deref(), Some("4.14.20"));
+    // A declared check's pod gets no API token unless it asks for one; an
+    // administrator's check gets it.
+    let token = |check: &str| {
+        jobs.iter().find(|j| check_of(j) == check).unwrap()["spec"]["template"]["spec"]
+            ["automountServiceAccountToken"]
+            .clone()
+    };
+    assert_eq!(token("StorageCsiMigration"), false);
+    assert_eq!(token("E2EFromRelease"), true);
     let outcomes: Vec<(&str, &str)> = first
         .iter()
         .map(|r| (r.name.as_str(), r.message.as_str()))
@@ -898,6 +944,16 @@ fn the_gate_runs_external_checks_with_the_deployed_rbac_and_the_check_rbac() {
                 };
                 let selection = ["E2EAsGate".to_owned()];
                 let deadline = Instant::now() + Duration::from_secs(40);
+                let declared = jobs::release_declared(
+                    &client,
+                    &update,
+                    true,
+                    &settings,
+                    deadline,
+                    &Cache::default(),
+                )
+                .await
+                .unwrap();
                 jobs::run_external(
                     &client,
                     &owner,
@@ -905,7 +961,7 @@ fn the_gate_runs_external_checks_with_the_deployed_rbac_and_the_check_rbac() {
                     &update,
                     &settings,
                     deadline,
-                    &Cache::default(),
+                    declared.as_ref(),
                 )
                 .await
             })

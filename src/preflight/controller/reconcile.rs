@@ -23,7 +23,7 @@ use crate::model::{
     CheckResult, ClusterVersion, Phase, Target, UpdatePreflight, UpdatePreflightStatus,
 };
 use crate::preflight::jobs;
-use crate::preflight::live::{REQUESTED_AT, cluster_versions, trigger};
+use crate::preflight::live::{REQUESTED_AT, trigger};
 use crate::suite::{self, Limits};
 
 /// Why a run is due, if one is. `leading_since` is when this replica became
@@ -185,72 +185,32 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
     };
     write_status(&api, &name, &status).await?;
 
-    let target = Target::image(&object.spec.image, object.spec.version.clone());
-    // The object's own selection, within what the gate is configured to run
-    // (`None`: every built-in). A selection naming only external checks
-    // runs no built-in.
-    let selection: Option<Vec<String>> = match (
-        object.spec.checks.is_empty(),
-        ctx.settings.checks.is_empty(),
-    ) {
-        (true, true) => None,
-        (true, false) => Some(ctx.settings.checks.clone()),
-        (false, true) => Some(object.spec.checks.clone()),
-        (false, false) => Some(
-            object
-                .spec
-                .checks
-                .iter()
-                .filter(|c| ctx.settings.checks.contains(c))
-                .cloned()
-                .collect(),
-        ),
-    };
-    // External checks run beside the built-ins, bounded by the same run
-    // timeout; their results sit in the same status.
-    let external = async {
-        let Some(jobs) = &ctx.settings.jobs else {
-            return Vec::new();
-        };
-        let update = external_update(&ctx.client, &target).await;
-        let deadline = started + ctx.settings.run_timeout;
-        jobs::run_external(
-            &ctx.client,
-            object,
-            &object.spec.checks,
-            &update,
-            jobs,
-            deadline,
-            &ctx.releases,
-        )
-        .await
-    };
-    let suite = tokio::time::timeout(
+    // The cluster, read once: for the built-in checks, the release it runs
+    // and the target's version.
+    let deadline = started + ctx.settings.run_timeout;
+    let view = match tokio::time::timeout(
         ctx.settings.run_timeout,
-        run_checks(ctx, target.clone(), selection),
-    );
-    let (suite, mut external) = tokio::join!(suite, external);
-    let (phase, results, reason, message) = match suite {
-        Ok(Ok(mut results)) => {
-            results.append(&mut external);
-            let (phase, reason, message) = status::conclusion(&results, &ctx.settings.blocking);
-            (phase, results, reason, message)
+        live::load(&ctx.client, ctx.settings.reads),
+    )
+    .await
+    {
+        Ok(Ok(view)) => Ok(Arc::new(view)),
+        Ok(Err(e)) => Err(("ClusterUnreadable", format!("cannot read the cluster: {e}"))),
+        Err(_) => Err(("RunTimedOut", timed_out(ctx))),
+    };
+    let (phase, results, reason, message) = match view {
+        Ok(view) => {
+            let results = run_checks(object, ctx, view, deadline).await;
+            match results {
+                Some(results) => {
+                    let (phase, reason, message) =
+                        status::conclusion(&results, &ctx.settings.blocking);
+                    (phase, results, reason, message)
+                }
+                None => (Phase::Error, Vec::new(), "RunTimedOut", timed_out(ctx)),
+            }
         }
-        Ok(Err(e)) => (
-            Phase::Error,
-            external,
-            "ClusterUnreadable",
-            format!("cannot read the cluster: {e}"),
-        ),
-        Err(_) => (
-            Phase::Error,
-            external,
-            "RunTimedOut",
-            format!(
-                "the run did not finish within {}",
-                humantime::format_duration(ctx.settings.run_timeout)
-            ),
-        ),
+        Err((reason, message)) => (Phase::Error, Vec::new(), reason, message),
     };
     status::complete(
         &mut status,
@@ -287,20 +247,75 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
     Ok(())
 }
 
-/// Loads the cluster once and runs the suite over it, each check with its
-/// own timeout, within what is left of the run's.
+fn timed_out(ctx: &Ctx) -> String {
+    format!(
+        "the run did not finish within {}",
+        humantime::format_duration(ctx.settings.run_timeout)
+    )
+}
+
+/// Runs the suite over `view`, each built-in check with its own timeout,
+/// and the external checks beside it, all within the run's deadline; None
+/// when the built-ins did not finish by then.
+///
+/// The target's version comes from a trusted place only, never from the
+/// object, whoever wrote it: the update graph, matched by digest; else the
+/// release's own metadata, read by its extraction pod (verified releases
+/// only, `jobs::release_declared`).
 async fn run_checks(
+    object: &UpdatePreflight,
     ctx: &Ctx,
-    target: Target,
-    selection: Option<Vec<String>>,
-) -> Result<Vec<CheckResult>, kube::Error> {
-    let started = Instant::now();
-    let view = Arc::new(live::load(&ctx.client, ctx.settings.reads).await?);
+    view: Arc<crate::cluster::ClusterView>,
+    deadline: Instant,
+) -> Option<Vec<CheckResult>> {
+    let (mut update, offered) = update_of(view.cluster_version.as_ref(), &object.spec.image);
+    let mut results = Vec::new();
+    let declared = match &ctx.settings.jobs {
+        Some(jobs) => {
+            jobs::release_declared(&ctx.client, &update, offered, jobs, deadline, &ctx.releases)
+                .await
+                .unwrap_or_else(|not_run| {
+                    results.push(not_run);
+                    None
+                })
+        }
+        None => None,
+    };
+    if update.target_version.is_none() {
+        update.target_version = declared
+            .as_ref()
+            .and_then(|d| d.version.as_deref())
+            .and_then(Version::parse);
+    }
+    let target = Target::image(
+        &object.spec.image,
+        update.target_version.as_ref().map(ToString::to_string),
+    );
+    // The object's own selection, within what the gate is configured to run
+    // (`None`: every built-in). A selection naming only external checks
+    // runs no built-in.
+    let selection: Option<Vec<String>> = match (
+        object.spec.checks.is_empty(),
+        ctx.settings.checks.is_empty(),
+    ) {
+        (true, true) => None,
+        (true, false) => Some(ctx.settings.checks.clone()),
+        (false, true) => Some(object.spec.checks.clone()),
+        (false, false) => Some(
+            object
+                .spec
+                .checks
+                .iter()
+                .filter(|c| ctx.settings.checks.contains(c))
+                .cloned()
+                .collect(),
+        ),
+    };
     let limits = Limits {
         per_check: ctx.settings.check_timeout,
-        budget: ctx.settings.run_timeout.saturating_sub(started.elapsed()),
+        budget: deadline.saturating_duration_since(Instant::now()),
     };
-    let suite = tokio::task::spawn_blocking(move || {
+    let built_in = tokio::task::spawn_blocking(move || {
         suite::run(
             view,
             &target,
@@ -309,28 +324,47 @@ async fn run_checks(
             limits,
         )
     });
-    Ok(suite.await.unwrap_or_else(|e| {
-        warn!(error = %e, "the suite runner failed");
-        Vec::new()
-    }))
-}
-
-/// The update as external checks are told it: the target, and the release
-/// the cluster runs (the newest completed one, else the desired one).
-async fn external_update(client: &kube::Client, target: &Target) -> jobs::Update {
-    let cv = match cluster_versions(client).get_opt("version").await {
-        Ok(cv) => cv
-            .and_then(|cv| serde_json::to_value(cv).ok())
-            .and_then(|v| serde_json::from_value::<ClusterVersion>(v).ok()),
-        Err(e) => {
-            warn!(error = %e, "cannot read the ClusterVersion for external checks");
-            None
+    let built_in = tokio::time::timeout_at(deadline.into(), built_in);
+    // External checks run beside the built-ins, bounded by the same
+    // deadline; their results sit in the same status.
+    let external = async {
+        match &ctx.settings.jobs {
+            Some(jobs) => {
+                jobs::run_external(
+                    &ctx.client,
+                    object,
+                    &object.spec.checks,
+                    &update,
+                    jobs,
+                    deadline,
+                    declared.as_ref(),
+                )
+                .await
+            }
+            None => Vec::new(),
         }
     };
-    let completed = cv
-        .as_ref()
-        .and_then(|cv| cv.status.history.iter().find(|h| h.state == "Completed"));
-    let (current_image, current_version) = match (completed, &cv) {
+    let (built_in, mut external) = tokio::join!(built_in, external);
+    let mut built_in = match built_in {
+        Ok(Ok(results)) => results,
+        Ok(Err(e)) => {
+            warn!(error = %e, "the suite runner failed");
+            Vec::new()
+        }
+        Err(_) => return None,
+    };
+    built_in.append(&mut results);
+    built_in.append(&mut external);
+    Some(built_in)
+}
+
+/// The update as external checks are told it: the target, at the version
+/// the update graph gives its digest, and the release the cluster runs (the
+/// newest completed one, else the desired one); and whether the graph
+/// offers the target.
+fn update_of(cv: Option<&ClusterVersion>, image: &str) -> (jobs::Update, bool) {
+    let completed = cv.and_then(|cv| cv.status.history.iter().find(|h| h.state == "Completed"));
+    let (current_image, current_version) = match (completed, cv) {
         (Some(h), _) => (h.image.clone(), Version::parse(&h.version)),
         (None, Some(cv)) => (
             cv.status.desired.image.clone(),
@@ -338,10 +372,12 @@ async fn external_update(client: &kube::Client, target: &Target) -> jobs::Update
         ),
         (None, None) => (String::new(), None),
     };
-    jobs::Update {
-        target_image: target.image.clone(),
-        target_version: target.version.as_deref().and_then(Version::parse),
+    let graph_version = cv.and_then(|cv| cv.version_of_image(image));
+    let update = jobs::Update {
+        target_image: image.to_owned(),
+        target_version: graph_version.as_deref().and_then(Version::parse),
         current_image,
         current_version,
-    }
+    };
+    (update, graph_version.is_some())
 }

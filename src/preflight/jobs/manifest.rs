@@ -59,6 +59,13 @@ pub(super) fn plan(
     {
         Ok(()) => {}
         Err(NotApplicable::BadRange(why)) => return Err(Finding::error(why)),
+        // Whether it applies cannot be told: failing, never skipped.
+        Err(NotApplicable::UnknownVersion) => {
+            return Err(Finding::fail(format!(
+                "version unknown: this check {}",
+                NotApplicable::UnknownVersion
+            )));
+        }
         Err(why) => return Err(Finding::skipped(why.to_string())),
     }
     match (&spec.image, &spec.from_release) {
@@ -194,6 +201,9 @@ pub(super) fn job_manifest(
                 "metadata": {"labels": labels},
                 "spec": {
                     "serviceAccountName": settings.service_account,
+                    // A release's own check reads the cluster only when it
+                    // says it must (`preflight.dev/needs-api`).
+                    "automountServiceAccountToken": spec.api_access(),
                     "restartPolicy": "Never",
                     "securityContext": {
                         "runAsNonRoot": true,

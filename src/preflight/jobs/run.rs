@@ -21,7 +21,7 @@ use crate::model::Finding;
 use crate::model::Outcome;
 use crate::model::UpdatePreflight;
 use crate::model::preflight_check::PreflightCheck;
-use crate::preflight::release_checks::{Cache, discover};
+use crate::preflight::release_checks::{Cache, Declared, verified};
 
 /// The result name when the target release's declared checks cannot be listed.
 const RELEASE_DISCOVERY: &str = "ReleaseDeclaredChecks";
@@ -39,9 +39,59 @@ pub(super) fn selected<'a>(
         .filter(move |c| selection.is_empty() || selection.contains(&c.spec.check_name))
 }
 
-/// Runs every selected `PreflightCheck` as a Job, all at once, and returns
-/// their results. Nothing here fails the run: a check that cannot be run
-/// is an Error result. Unfinished checks are Errors at `deadline`.
+/// What the target release declares, for a run: nothing when release
+/// checks are off; its declared checks when it is a verified release
+/// (`verified`); otherwise a result that says why they were not run.
+pub async fn release_declared(
+    client: &kube::Client,
+    update: &Update,
+    offered: bool,
+    settings: &JobSettings,
+    deadline: Instant,
+    releases: &Cache,
+) -> Result<Option<Declared>, CheckResult> {
+    if !settings.release_checks || update.target_image.is_empty() {
+        return Ok(None);
+    }
+    if let Err(why) = verified(&update.target_image, offered, &settings.trusted_releases) {
+        info!(%why, "the target release's own checks are not run");
+        return Err(CheckResult::new(
+            RELEASE_DISCOVERY,
+            crate::model::Severity::Warning,
+            Outcome::Fail,
+            format!(
+                "the checks the target release declares were not run: {why}; only verified releases run as pods"
+            ),
+        ));
+    }
+    match releases
+        .declared(client, &update.target_image, settings, deadline)
+        .await
+    {
+        Ok(found) => {
+            info!(
+                checks = found.checks.len(),
+                version = ?found.version,
+                "the target release's declared checks"
+            );
+            Ok(Some(found))
+        }
+        Err(e) => {
+            warn!(error = %e, "cannot list the target release's declared checks");
+            Err(CheckResult::new(
+                RELEASE_DISCOVERY,
+                crate::model::Severity::Blocking,
+                Outcome::Error,
+                format!("cannot list the checks the target release declares: {e}"),
+            ))
+        }
+    }
+}
+
+/// Runs every selected `PreflightCheck` as a Job, all at once, with the
+/// checks `declared` by the target release, and returns their results.
+/// Nothing here fails the run: a check that cannot be run is an Error
+/// result. Unfinished checks are Errors at `deadline`.
 pub async fn run_external(
     client: &kube::Client,
     owner: &UpdatePreflight,
@@ -49,37 +99,9 @@ pub async fn run_external(
     update: &Update,
     settings: &JobSettings,
     deadline: Instant,
-    releases: &Cache,
+    declared: Option<&Declared>,
 ) -> Vec<CheckResult> {
-    // What the target release declares: its checks, and the images
-    // `fromRelease` names.
     let mut results = Vec::new();
-    let mut declared = None;
-    if settings.release_checks && !update.target_image.is_empty() {
-        declared = releases.get(&update.target_image);
-        if declared.is_none() {
-            let limit = deadline.saturating_duration_since(Instant::now());
-            match discover(client, &update.target_image, settings, limit).await {
-                Ok(found) => {
-                    info!(
-                        checks = found.checks.len(),
-                        "the target release's declared checks"
-                    );
-                    releases.insert(&update.target_image, found.clone());
-                    declared = Some(found);
-                }
-                Err(e) => {
-                    warn!(error = %e, "cannot list the target release's declared checks");
-                    results.push(CheckResult::new(
-                        RELEASE_DISCOVERY,
-                        crate::model::Severity::Blocking,
-                        Outcome::Error,
-                        format!("cannot list the checks the target release declares: {e}"),
-                    ));
-                }
-            }
-        }
-    }
     let api: Api<PreflightCheck> = Api::all(client.clone());
     let checks = match api.list(&ListParams::default()).await {
         Ok(list) => list.items,
@@ -96,11 +118,8 @@ pub async fn run_external(
             Vec::new()
         }
     };
-    let images = declared.as_ref().map(|d| &d.images);
-    let from_release = declared
-        .as_ref()
-        .map(|d| d.checks.as_slice())
-        .unwrap_or(&[]);
+    let images = declared.map(|d| &d.images);
+    let from_release = declared.map(|d| d.checks.as_slice()).unwrap_or(&[]);
     let all: Vec<&PreflightCheck> = selected(from_release, selection)
         .chain(selected(&checks, selection))
         .collect();

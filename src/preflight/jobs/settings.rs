@@ -21,6 +21,9 @@ pub struct JobSettings {
     /// release digest). Off in `Default`, which tests and benchmarks use;
     /// the `serve` flag turns it on.
     pub release_checks: bool,
+    /// Releases besides those the update graph offers whose pods may run:
+    /// digests, or repository prefixes (`--trusted-releases`).
+    pub trusted_releases: Vec<String>,
 }
 
 impl Default for JobSettings {
@@ -32,6 +35,7 @@ impl Default for JobSettings {
             ttl_after_finished: Duration::from_secs(3600),
             poll: Duration::from_secs(1),
             release_checks: false,
+            trusted_releases: Vec::new(),
         }
     }
 }

@@ -249,6 +249,25 @@ fn the_job_is_restricted_limited_owned_and_labelled() {
     .unwrap();
     let j = serde_json::to_value(&job).unwrap();
     assert_eq!(j["metadata"]["generateName"], "pfc-storagedriverready-");
+    // An administrator's check reads the cluster unless it says otherwise.
+    assert_eq!(
+        j["spec"]["template"]["spec"]["automountServiceAccountToken"],
+        true
+    );
+    let mut quiet = c.clone();
+    quiet.spec.api_access = Some(false);
+    let quiet = job_manifest(
+        &quiet,
+        "example.com/vendor/check:1",
+        &owner(),
+        &update("4.15.3", "4.16.1"),
+        &JobSettings::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&quiet).unwrap()["spec"]["template"]["spec"]["automountServiceAccountToken"],
+        false
+    );
     assert_eq!(j["metadata"]["namespace"], "preflight-gate");
     assert_eq!(
         j["metadata"]["labels"][OWNER_UID],
@@ -333,6 +352,7 @@ fn a_check_with_defaults_gets_the_default_deadline_and_the_image_entrypoint() {
 #[case::image(json!({"checkName": "X", "image": " example.com/x:1 "}), "4.15.3", "4.16.1", Ok("example.com/x:1".to_owned()))]
 #[case::not_this_kind(json!({"checkName": "X", "image": "i", "appliesTo": {"updateKinds": ["Minor"]}}), "4.15.3", "4.15.9", Err((Outcome::Skipped, "does not apply to a patch update")))]
 #[case::not_this_version(json!({"checkName": "X", "image": "i", "appliesTo": {"versions": [">=4.17"]}}), "4.15.3", "4.16.1", Err((Outcome::Skipped, "does not apply to target version 4.16.1")))]
+#[case::version_unknown(json!({"checkName": "X", "image": "i", "appliesTo": {"versions": [">=4.17"]}}), "4.15.3", "", Err((Outcome::Fail, "version unknown: this check applies to some versions or update kinds only, and the target's version is unknown")))]
 #[case::bad_range(json!({"checkName": "X", "image": "i", "appliesTo": {"versions": ["~4.16"]}}), "4.15.3", "4.16.1", Err((Outcome::Error, "appliesTo.versions: \"~4.16\" in \"~4.16\" is not a version")))]
 #[case::from_release(json!({"checkName": "X", "fromRelease": "cli"}), "4.15.3", "4.16.1", Ok("example.com/cli@sha256:cc".to_owned()))]
 #[case::from_release_unknown(json!({"checkName": "X", "fromRelease": "nope"}), "4.15.3", "4.16.1", Err((Outcome::Error, "fromRelease \"nope\": the target release has no such component in its image-references")))]

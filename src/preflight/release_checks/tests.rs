@@ -139,3 +139,64 @@ fn the_cache_is_keyed_by_digest() {
 fn names_become_camel_case(#[case] name: &str, #[case] camel_case: &str) {
     assert_eq!(camel(name), camel_case);
 }
+
+#[rstest]
+#[case::offered("q/ocp@sha256:aa", true, &[], Ok("the update graph offers it"))]
+#[case::listed_digest("q/ocp@sha256:aa", false, &["other/ocp@sha256:aa"], Ok("--trusted-releases lists other/ocp@sha256:aa"))]
+#[case::listed_repository("quay.io/ocp/release@sha256:aa", false, &["quay.io/ocp/"], Ok("--trusted-releases lists quay.io/ocp/"))]
+#[case::listed_repository_exactly("quay.io/ocp/release@sha256:aa", false, &["quay.io/ocp/release"], Ok("--trusted-releases lists quay.io/ocp/release"))]
+#[case::not_at_a_path_boundary("quay.io/ocp-evil/release@sha256:aa", false, &["quay.io/ocp"], Err("the update graph does not offer"))]
+#[case::another_digest("q/ocp@sha256:bb", false, &["q/ocp@sha256:aa"], Err("the update graph does not offer"))]
+#[case::nothing_listed("q/ocp@sha256:aa", false, &[], Err("the update graph does not offer q/ocp@sha256:aa, and --trusted-releases does not list it"))]
+#[case::a_tag_even_if_listed("quay.io/ocp/release:4.16.3", false, &["quay.io/ocp/"], Err("is not named by a digest"))]
+#[case::a_tag_even_if_offered("quay.io/ocp/release:4.16.3", true, &[], Err("is not named by a digest"))]
+fn only_verified_releases_run_as_pods(
+    #[case] image: &str,
+    #[case] offered: bool,
+    #[case] trusted: &[&str],
+    #[case] expected: Result<&str, &str>,
+) {
+    let trusted: Vec<String> = trusted.iter().map(|t| t.to_string()).collect();
+    let got = verified(image, offered, &trusted);
+    match (got, expected) {
+        (Ok(why), Ok(want)) => assert_eq!(why, want),
+        (Err(why), Err(want)) => assert!(why.contains(want), "{why}"),
+        (got, want) => panic!("{got:?}, expected {want:?}"),
+    }
+}
+
+#[rstest]
+#[case::read(
+    r#"{"kind": "cincinnati-metadata-v0", "version": "4.16.3", "previous": ["4.16.2"]}"#,
+    Some("4.16.3")
+)]
+#[case::not_a_version(r#"{"kind": "cincinnati-metadata-v0", "version": "latest"}"#, None)]
+#[case::garbage("not json at all", None)]
+fn the_release_metadata_gives_the_version_or_leaves_it_unknown(
+    #[case] metadata: &str,
+    #[case] version: Option<&str>,
+) {
+    let output = format!(
+        "{OUTPUT}--- preflight-gate begin release-metadata\n{metadata}\n--- preflight-gate end\n"
+    );
+    let declared = parse_extraction(&output).unwrap();
+    assert_eq!(declared.version.as_deref(), version);
+    // The metadata is not read as a manifest.
+    assert_eq!(declared.checks.len(), 1);
+    assert_eq!(parse_extraction(OUTPUT).unwrap().version, None);
+}
+
+#[test]
+fn a_declared_check_gets_an_api_token_only_when_it_asks() {
+    let job = |annotations: serde_json::Value| {
+        serde_json::json!({"kind": "Job", "metadata": {"name": "c", "annotations": annotations},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i@sha256:aa"}]}}}})
+    };
+    let quiet = declared_check(&job(serde_json::json!({DECLARED: "true"}))).unwrap();
+    assert!(!quiet.spec.api_access());
+    let reads = declared_check(&job(
+        serde_json::json!({DECLARED: "true", NEEDS_API: "true"}),
+    ))
+    .unwrap();
+    assert!(reads.spec.api_access());
+}
