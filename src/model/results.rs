@@ -45,6 +45,10 @@ pub struct UpdatePreflightStatus {
     /// The `metadata.generation` that this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The `preflight.dev/requested-at` stamp the last run answered: each
+    /// new stamp asks for one run, whatever time it names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_request: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub results: Vec<CheckResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -126,3 +126,41 @@ fn a_request_under_another_name_asks_for_the_releases_own_result() {
     // And that is the result the gate decides on.
     ask_until(world, REQUESTED, "allowed", |ok, _| ok);
 }
+
+const FUTURE: &str = "quay.io/openshift-release-dev/ocp-release@sha256:d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4";
+
+#[test]
+fn a_request_stamped_in_the_future_asks_for_one_run_not_a_run_forever() {
+    let (_turn, world) = lock();
+    start_from_rest(world, &["manual-e2e-future"]);
+    let runs = || -> u64 {
+        world
+            .replicas
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.runs())
+            .sum()
+    };
+    let mut request = upf("manual-e2e-future", FUTURE, &["ClusterVersionState"]);
+    request["metadata"]["annotations"] =
+        json!({"preflight.dev/requested-at": "9999-01-01T00:00:00Z"});
+    let before = runs();
+    world.apply_json(&request);
+    let result = world.wait_for_result(FUTURE, "from the controller", |o| {
+        o["metadata"]["name"] == "manual-e2e-future" && done(o)
+    });
+    assert_eq!(
+        result["status"]["observedRequest"], "9999-01-01T00:00:00Z",
+        "{result}"
+    );
+    // Its own status write, and the watch's resyncs, ask for nothing more.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(runs(), before + 1, "one run for one stamp");
+    world.admin(&[
+        "delete",
+        "updatepreflight",
+        "manual-e2e-future",
+        "--wait=false",
+    ]);
+}

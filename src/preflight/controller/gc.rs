@@ -51,7 +51,9 @@ pub(super) async fn collect(
             object
                 .annotations()
                 .get(REQUESTED_AT)
-                .and_then(|v| v.parse().ok()),
+                .and_then(|v| v.parse::<Timestamp>().ok())
+                // A stamp in the future keeps nothing alive for longer.
+                .map(|t| t.min(now)),
         ]
         .into_iter()
         .flatten()

@@ -55,15 +55,19 @@ pub fn run_due(
     if status.observed_generation.unwrap_or(0) < object.metadata.generation.unwrap_or(0) {
         return Some("the spec changed");
     }
-    let requested = object
-        .annotations()
-        .get(REQUESTED_AT)
-        .and_then(|v| v.parse::<Timestamp>().ok());
+    // Each new stamp asks for one run: the run records the stamp it
+    // answered, so a stamp in the future (a skewed clock, or `9999-…`)
+    // cannot ask again and again. A stamp no run recorded (written before
+    // runs recorded them) is answered if it is newer than the last run.
     // `startTime` is written to the second (a metav1.Time), while a request
     // is stamped finer: compared finely, the run a request started would
     // look older than it, and run again (with a Job per external check).
-    if let Some(requested) = requested
-        && started.is_none_or(|s| requested.as_second() > s.as_second())
+    let stamp = object.annotations().get(REQUESTED_AT);
+    let requested = stamp.and_then(|v| v.parse::<Timestamp>().ok());
+    if let (Some(stamp), Some(requested)) = (stamp, requested)
+        && status.observed_request.as_deref() != Some(stamp.as_str())
+        && (status.observed_request.is_some()
+            || started.is_none_or(|s| requested.as_second() > s.as_second()))
     {
         return Some("a run was requested");
     }
@@ -181,6 +185,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
     let mut status = UpdatePreflightStatus {
         phase: Some(Phase::Running),
         start_time: Some(start_time.clone()),
+        observed_request: object.annotations().get(REQUESTED_AT).cloned(),
         ..object.status.clone().unwrap_or_default()
     };
     write_status(&api, &name, &status).await?;

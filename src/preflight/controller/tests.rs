@@ -90,6 +90,14 @@ fn object(
     Some("2026-11-30T11:56:00.700Z"),
     None
 )]
+#[case::requested_in_the_future(
+    Some("Failed"),
+    Some("2026-11-30T11:50:00Z"),
+    1,
+    1,
+    Some("9999-01-01T00:00:00Z"),
+    Some("a run was requested")
+)]
 #[case::old(
     Some("Passed"),
     Some("2026-11-30T10:00:00Z"),
@@ -125,6 +133,38 @@ fn runs_are_due_when_new_changed_requested_or_old(
             now
         ),
         due
+    );
+}
+
+#[test]
+fn a_stamp_asks_for_one_run_even_one_in_the_future() {
+    let now: Timestamp = "2026-11-30T12:00:00Z".parse().unwrap();
+    let due = |requested: &str, answered: Option<&str>| {
+        let mut o = object(
+            Some("Passed"),
+            "2026-11-30T11:56:00Z",
+            Some("2026-11-30T11:57:00Z"),
+            1,
+            1,
+            Some(requested),
+        );
+        o.status.as_mut().unwrap().observed_request = answered.map(str::to_owned);
+        run_due(
+            &o,
+            Duration::from_secs(3600),
+            Duration::from_secs(300),
+            "2026-11-30T11:00:00Z".parse().unwrap(),
+            now,
+        )
+    };
+    let future = "9999-01-01T00:00:00Z";
+    assert_eq!(due(future, None), Some("a run was requested"));
+    // The run recorded it: asked once, answered once.
+    assert_eq!(due(future, Some(future)), None);
+    // A new stamp, even an older time than the one answered, asks again.
+    assert_eq!(
+        due("2026-11-30T11:00:00Z", Some(future)),
+        Some("a run was requested")
     );
 }
 
