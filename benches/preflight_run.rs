@@ -189,6 +189,7 @@ async fn main() {
         jobs: None,
         reads: preflight_gate::cluster::live::Reads::ALL,
         blocking: Default::default(),
+        alerts: None,
     };
     let metrics = Metrics::new().unwrap();
     let lease = leader::LeaseSettings {

@@ -205,6 +205,8 @@ pub struct ControllerArgs {
     /// Releases whose pods may run besides those the update graph offers (comma-separated): digests, or repository prefixes such as quay.io/openshift-release-dev/ocp-release. A release named by a tag never runs.
     #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_TRUSTED_RELEASES")]
     pub trusted_releases: Vec<String>,
+    #[command(flatten)]
+    pub alerts: AlertArgs,
     /// List kubernetes.io/tls Secrets in every namespace for the certificate checks; needs the grant of deploy/components/tls-secrets, which can read every Secret. Off: those checks are skipped and say why.
     #[arg(long, env = "PREFLIGHT_GATE_READ_TLS_SECRETS")]
     pub read_tls_secrets: bool,
@@ -258,6 +260,7 @@ impl ControllerArgs {
             reads: crate::cluster::live::Reads {
                 tls_secrets: self.read_tls_secrets,
             },
+            alerts: self.alerts.source(),
         }
     }
 }
@@ -356,11 +359,22 @@ pub struct CheckArgs {
     /// --fail-open-checks.
     #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_FAIL_OPEN_CHECKS")]
     pub fail_open_checks: Vec<String>,
-    /// Prometheus or Thanos querier to read alerts from (its base URL);
-    /// replaces any alerts.json of the snapshot.
+    #[command(flatten)]
+    pub alerts: AlertArgs,
+}
+
+/// Where alerts are read from, for `check` and the controller alike.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Alerts")]
+pub struct AlertArgs {
+    /// Prometheus or Thanos querier to read alerts from (its base URL), e.g.
+    /// https://thanos-querier.openshift-monitoring.svc:9091 in an OpenShift
+    /// cluster; for `check`, it replaces any alerts.json of the snapshot.
+    /// An unreachable querier makes the alert checks Errors.
     #[arg(long, env = "PREFLIGHT_GATE_PROMETHEUS_URL")]
     pub prometheus_url: Option<String>,
-    /// File holding a bearer token for the querier.
+    /// File holding a bearer token for the querier (in a pod, the
+    /// ServiceAccount's token file).
     #[arg(
         long,
         requires = "prometheus_url",
@@ -368,13 +382,27 @@ pub struct CheckArgs {
     )]
     pub prometheus_token_file: Option<PathBuf>,
     /// CA bundle (PEM) for the querier's serving certificate, besides the
-    /// system's roots.
+    /// system's roots (in an OpenShift pod, the service CA's
+    /// service-ca.crt beside the token).
     #[arg(
         long,
         requires = "prometheus_url",
         env = "PREFLIGHT_GATE_PROMETHEUS_CA"
     )]
     pub prometheus_ca: Option<PathBuf>,
+}
+
+impl AlertArgs {
+    /// The alert source, when one is given.
+    pub fn source(&self) -> Option<crate::cluster::prometheus::Prometheus> {
+        self.prometheus_url
+            .as_ref()
+            .map(|url| crate::cluster::prometheus::Prometheus {
+                url: url.clone(),
+                token_file: self.prometheus_token_file.clone(),
+                ca_file: self.prometheus_ca.clone(),
+            })
+    }
 }
 
 impl PolicyArgs {

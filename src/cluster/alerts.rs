@@ -11,6 +11,10 @@ use serde::Deserialize;
 
 use super::openshift::null_as_default;
 
+/// The name alerts go by among the kinds of a view (`ClusterView::unreadable`
+/// says why they could not be read).
+pub(crate) const KIND: &str = "Alert";
+
 /// The response of `/api/v1/alerts`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]

@@ -13,7 +13,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::checks::{self, Context};
 use crate::cli::CheckArgs;
 use crate::cluster::ClusterView;
-use crate::cluster::prometheus::Prometheus;
 use crate::model::policy::Blocking;
 use crate::model::release::is_image;
 use crate::report::{Format, Report};
@@ -114,13 +113,8 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         args.kubeconfig.as_deref(),
         &progress,
     )?;
-    if let Some(url) = &args.prometheus_url {
-        progress.set_message(format!("reading alerts from {url}"));
-        let prometheus = Prometheus {
-            url: url.clone(),
-            token_file: args.prometheus_token_file.clone(),
-            ca_file: args.prometheus_ca.clone(),
-        };
+    if let Some(prometheus) = args.alerts.source() {
+        progress.set_message(format!("reading alerts from {}", prometheus.url));
         view.alerts = Some(runtime()?.block_on(prometheus.alerts())?);
     }
     if let Some(now) = args.now {

@@ -209,6 +209,7 @@ impl World {
             }),
             reads: preflight_gate::cluster::live::Reads::ALL,
             blocking: Default::default(),
+            alerts: None,
         };
         let lease = leader::LeaseSettings {
             namespace: "preflight-gate".into(),

@@ -46,6 +46,9 @@ pub struct Settings {
     pub reads: live::Reads,
     /// How results count (the fail-open checks); the status is written by it.
     pub blocking: Blocking,
+    /// Where each run reads the cluster's alerts; `None` reads none (the
+    /// alert checks then warn that there is no alert data).
+    pub alerts: Option<crate::cluster::prometheus::Prometheus>,
 }
 
 /// What every reconcile and refresh shares.

@@ -199,7 +199,10 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
     )
     .await
     {
-        Ok(Ok(view)) => Ok(Arc::new(view)),
+        Ok(Ok(mut view)) => {
+            read_alerts(&mut view, ctx).await;
+            Ok(Arc::new(view))
+        }
         Ok(Err(e)) => Err(("ClusterUnreadable", format!("cannot read the cluster: {e}"))),
         Err(_) => Err(("RunTimedOut", timed_out(ctx))),
     };
@@ -250,6 +253,22 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
         warn!(error = %e, "cannot publish the run's Event");
     }
     Ok(())
+}
+
+/// Adds the cluster's alerts to `view`, from the configured source; when
+/// the source cannot be read, the alert checks are Errors that say why.
+async fn read_alerts(view: &mut crate::cluster::ClusterView, ctx: &Ctx) {
+    let Some(source) = &ctx.settings.alerts else {
+        return;
+    };
+    match source.alerts().await {
+        Ok(alerts) => view.add_alerts(alerts),
+        Err(e) => {
+            warn!(error = %e, "cannot read the cluster's alerts");
+            view.unreadable
+                .insert(crate::cluster::alerts::KIND.to_owned(), e.to_string());
+        }
+    }
 }
 
 fn timed_out(ctx: &Ctx) -> String {

@@ -37,6 +37,7 @@ fn settings() -> Settings {
         jobs: None,
         reads: Reads { tls_secrets: false },
         blocking: Blocking::default(),
+        alerts: None,
     }
 }
 
