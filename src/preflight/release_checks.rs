@@ -92,10 +92,7 @@ pub(crate) fn extraction_pod(
     image: &str,
     settings: &JobSettings,
 ) -> Result<Pod, serde_json::Error> {
-    let key = ReleaseKey::from_image(image);
-    let mut label = key.object_name();
-    label.truncate(63);
-    let label = label.trim_end_matches('-').to_owned();
+    let label = ReleaseKey::from_image(image).label_value();
     serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {

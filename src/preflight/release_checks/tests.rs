@@ -126,6 +126,31 @@ fn the_extraction_pod_runs_the_release_image_restricted_and_without_a_token() {
 }
 
 #[test]
+fn extraction_pods_of_two_tags_that_differ_only_in_case_are_labelled_apart() {
+    let settings = crate::preflight::jobs::settings::JobSettings::default();
+    let label = |image: &str| {
+        let pod = serde_json::to_value(extraction_pod(image, &settings).unwrap()).unwrap();
+        pod["metadata"]["labels"][EXTRACTION]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let long = "registry.example/openshift-release-dev/ocp-release-nightly:4.18.0-0.nightly";
+    let (one, other) = (label(long), label(&long.to_uppercase()));
+    assert_ne!(one, other);
+    for label in [one, other] {
+        assert!(label.len() <= 63, "{label}");
+        assert!(
+            label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+            "{label}"
+        );
+        assert!(!label.ends_with('-'), "{label}");
+    }
+}
+
+#[test]
 fn the_cache_is_keyed_by_digest() {
     let cache = Cache::default();
     cache.insert("a.example/ocp@sha256:aa", parse_extraction(OUTPUT).unwrap());
