@@ -1342,7 +1342,7 @@ fn a_target_named_by_a_tag_is_refused_with_how_to_give_its_digest(#[case] image:
 
 #[test]
 fn a_digest_is_a_digest_and_a_tag_is_not() {
-    for digest in ["quay.io/r@sha256:6666", "sha256:abcdef", "r@sha512:00"] {
+    for digest in ["quay.io/r@sha256:6666", "r@sha512:00"] {
         assert!(ReleaseKey::from_image(digest).is_digest(), "{digest}");
     }
     for tag in [

@@ -4,55 +4,126 @@ use std::fmt;
 
 /// The key under which preflight results for a release are stored: the
 /// image digest when the pullspec has one, otherwise the whole pullspec.
+/// A digest and a pullspec that read alike (`sha256:aa`, an image named
+/// `sha256` with the tag `aa`) are different keys.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ReleaseKey(String);
+pub struct ReleaseKey {
+    text: String,
+    by: KeyedBy,
+}
+
+/// Whether a key is a release's digest or the pullspec it was named by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum KeyedBy {
+    Digest,
+    Pullspec,
+}
+
+/// The longest object name (a DNS-1123 subdomain) and label value (a
+/// DNS-1123 label).
+const MAX_NAME: usize = 253;
+const MAX_LABEL: usize = 63;
+/// How many hex digits of the pullspec's SHA-256 end a tag's name.
+const TAG_HASH: usize = 10;
 
 impl ReleaseKey {
     pub fn from_image(pullspec: &str) -> Self {
         let pullspec = pullspec.trim();
         match pullspec.rsplit_once('@') {
-            Some((_, digest)) if digest.contains(':') => Self(digest.to_owned()),
-            _ => Self(pullspec.to_owned()),
+            Some((_, digest)) if digest.contains(':') => Self {
+                text: digest.to_owned(),
+                by: KeyedBy::Digest,
+            },
+            _ => Self {
+                text: pullspec.to_owned(),
+                by: KeyedBy::Pullspec,
+            },
         }
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
     }
 
     /// Whether the key is a content digest (`sha256:…`): a tag can be
     /// moved to another release after it was checked, a digest cannot.
     pub fn is_digest(&self) -> bool {
-        self.0.split_once(':').is_some_and(|(algorithm, hex)| {
-            matches!(algorithm, "sha256" | "sha384" | "sha512")
-                && !hex.is_empty()
-                && hex.chars().all(|c| c.is_ascii_hexdigit())
-        })
+        matches!(self.by, KeyedBy::Digest)
+            && self.text.split_once(':').is_some_and(|(algorithm, hex)| {
+                matches!(algorithm, "sha256" | "sha384" | "sha512")
+                    && !hex.is_empty()
+                    && hex.chars().all(|c| c.is_ascii_hexdigit())
+            })
     }
 
-    /// A DNS-1123 name derived from the key, stable for the same release, e.g.
-    /// `release-sha256-3f5a0c1d2e4b`.
+    /// The name of the release's objects, stable for the same release: a
+    /// DNS-1123 subdomain. A digest's is `release-` and the digest with its
+    /// `:` as `-`, cut to 63 characters: `release-sha256-3f5a0c1d2e4b…`.
+    /// A release known by tag is named after its pullspec (lowercased, every
+    /// other character a `-`), then `--` and the first 10 hex digits of the
+    /// SHA-256 of the pullspec as written:
+    /// `release-example-com-ocp-release-4-15-3-x86-64--<hash>`. So two
+    /// pullspecs that differ only in case, in punctuation or past a cut get
+    /// different names, and no digest's name (which never holds `--`) is a
+    /// tag's.
     pub fn object_name(&self) -> String {
-        let mut name = String::from("release-");
-        let mut last_dash = true;
-        for c in self.0.chars().flat_map(char::to_lowercase) {
-            let c = if c.is_ascii_alphanumeric() { c } else { '-' };
-            if c == '-' && last_dash {
-                continue;
+        self.name(MAX_NAME)
+    }
+
+    /// The release as a label value (a DNS-1123 label, at most 63
+    /// characters), built as [`Self::object_name`] is; for a digest it is
+    /// the object's name.
+    pub fn label_value(&self) -> String {
+        self.name(MAX_LABEL)
+    }
+
+    fn name(&self, max: usize) -> String {
+        const PREFIX: &str = "release-";
+        let readable = readable(&self.text);
+        match self.by {
+            // As digests have always been named: objects in clusters,
+            // docs and messages carry these names.
+            KeyedBy::Digest => {
+                let name = format!("{PREFIX}{}", cut(&readable, MAX_LABEL - PREFIX.len()));
+                name.trim_end_matches('-').to_owned()
             }
-            last_dash = c == '-';
-            name.push(c);
-            if name.len() >= 63 {
-                break;
+            KeyedBy::Pullspec => {
+                let sha = ring::digest::digest(&ring::digest::SHA256, self.text.as_bytes());
+                let hex: String = sha.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+                let hash = &hex[..TAG_HASH];
+                let part = cut(&readable, max - PREFIX.len() - "--".len() - TAG_HASH);
+                if part.is_empty() {
+                    format!("{PREFIX}-{hash}")
+                } else {
+                    format!("{PREFIX}{part}--{hash}")
+                }
             }
         }
-        name.trim_end_matches('-').to_owned()
     }
+}
+
+/// `text` lowercased, every character but a-z and 0-9 a `-`, no two `-` in
+/// a row and none at either end.
+fn readable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars().flat_map(char::to_lowercase) {
+        let c = if c.is_ascii_alphanumeric() { c } else { '-' };
+        if c == '-' && (out.is_empty() || out.ends_with('-')) {
+            continue;
+        }
+        out.push(c);
+    }
+    out.trim_end_matches('-').to_owned()
+}
+
+/// The first `max` characters of `readable` (ASCII), with no `-` at the end.
+fn cut(readable: &str, max: usize) -> &str {
+    readable[..readable.len().min(max)].trim_end_matches('-')
 }
 
 impl fmt::Display for ReleaseKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 
@@ -256,18 +327,180 @@ mod tests {
         assert_eq!(ReleaseKey::from_image(image).as_str(), key);
     }
 
+    /// A DNS-1123 label, as Kubernetes checks a label value or a name.
+    fn is_dns_label(s: &str) -> bool {
+        (1..=63).contains(&s.len())
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !s.starts_with('-')
+            && !s.ends_with('-')
+    }
+
+    /// A DNS-1123 subdomain: dot-separated labels' characters, at most 253.
+    fn is_dns_subdomain(s: &str) -> bool {
+        s.len() <= 253
+            && s.split('.').all(|part| {
+                !part.is_empty()
+                    && part
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !part.starts_with('-')
+                    && !part.ends_with('-')
+            })
+    }
+
+    /// How every key was named before tags got a hash: the reference the
+    /// digests' names must still match, and what made tags collide.
+    fn name_before(key: &str) -> String {
+        let mut name = String::from("release-");
+        let mut last_dash = true;
+        for c in key.chars().flat_map(char::to_lowercase) {
+            let c = if c.is_ascii_alphanumeric() { c } else { '-' };
+            if c == '-' && last_dash {
+                continue;
+            }
+            last_dash = c == '-';
+            name.push(c);
+            if name.len() >= 63 {
+                break;
+            }
+        }
+        name.trim_end_matches('-').to_owned()
+    }
+
+    const DIGEST: &str = "3f5a0c1d2e4b5a6978877665544332211000ffeeddccbbaa9988776655443322";
+
+    #[rstest]
+    #[case::short("example.com/ocp@sha256:aa")]
+    #[case::full(&format!("example.com/ocp@sha256:{DIGEST}"))]
+    #[case::upper_case(&format!("example.com/ocp@sha256:{}", DIGEST.to_uppercase()))]
+    #[case::sha512(&format!("example.com/ocp@sha512:{DIGEST}{DIGEST}"))]
+    fn a_digest_keeps_the_name_it_always_had(#[case] image: &str) {
+        let key = ReleaseKey::from_image(image);
+        assert_eq!(key.object_name(), name_before(key.as_str()));
+        assert_eq!(key.label_value(), key.object_name());
+        assert!(is_dns_label(&key.object_name()), "{}", key.object_name());
+    }
+
     #[test]
-    fn object_names_are_dns_labels() {
-        let name = ReleaseKey::from_image(
-            "quay.io/x@sha256:3F5A0C1D2E4B5A6978877665544332211000FFEEDDCCBBAA9988776655443322",
-        )
-        .object_name();
-        assert!(name.len() <= 63, "{name}");
-        assert!(name.starts_with("release-sha256-3f5a0c1d2e4b"), "{name}");
-        assert!(
-            name.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    fn a_digest_is_named_release_sha256_and_its_hex() {
+        assert_eq!(
+            ReleaseKey::from_image("example.com/ocp@sha256:aa").object_name(),
+            "release-sha256-aa"
         );
-        assert!(!name.ends_with('-'));
+        // Cut to 63 characters: 48 of the 64 hex digits.
+        assert_eq!(
+            ReleaseKey::from_image(&format!("example.com/ocp@sha256:{DIGEST}")).object_name(),
+            format!("release-sha256-{}", &DIGEST[..48])
+        );
+    }
+
+    /// Two pullspecs of 300 characters that share their first 290.
+    fn long(tag: &str) -> String {
+        format!("registry.example/{}:{tag}", "ocp-release-".repeat(23))
+    }
+
+    #[rstest]
+    #[case::case("example.com/ocp/release:4.15.3", "example.com/OCP/release:4.15.3")]
+    #[case::punctuation("example.com/ocp/release:4.15.3", "example.com/ocp/release-4.15.3")]
+    #[case::past_63(
+        "registry.example/openshift-release-dev/ocp-release:4.15.3-x86_64",
+        "registry.example/openshift-release-dev/ocp-release:4.15.3-aarch64"
+    )]
+    #[case::past_253(&long("4.15.3"), &long("4.15.4"))]
+    fn tags_that_used_to_share_a_name_get_different_names_and_labels(
+        #[case] one: &str,
+        #[case] other: &str,
+    ) {
+        let (one, other) = (ReleaseKey::from_image(one), ReleaseKey::from_image(other));
+        // The finding: the names they had were one.
+        assert_eq!(name_before(one.as_str()), name_before(other.as_str()));
+        assert_ne!(one.object_name(), other.object_name());
+        assert_ne!(one.label_value(), other.label_value());
+    }
+
+    #[test]
+    fn two_long_tags_sharing_their_first_63_characters_get_different_labels() {
+        let one = "registry.example/openshift-release-dev/ocp-release-nightly:4.18.0-0.nightly-2025-01-01-000000";
+        let other = "registry.example/openshift-release-dev/ocp-release-nightly:4.18.0-0.nightly-2025-01-02-000000";
+        assert_eq!(one[..63], other[..63]);
+        let (one, other) = (ReleaseKey::from_image(one), ReleaseKey::from_image(other));
+        assert_ne!(one.label_value(), other.label_value());
+        assert_ne!(one.object_name(), other.object_name());
+        // Within 253, a name keeps the whole pullspec.
+        assert!(
+            one.object_name()
+                .starts_with("release-registry-example-openshift-release-dev-ocp-release-nightly-4-18-0-0-nightly-2025-01-01-000000--"),
+            "{}",
+            one.object_name()
+        );
+    }
+
+    #[test]
+    fn a_tag_is_never_named_like_a_digest() {
+        // An image named `sha256` with the tag `aa` is not the digest
+        // `sha256:aa`, and neither is a tag spelt like its name.
+        let digest = ReleaseKey::from_image("example.com/ocp@sha256:aa");
+        assert_eq!(
+            ReleaseKey::from_image("sha256:aa").as_str(),
+            digest.as_str()
+        );
+        for tag in ["sha256:aa", "sha256-aa", "SHA256:aa"] {
+            let tag = ReleaseKey::from_image(tag);
+            assert_ne!(tag, digest);
+            assert_ne!(tag.object_name(), digest.object_name());
+            assert_ne!(tag.label_value(), digest.label_value());
+        }
+    }
+
+    #[test]
+    fn a_tags_name_ends_with_the_sha256_of_its_pullspec() {
+        // The SHA-256 test vector for "abc" (FIPS 180-2): the name is the
+        // same on every build, so objects keep their names across versions.
+        assert_eq!(
+            ReleaseKey::from_image("abc").object_name(),
+            "release-abc--ba7816bf8f"
+        );
+        assert_eq!(
+            ReleaseKey::from_image("").object_name(),
+            "release--e3b0c44298"
+        );
+    }
+
+    #[rstest]
+    #[case::digest(&format!("example.com/ocp@sha256:{DIGEST}"))]
+    #[case::tag("registry.example:5000/ocp/release:4.15.3-x86_64")]
+    #[case::long_tag(&long("4.15.3"))]
+    #[case::not_ascii("example.com/ocp/r\u{e9}lease:4.15.\u{130}")]
+    #[case::punctuation_only("-._:/@")]
+    #[case::empty("")]
+    #[case::dashes_at_the_cut(&format!("example.com/{}x", "a-".repeat(40)))]
+    fn names_are_dns_subdomains_and_labels_dns_labels(#[case] image: &str) {
+        let key = ReleaseKey::from_image(image);
+        let (name, label) = (key.object_name(), key.label_value());
+        assert!(
+            is_dns_subdomain(&name),
+            "{name:?} ({} characters)",
+            name.len()
+        );
+        assert!(
+            is_dns_label(&label),
+            "{label:?} ({} characters)",
+            label.len()
+        );
+        assert!(name.starts_with("release-") && label.starts_with("release-"));
+        assert_eq!(name, ReleaseKey::from_image(image).object_name(), "stable");
+    }
+
+    #[test]
+    fn the_checkers_refuse_what_kubernetes_refuses() {
+        for bad in ["", "-a", "a-", "A", "a_b", &"a".repeat(64)] {
+            assert!(!is_dns_label(bad), "{bad}");
+        }
+        assert!(is_dns_label(&"a".repeat(63)) && is_dns_label("a--b"));
+        for bad in ["a..b", ".a", "a.", "a.-b", &"a".repeat(254)] {
+            assert!(!is_dns_subdomain(bad), "{bad}");
+        }
+        assert!(is_dns_subdomain(&"a".repeat(253)) && is_dns_subdomain("a.b-c"));
     }
 }

@@ -55,6 +55,19 @@ impl Seen {
             .send_response(response);
     }
 
+    /// Answers 200 with `body` as it is, as a pod's log is served.
+    pub fn text(&mut self, body: Vec<u8>) {
+        let response = Response::builder()
+            .status(StatusCode::OK)
+            .header("content-type", "text/plain")
+            .body(Body::from(body))
+            .expect("a response");
+        self.reply
+            .take()
+            .expect("answered once")
+            .send_response(response);
+    }
+
     /// Answers 200 with `body`.
     pub fn ok(&mut self, body: &Value) {
         self.answer(200, body);

@@ -39,6 +39,12 @@ pub(crate) const NEEDS_API: &str = "preflight.dev/needs-api";
 /// Label on extraction pods.
 pub(crate) const EXTRACTION: &str = "preflight.dev/release-extraction";
 
+/// The most of the extraction pod's log the gate reads: 4 MiB. A release's
+/// `image-references` and declared Jobs are well under 1 MiB; a log longer
+/// than this is refused whole (a cut manifest is never parsed), and the API
+/// server is asked for no more of it.
+pub(crate) const MAX_EXTRACTION_LOG: usize = 4 * 1024 * 1024;
+
 const BEGIN: &str = "--- preflight-gate begin ";
 const END: &str = "--- preflight-gate end";
 
@@ -63,6 +69,10 @@ pub enum DiscoveryError {
     Manifest { file: String, reason: String },
     #[error("the extraction pod failed: {0}")]
     Pod(String),
+    #[error(
+        "the release printed more than {limit} bytes of image-references and declared checks, more than the gate reads"
+    )]
+    TooLong { limit: usize },
     #[error("{0}")]
     Api(String),
 }
@@ -87,10 +97,7 @@ pub(crate) fn extraction_pod(
     image: &str,
     settings: &JobSettings,
 ) -> Result<Pod, serde_json::Error> {
-    let key = ReleaseKey::from_image(image);
-    let mut label = key.object_name();
-    label.truncate(63);
-    let label = label.trim_end_matches('-').to_owned();
+    let label = ReleaseKey::from_image(image).label_value();
     serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
@@ -119,6 +126,35 @@ pub(crate) fn extraction_pod(
             }],
         },
     }))
+}
+
+/// How the extraction pod's log is read: one byte past
+/// [`MAX_EXTRACTION_LOG`], so that a log cut at the limit is told from one
+/// that ends there.
+fn log_params() -> LogParams {
+    LogParams {
+        limit_bytes: Some(MAX_EXTRACTION_LOG as i64 + 1),
+        ..LogParams::default()
+    }
+}
+
+/// The extraction pod's log as read with [`log_params`], or
+/// [`DiscoveryError::TooLong`] when it is longer than `limit` bytes. A log
+/// cut inside a character does not decode, so the length of a log that
+/// fails to decode counts too. Any other failure to read is passed on.
+pub(crate) fn within_limit(
+    log: kube::Result<String>,
+    limit: usize,
+) -> Result<kube::Result<String>, DiscoveryError> {
+    let len = match &log {
+        Ok(text) => text.len(),
+        Err(kube::Error::FromUtf8(e)) => e.as_bytes().len(),
+        Err(_) => 0,
+    };
+    if len > limit {
+        return Err(DiscoveryError::TooLong { limit });
+    }
+    Ok(log)
 }
 
 /// Sections of the output, by name.
@@ -399,7 +435,11 @@ pub(crate) async fn discover(
                     done.message.as_deref().unwrap_or("")
                 )));
             }
-            let log = pods.logs(&name, &LogParams::default()).await;
+            let log = pods.logs(&name, &log_params()).await;
+            let log = match within_limit(log, MAX_EXTRACTION_LOG) {
+                Ok(log) => log,
+                Err(too_long) => break Err(too_long),
+            };
             let output = match log {
                 Ok(log) if !log.trim().is_empty() => log,
                 Ok(_) | Err(_) => {

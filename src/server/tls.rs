@@ -3,11 +3,13 @@
 //! is broken.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use notify::{RecursiveMode, Watcher};
+use notify::event::{AccessKind, AccessMode, MetadataKind, ModifyKind};
+use notify::{EventKind, RecursiveMode, Watcher};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -51,12 +53,20 @@ struct Loaded {
     not_after: i64,
 }
 
+/// The bytes of the pair in use, and of the last pair refused since.
+struct Seen {
+    current: (Vec<u8>, Vec<u8>),
+    refused: Option<(Vec<u8>, Vec<u8>)>,
+}
+
 /// Serves the current certificate to every handshake; `reload` swaps it.
 pub struct ReloadingCert {
     files: CertFiles,
     provider: Arc<CryptoProvider>,
     current: ArcSwap<CertifiedKey>,
-    bytes: Mutex<(Vec<u8>, Vec<u8>)>,
+    seen: Mutex<Seen>,
+    /// Calls of `reload`: what the watch loop did, for `Debug` and tests.
+    attempts: AtomicU64,
     metrics: Metrics,
 }
 
@@ -64,6 +74,7 @@ impl std::fmt::Debug for ReloadingCert {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReloadingCert")
             .field("files", &self.files)
+            .field("reloads_attempted", &self.attempts.load(Ordering::Relaxed))
             .finish()
     }
 }
@@ -76,8 +87,16 @@ fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
 }
 
 fn load(files: &CertFiles, provider: &CryptoProvider) -> Result<Loaded, TlsError> {
-    let cert_pem = read(&files.cert)?;
-    let key_pem = read(&files.key)?;
+    parse(files, read(&files.cert)?, read(&files.key)?, provider)
+}
+
+/// The pair in `cert_pem` and `key_pem`, read from `files` (named in errors).
+fn parse(
+    files: &CertFiles,
+    cert_pem: Vec<u8>,
+    key_pem: Vec<u8>,
+    provider: &CryptoProvider,
+) -> Result<Loaded, TlsError> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
         .filter_map(Result::ok)
         .collect();
@@ -117,22 +136,39 @@ impl ReloadingCert {
             files,
             provider,
             current: ArcSwap::new(loaded.key),
-            bytes: Mutex::new(loaded.bytes),
+            seen: Mutex::new(Seen {
+                current: loaded.bytes,
+                refused: None,
+            }),
+            attempts: AtomicU64::new(0),
             metrics,
         })
     }
 
     /// Reloads the pair if the files changed. A broken new pair is refused
     /// and the last good one kept. Returns whether the pair was swapped.
+    ///
+    /// A refused pair is remembered: the same bytes found again are no
+    /// change, so a broken or expired pair left in place is refused, warned
+    /// about and counted once, not at every wake-up. A different pair is
+    /// tried afresh.
     pub fn reload(&self) -> Result<bool, TlsError> {
-        let (cert, key) = (read(&self.files.cert)?, read(&self.files.key)?);
+        self.attempts.fetch_add(1, Ordering::Relaxed);
+        let bytes = (read(&self.files.cert)?, read(&self.files.key)?);
         {
-            let bytes = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
-            if bytes.0 == cert && bytes.1 == key {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            if seen.current == bytes {
+                // Back to the pair in use: a refused one coming again later
+                // is news again.
+                seen.refused = None;
+                return Ok(false);
+            }
+            if seen.refused.as_ref() == Some(&bytes) {
                 return Ok(false);
             }
         }
-        let loaded = load(&self.files, &self.provider).and_then(|loaded| {
+        let (cert, key) = bytes.clone();
+        let loaded = parse(&self.files, cert, key, &self.provider).and_then(|loaded| {
             // A pair that matches but has expired is no better than a
             // broken one: every API server would refuse the handshake.
             if loaded.not_after <= jiff::Timestamp::now().as_second() {
@@ -145,14 +181,19 @@ impl ReloadingCert {
             }
             Ok(loaded)
         });
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         match loaded {
             Ok(loaded) => {
                 self.current.store(loaded.key);
-                *self.bytes.lock().unwrap_or_else(|e| e.into_inner()) = loaded.bytes;
+                *seen = Seen {
+                    current: loaded.bytes,
+                    refused: None,
+                };
                 self.metrics.tls.reloaded(loaded.not_after);
                 Ok(true)
             }
             Err(e) => {
+                seen.refused = Some(bytes);
                 self.metrics.tls.reload_failed();
                 Err(e)
             }
@@ -162,12 +203,18 @@ impl ReloadingCert {
     /// Reloads whenever the certificate's directory changes, and every
     /// `interval` in case a change went unseen (e.g. on some volume types).
     /// Watching the directory, not the files, catches the `..data` symlink
-    /// swap of a Kubernetes Secret volume.
+    /// swap of a Kubernetes Secret volume. Events that are only reads (the
+    /// loop's own among them) wake nothing: see `may_change_files`.
     pub async fn watch(self: Arc<Self>, interval: Duration) {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
-        let mut watcher = notify::recommended_watcher(move |_event| {
-            let _ = tx.try_send(());
-        });
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                // An error (e.g. a queue overflow) may hide a change: look.
+                if event.is_ok_and(|e| !may_change_files(&e.kind)) {
+                    return;
+                }
+                let _ = tx.try_send(());
+            });
         let dirs: std::collections::BTreeSet<PathBuf> = [&self.files.cert, &self.files.key]
             .iter()
             .filter_map(|p| p.parent().map(Path::to_owned))
@@ -209,6 +256,25 @@ impl ReloadingCert {
                 }
             }
         }
+    }
+}
+
+/// Whether a watch event in the certificate's directory may mean the files
+/// changed. Reads change nothing, and the reloader's own reads of the files
+/// (open, access, close after reading) must not wake it again, or it would
+/// reload in a loop. A close after writing is the one access event that
+/// says a writer has finished; the reloader only ever opens to read, so it
+/// never causes one.
+fn may_change_files(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)) => false,
+        EventKind::Any
+        | EventKind::Create(_)
+        | EventKind::Modify(_)
+        | EventKind::Remove(_)
+        | EventKind::Other => true,
     }
 }
 
@@ -298,5 +364,152 @@ mod tests {
         pair(dir.path(), (2025, 1, 1), (2098, 1, 1));
         assert!(cert.reload().unwrap());
         assert!(!Arc::ptr_eq(&good, &cert.current.load_full()));
+    }
+
+    fn failures(metrics: &Metrics) -> String {
+        metrics
+            .render()
+            .lines()
+            .find(|l| l.starts_with(r#"preflight_gate_tls_reloads_total{result="failure"}"#))
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    #[test]
+    fn a_refused_pair_is_counted_once_until_the_files_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let files = pair(dir.path(), (2025, 1, 1), (2099, 1, 1));
+        let metrics = Metrics::new().unwrap();
+        let cert = ReloadingCert::load(files.clone(), provider, metrics.clone()).unwrap();
+        let good = cert.current.load_full();
+        let counted =
+            |n: u32| format!(r#"preflight_gate_tls_reloads_total{{result="failure"}} {n}"#);
+
+        // An expired pair is refused once; found again and again, it is no
+        // news: no error, no count.
+        pair(dir.path(), (2020, 1, 1), (2021, 1, 1));
+        assert!(matches!(cert.reload(), Err(TlsError::Expired { .. })));
+        for _ in 0..5 {
+            assert!(
+                !cert.reload().unwrap(),
+                "the same refused pair is no change"
+            );
+        }
+        assert_eq!(failures(&metrics), counted(1));
+        assert!(Arc::ptr_eq(&good, &cert.current.load_full()), "kept");
+
+        // A different broken pair (a key that is not PEM) is refused and
+        // counted again, once.
+        std::fs::write(&files.key, "not a key").unwrap();
+        assert!(matches!(cert.reload(), Err(TlsError::Key { .. })));
+        assert!(!cert.reload().unwrap());
+        assert_eq!(failures(&metrics), counted(2));
+        assert!(Arc::ptr_eq(&good, &cert.current.load_full()), "kept");
+
+        // A good pair is still taken.
+        pair(dir.path(), (2025, 1, 1), (2098, 1, 1));
+        assert!(cert.reload().unwrap());
+        assert!(!Arc::ptr_eq(&good, &cert.current.load_full()), "taken");
+        assert!(!cert.reload().unwrap());
+        assert_eq!(failures(&metrics), counted(2));
+    }
+
+    #[test]
+    fn a_refused_pair_that_comes_back_after_the_good_one_is_news_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let files = pair(dir.path(), (2025, 1, 1), (2099, 1, 1));
+        let (good_cert, good_key) = (
+            std::fs::read(&files.cert).unwrap(),
+            std::fs::read(&files.key).unwrap(),
+        );
+        let metrics = Metrics::new().unwrap();
+        let cert = ReloadingCert::load(files.clone(), provider, metrics.clone()).unwrap();
+
+        std::fs::write(&files.key, "not a key").unwrap();
+        assert!(cert.reload().is_err());
+        // The pair in use is put back, then the broken one again.
+        std::fs::write(&files.key, &good_key).unwrap();
+        std::fs::write(&files.cert, &good_cert).unwrap();
+        assert!(!cert.reload().unwrap());
+        std::fs::write(&files.key, "not a key").unwrap();
+        assert!(cert.reload().is_err());
+        assert_eq!(
+            failures(&metrics),
+            r#"preflight_gate_tls_reloads_total{result="failure"} 2"#
+        );
+    }
+
+    #[test]
+    fn only_events_that_may_change_the_files_wake_the_reloader() {
+        use notify::event::{CreateKind, DataChange, RemoveKind, RenameMode};
+        let reads = [
+            EventKind::Access(AccessKind::Any),
+            EventKind::Access(AccessKind::Read),
+            EventKind::Access(AccessKind::Open(AccessMode::Read)),
+            EventKind::Access(AccessKind::Open(AccessMode::Any)),
+            EventKind::Access(AccessKind::Close(AccessMode::Read)),
+            EventKind::Access(AccessKind::Other),
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)),
+        ];
+        for kind in reads {
+            assert!(!may_change_files(&kind), "{kind:?} is only a read");
+        }
+        let changes = [
+            EventKind::Any,
+            EventKind::Other,
+            EventKind::Create(CreateKind::File),
+            EventKind::Modify(ModifyKind::Any),
+            EventKind::Modify(ModifyKind::Data(DataChange::Content)),
+            EventKind::Modify(ModifyKind::Name(RenameMode::Both)),
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any)),
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::Permissions)),
+            EventKind::Remove(RemoveKind::File),
+            EventKind::Access(AccessKind::Close(AccessMode::Write)),
+        ];
+        for kind in changes {
+            assert!(may_change_files(&kind), "{kind:?} may be a change");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_watch_does_not_wake_itself_with_its_own_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let files = pair(dir.path(), (2025, 1, 1), (2099, 1, 1));
+        let cert = Arc::new(ReloadingCert::load(files, provider, Metrics::new().unwrap()).unwrap());
+        let good = cert.current.load_full();
+        // Polling is out of the picture: only the first tick and the
+        // watcher's events wake the loop.
+        let task = tokio::spawn(cert.clone().watch(Duration::from_secs(3600)));
+
+        // Unchanged files: one reload at the first tick. Each reload reads
+        // both files; were those reads to wake the loop, it would reload
+        // every 100 ms, a dozen times in this while.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let attempts = cert.attempts.load(Ordering::Relaxed);
+        assert!(
+            (1..=2).contains(&attempts),
+            "{attempts} reloads of an unchanged directory"
+        );
+
+        // The watcher does see a real change: a new pair is taken without
+        // waiting for the poll.
+        pair(dir.path(), (2025, 1, 1), (2098, 1, 1));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while Arc::ptr_eq(&good, &cert.current.load_full()) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the new pair was not seen"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // And settles again.
+        let settled = cert.attempts.load(Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let more = cert.attempts.load(Ordering::Relaxed) - settled;
+        assert!(more <= 2, "{more} more reloads after the change was taken");
+        task.abort();
     }
 }

@@ -126,6 +126,31 @@ fn the_extraction_pod_runs_the_release_image_restricted_and_without_a_token() {
 }
 
 #[test]
+fn extraction_pods_of_two_tags_that_differ_only_in_case_are_labelled_apart() {
+    let settings = crate::preflight::jobs::settings::JobSettings::default();
+    let label = |image: &str| {
+        let pod = serde_json::to_value(extraction_pod(image, &settings).unwrap()).unwrap();
+        pod["metadata"]["labels"][EXTRACTION]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let long = "registry.example/openshift-release-dev/ocp-release-nightly:4.18.0-0.nightly";
+    let (one, other) = (label(long), label(&long.to_uppercase()));
+    assert_ne!(one, other);
+    for label in [one, other] {
+        assert!(label.len() <= 63, "{label}");
+        assert!(
+            label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+            "{label}"
+        );
+        assert!(!label.ends_with('-'), "{label}");
+    }
+}
+
+#[test]
 fn the_cache_is_keyed_by_digest() {
     let cache = Cache::default();
     cache.insert("a.example/ocp@sha256:aa", parse_extraction(OUTPUT).unwrap());
@@ -199,4 +224,113 @@ fn a_declared_check_gets_an_api_token_only_when_it_asks() {
     ))
     .unwrap();
     assert!(reads.spec.api_access());
+}
+
+#[test]
+fn a_log_within_the_limit_is_read_and_one_past_it_is_refused() {
+    assert_eq!(within_limit(Ok("abcd".into()), 4).unwrap().unwrap(), "abcd");
+    assert_eq!(
+        within_limit(Ok("abcde".into()), 4).unwrap_err(),
+        DiscoveryError::TooLong { limit: 4 }
+    );
+    // A log cut inside a character does not decode; its length still counts.
+    let cut = String::from_utf8("abc\u{e9}".as_bytes()[..4].to_vec()).unwrap_err();
+    assert!(matches!(
+        within_limit(Err(kube::Error::FromUtf8(cut)), 3),
+        Err(DiscoveryError::TooLong { limit: 3 })
+    ));
+    // Other failures are passed on, for the termination message to answer.
+    let short = String::from_utf8(vec![0xff]).unwrap_err();
+    assert!(matches!(
+        within_limit(Err(kube::Error::FromUtf8(short)), 3),
+        Ok(Err(kube::Error::FromUtf8(_)))
+    ));
+    let message = DiscoveryError::TooLong {
+        limit: MAX_EXTRACTION_LOG,
+    }
+    .to_string();
+    assert!(
+        message.contains("printed more than 4194304 bytes"),
+        "{message}"
+    );
+}
+
+/// `discover` against a scripted API server, up to the log: the extraction
+/// pod is created and has finished, and its log is answered with `log`.
+/// Returns the answer and the log request's query.
+async fn discover_with_log(log: Vec<u8>) -> (Result<Declared, DiscoveryError>, String) {
+    use crate::preflight::api_mock;
+    use http::Method;
+
+    let (client, mut api) = api_mock::client();
+    let settings = crate::preflight::jobs::settings::JobSettings::default();
+    let image = "example.com/ocp-release@sha256:aa";
+    let run =
+        tokio::spawn(
+            async move { discover(&client, image, &settings, Duration::from_secs(30)).await },
+        );
+    let mut created = api.next().await;
+    assert_eq!(created.method, Method::POST);
+    let mut pod = created.body.clone();
+    pod["metadata"]["name"] = json!("pfx-release-x1");
+    created.ok(&pod);
+    let mut get = api.next().await;
+    assert_eq!(
+        get.path,
+        "/api/v1/namespaces/preflight-gate/pods/pfx-release-x1"
+    );
+    // The termination message holds a good answer: a log refused for its
+    // length must not fall back to it.
+    pod["status"] = json!({"containerStatuses": [{
+        "name": "extract", "image": image, "imageID": "", "ready": false, "restartCount": 0,
+        "state": {"terminated": {"exitCode": 0, "message": OUTPUT}},
+    }]});
+    get.ok(&pod);
+    let mut logs = api.next().await;
+    assert_eq!(
+        logs.path,
+        "/api/v1/namespaces/preflight-gate/pods/pfx-release-x1/log"
+    );
+    let query = logs.query.clone();
+    logs.text(log);
+    let mut deleted = api.next().await;
+    assert_eq!(deleted.method, Method::DELETE);
+    deleted.ok(&pod);
+    (run.await.unwrap(), query)
+}
+
+#[tokio::test]
+async fn an_extraction_log_past_the_limit_is_refused_not_parsed_cut() {
+    // What a kubelet sends for `limitBytes`: the first bytes of a longer
+    // log, here a good answer followed by more than the limit, cut inside
+    // a two-byte character.
+    let mut log = OUTPUT.as_bytes().to_vec();
+    if (MAX_EXTRACTION_LOG + 1 - log.len()).is_multiple_of(2) {
+        log.push(b'\n');
+    }
+    log.extend("\u{e9}".repeat(MAX_EXTRACTION_LOG).as_bytes());
+    log.truncate(MAX_EXTRACTION_LOG + 1);
+    assert!(std::str::from_utf8(&log).is_err(), "cut inside a character");
+    let (answer, query) = discover_with_log(log).await;
+    assert!(
+        query
+            .split('&')
+            .any(|p| p == format!("limitBytes={}", MAX_EXTRACTION_LOG + 1)),
+        "{query}"
+    );
+    assert_eq!(
+        answer.unwrap_err(),
+        DiscoveryError::TooLong {
+            limit: MAX_EXTRACTION_LOG
+        }
+    );
+}
+
+#[tokio::test]
+async fn an_extraction_log_at_the_limit_is_read() {
+    let mut log = OUTPUT.as_bytes().to_vec();
+    log.resize(MAX_EXTRACTION_LOG, b'\n');
+    let (answer, _) = discover_with_log(log).await;
+    let declared = answer.unwrap();
+    assert_eq!(declared.checks.len(), 1);
 }
