@@ -47,8 +47,40 @@ pub struct Report {
     /// Checks accepted with `--accept` whose failures count as warnings.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub accepted: Vec<String>,
+    /// Every result, each with its check's own severity (an accepted one
+    /// keeps `Blocking`; its standing says it was accepted).
+    #[serde(skip)]
     pub results: Vec<CheckResult>,
+    /// How each result counts, in the order of `results`.
+    #[serde(skip)]
+    standings: Vec<Standing>,
     pub summary: Summary,
+}
+
+/// The version of the JSON and YAML report's shape; a change that removes
+/// or renames a field raises it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The report as programs read it: its schema version and verdict first,
+/// then the report, every result beside the standing it got.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Document<'a> {
+    schema_version: u32,
+    /// `Blocked`, `AllowedWithWarnings` or `Allowed`: what the exit code says.
+    verdict: &'static str,
+    #[serde(flatten)]
+    report: &'a Report,
+    results: Vec<Entry<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Entry<'a> {
+    #[serde(flatten)]
+    result: &'a CheckResult,
+    /// `Passed`, `Skipped`, `Warns`, `Accepted` or `Blocks`.
+    standing: String,
 }
 
 impl Report {
@@ -57,14 +89,13 @@ impl Report {
     /// webhook, and errors of its fail-open checks do not block.
     pub fn new(ctx: &Context, mut results: Vec<CheckResult>, blocking: &Blocking) -> Self {
         blocking.stamp(&mut results);
-        let mut accepted = Vec::new();
-        for r in &mut results {
-            if blocking.standing(r) == Standing::Accepted {
-                r.severity = Severity::Warning;
-                r.message = format!("accepted: {}", r.message);
-                accepted.push(r.name.clone());
-            }
-        }
+        let standings: Vec<Standing> = results.iter().map(|r| blocking.standing(r)).collect();
+        let accepted = results
+            .iter()
+            .zip(&standings)
+            .filter(|(_, s)| **s == Standing::Accepted)
+            .map(|(r, _)| r.name.clone())
+            .collect();
         Self {
             target: ctx.target_name(),
             image: ctx.target.image.clone(),
@@ -77,12 +108,15 @@ impl Report {
             accepted,
             summary: blocking.summarize(&results),
             results,
+            standings,
         }
     }
 
     /// The report of results a controller wrote to an `UpdatePreflight`.
     pub(crate) fn from_results(target: String, image: String, results: Vec<CheckResult>) -> Self {
+        let blocking = Blocking::default();
         Self {
+            standings: results.iter().map(|r| blocking.standing(r)).collect(),
             target,
             image,
             current: None,
@@ -92,7 +126,7 @@ impl Report {
             skipped: Default::default(),
             unread_files: Default::default(),
             accepted: Vec::new(),
-            summary: Blocking::default().summarize(&results),
+            summary: blocking.summarize(&results),
             results,
         }
     }
@@ -130,16 +164,59 @@ impl Report {
         }
     }
 
+    /// The verdict in one word, as the exit code says it.
+    pub fn verdict(&self) -> &'static str {
+        match self.exit_code() {
+            3 => "Blocked",
+            4 => "AllowedWithWarnings",
+            _ => "Allowed",
+        }
+    }
+
+    /// The results as the table shows them: an accepted failure as a
+    /// warning that says it was accepted.
+    pub(crate) fn shown(&self) -> Vec<CheckResult> {
+        self.results
+            .iter()
+            .zip(&self.standings)
+            .map(|(r, standing)| match standing {
+                Standing::Accepted => CheckResult {
+                    severity: Severity::Warning,
+                    message: format!("accepted: {}", r.message),
+                    ..r.clone()
+                },
+                _ => r.clone(),
+            })
+            .collect()
+    }
+
+    fn document(&self) -> Document<'_> {
+        Document {
+            schema_version: SCHEMA_VERSION,
+            verdict: self.verdict(),
+            report: self,
+            results: self
+                .results
+                .iter()
+                .zip(&self.standings)
+                .map(|(result, standing)| Entry {
+                    result,
+                    standing: format!("{standing:?}"),
+                })
+                .collect(),
+        }
+    }
+
     /// Renders the report in `format`; `color` only affects the table.
     pub fn render(&self, format: Format, color: bool) -> String {
         match format {
             Format::Table => table(self, color),
             Format::Json => {
-                let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+                let mut text = serde_json::to_string_pretty(&self.document()).unwrap_or_default();
                 text.push('\n');
                 text
             }
-            Format::Yaml => serde_saphyr::to_string(self).unwrap_or_default(),
+            Format::Yaml => serde_saphyr::to_string(&self.document()).unwrap_or_default(),
         }
     }
 }

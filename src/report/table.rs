@@ -29,7 +29,8 @@ pub fn table(report: &Report, color: bool) -> String {
     } else {
         table.force_no_tty();
     }
-    let mut rows: Vec<&CheckResult> = report.results.iter().collect();
+    let shown = report.shown();
+    let mut rows: Vec<&CheckResult> = shown.iter().collect();
     rows.sort_by_key(|r| rank(r));
     let mut links = String::new();
     for r in rows {

@@ -46,17 +46,45 @@ fn a_minor_update_of_the_sample_is_blocked_until_accepted() {
         .collect();
     assert_eq!(failing, ["OLMOperatorsCompatible"], "{report}");
     assert_eq!(report["summary"]["failing"], 1);
+    assert_eq!(report["schemaVersion"], 1);
+    assert_eq!(report["verdict"], "Blocked");
 
-    let accepted = check(&[
-        "--to",
-        "4.15.3",
-        "--accept",
-        "OLMOperatorsCompatible",
-        "--output",
-        "yaml",
-    ]);
+    // Accepted: the check keeps its own severity, beside the standing it
+    // got; the table shows it as an accepted warning.
+    let accept = |output: &str| {
+        check(&[
+            "--to",
+            "4.15.3",
+            "--accept",
+            "OLMOperatorsCompatible",
+            "--output",
+            output,
+        ])
+    };
+    let accepted = accept("yaml");
     assert_eq!(accepted.status.code(), Some(4), "{}", stdout(&accepted));
-    assert!(stdout(&accepted).contains("accepted: operators that do not support OpenShift 4.15"));
+    let report: serde_json::Value = serde_saphyr::from_str(&stdout(&accepted)).unwrap();
+    assert_eq!(report["verdict"], "AllowedWithWarnings");
+    let olm = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "OLMOperatorsCompatible")
+        .unwrap();
+    assert_eq!(olm["severity"], "Blocking", "{olm:?}");
+    assert_eq!(olm["standing"], "Accepted", "{olm:?}");
+    assert!(
+        olm["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("operators that do not support OpenShift 4.15"),
+        "{olm:?}"
+    );
+    let table = stdout(&accept("table"));
+    assert!(
+        table.contains("accepted: operators that do not support OpenShift 4.15"),
+        "{table}"
+    );
 }
 
 #[test]
