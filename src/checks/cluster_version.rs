@@ -3,7 +3,7 @@
 //! retargeted within its minor version.
 
 use super::{Check, Context};
-use crate::cluster::openshift::{condition, is_true};
+use crate::cluster::openshift::condition;
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::release::Version;
@@ -46,16 +46,24 @@ impl Check for ClusterVersionState {
             ))
             .with_url(URL);
         }
-        let in_progress = cv.status.history.first().filter(|h| h.state == "Partial");
-        if is_true(conditions, "Progressing")
-            && let Some(update) = in_progress
-        {
+        if let Some(update) = super::update_in_progress(cv) {
             let updating_to = Version::parse(&update.version);
+            // How far it got, in the CVO's words ("Working towards 4.14.11:
+            // 106 of 863 done (12% complete)").
+            let progress = condition(conditions, "Progressing")
+                .and_then(|c| c.message.as_deref())
+                .map(|m| format!(" ({})", excerpt(Some(m), EXCERPT)))
+                .unwrap_or_default();
             return match (&updating_to, &ctx.target_version) {
-                (Some(from), Some(to)) if from.minor_line() == to.minor_line() => Finding::pass(format!(
-                    "an update to {from} is in progress; retargeting within {} is allowed",
-                    from.minor_line()
+                (Some(from), Some(to)) if from == to => Finding::pass(format!(
+                    "{to} is the update in progress{progress}: asking for it again changes nothing"
                 )),
+                (Some(from), Some(to)) if from.minor_line() == to.minor_line() => Finding::warn(format!(
+                    "an update to {from} is in progress{progress}, since {}: retargeting to {to} within {} replaces it before it completes. oc says to let an update complete first; retarget only to leave a stuck update for a fixed release",
+                    since(update.started_time, ctx.now),
+                    from.minor_line()
+                ))
+                .with_url(URL),
                 (Some(from), Some(to)) => Finding::fail(format!(
                     "an update to {from} is in progress (since {}); retargeting within {} is allowed, but moving to {to} changes the minor version mid-update: let the update finish first",
                     since(update.started_time, ctx.now),

@@ -33,6 +33,21 @@ pub fn cluster_version(version: &str) -> Value {
     })
 }
 
+/// A ClusterVersion at `from`, in the middle of an update to `to`.
+pub fn updating(from: &str, to: &str) -> Value {
+    json!({
+        "kind": "ClusterVersion",
+        "metadata": {"name": "version"},
+        "status": {
+            "desired": {"version": to, "image": format!("quay.io/ocp/release:{to}")},
+            "history": [{"state": "Partial", "version": to, "startedTime": "2026-11-30T11:00:00Z"},
+                        {"state": "Completed", "version": from}],
+            "conditions": [condition("Progressing", "True",
+                &format!("Working towards {to}: 412 of 863 done (47% complete)"))],
+        }
+    })
+}
+
 /// Runs `check` on `view` for an update to `to`.
 pub fn evaluate(check: &dyn Check, view: &ClusterView, to: &str) -> Finding {
     let target = Target::image(&format!("quay.io/ocp/release:{to}"), Some(to.to_owned()));

@@ -34,6 +34,9 @@ impl Check for MachineConfigPoolsHealthy {
         }
         let pools = &ctx.view.machine_config_pools;
         let mut problems = Vec::new();
+        // Pools the update in progress is rolling, when the target stays
+        // within its minor: its doing, not a reason to stay on it.
+        let mut by_update = Vec::new();
         let mut paused = Vec::new();
         for pool in pools {
             let name = &pool.metadata.name;
@@ -50,10 +53,15 @@ impl Check for MachineConfigPoolsHealthy {
                 ));
             }
             if is_true(&status.conditions, "Updating") {
-                problems.push(format!(
+                let updating = format!(
                     "{name} is Updating ({} of {} machines updated)",
                     status.updated_machine_count, status.machine_count
-                ));
+                );
+                if ctx.retarget_within_minor {
+                    by_update.push(updating);
+                } else {
+                    problems.push(updating);
+                }
             }
             if pool.spec.paused {
                 paused.push(name.clone());
@@ -65,6 +73,16 @@ impl Check for MachineConfigPoolsHealthy {
                 list(&paused, 5)
             )
         });
+        let update_note = (!by_update.is_empty()).then(|| {
+            format!(
+                "{}, by the update in progress, which a retarget within its minor continues",
+                list(&by_update, 5)
+            )
+        });
+        let paused_note = match (update_note, paused_note) {
+            (Some(u), Some(p)) => Some(format!("{u}; {p}")),
+            (u, p) => u.or(p),
+        };
         match (problems.is_empty(), paused_note) {
             (true, None) => Finding::pass(format!(
                 "all {} MachineConfigPools are updated and not paused",
@@ -111,6 +129,39 @@ mod tests {
                "status": {"machineCount": 3, "updatedMachineCount": 1, "degradedMachineCount": 1,
                           "conditions": [condition("Degraded", degraded, "Node w1 is reporting: drain failed"),
                                          condition("Updating", updating, "")]}})
+    }
+
+    #[test]
+    fn pools_during_an_update_warn_for_a_retarget_within_its_minor_only() {
+        let updating = pool("worker", false, "False", "True");
+        let degraded = pool("infra", false, "True", "False");
+        let during = |to: &str, pools: Vec<serde_json::Value>| {
+            let mut objects = vec![fixture::updating("4.15.3", "4.15.8")];
+            objects.extend(pools);
+            fixture::evaluate(&MachineConfigPoolsHealthy, &fixture::view(objects), to)
+        };
+        // To a fixed z-stream of the same minor: the update's own rollout.
+        let retarget = during("4.15.9", vec![updating.clone()]);
+        assert_eq!(
+            (retarget.outcome, retarget.severity),
+            (Outcome::Fail, Some(Severity::Warning)),
+            "{}",
+            retarget.message
+        );
+        assert_eq!(
+            retarget.message,
+            "worker is Updating (1 of 3 machines updated), by the update in progress, which a retarget within its minor continues"
+        );
+        // A Degraded pool still blocks, and so does Updating across minors.
+        let broken = during("4.15.9", vec![updating.clone(), degraded]);
+        assert_eq!((broken.outcome, broken.severity), (Outcome::Fail, None));
+        assert!(
+            broken.message.contains("infra is Degraded"),
+            "{}",
+            broken.message
+        );
+        let minor = during("4.16.1", vec![updating]);
+        assert_eq!((minor.outcome, minor.severity), (Outcome::Fail, None));
     }
 
     #[rstest]

@@ -49,6 +49,11 @@ pub struct Context<'a> {
     pub now: Timestamp,
     /// How `now` was found, in words.
     pub now_source: &'a str,
+    /// An update is in progress and the target stays within its minor
+    /// version: the usual way out of a stuck update, to a fixed z-stream.
+    /// Pools Updating and nodes cordoned by that update are then its
+    /// doing, and warn rather than block.
+    pub retarget_within_minor: bool,
 }
 
 impl<'a> Context<'a> {
@@ -70,6 +75,13 @@ impl<'a> Context<'a> {
             (Some(current), Some(target)) => Some(UpdateKind::between(current, target)),
             _ => None,
         };
+        let retarget_within_minor = view
+            .cluster_version
+            .as_ref()
+            .and_then(update_in_progress)
+            .and_then(|update| Version::parse(&update.version))
+            .zip(target_version.as_ref())
+            .is_some_and(|(updating, target)| updating.minor_line() == target.minor_line());
         Self {
             view,
             target,
@@ -78,6 +90,7 @@ impl<'a> Context<'a> {
             kind,
             now,
             now_source,
+            retarget_within_minor,
         }
     }
 
@@ -85,6 +98,17 @@ impl<'a> Context<'a> {
     pub(crate) fn target_name(&self) -> String {
         self.target.display().to_owned()
     }
+}
+
+/// The update the cluster is in the middle of: `Progressing=True` with a
+/// `Partial` newest history entry.
+pub(crate) fn update_in_progress(
+    cv: &crate::model::ClusterVersion,
+) -> Option<&crate::model::cluster_version::UpdateHistory> {
+    cv.status.history.first().filter(|h| {
+        h.state == "Partial"
+            && crate::cluster::openshift::is_true(&cv.status.conditions, "Progressing")
+    })
 }
 
 /// One built-in check.
@@ -145,8 +169,9 @@ pub(crate) fn result_of(check: &dyn Check, ctx: &Context) -> CheckResult {
     }
 }
 
-/// Skips a check whose data was not loaded: `Err(Skipped)` naming the
-/// first missing kind, or why it was not read.
+/// Stops a check whose data was not loaded: a warning naming the first
+/// missing kind, an Error when it could not be read, or Skipped with why it
+/// was withheld (the operator chose not to read it).
 pub fn require(view: &ClusterView, kinds: &[&str]) -> Result<(), Finding> {
     if let Some(why) = kinds.iter().find_map(|k| view.withheld.get(*k)) {
         return Err(Finding::skipped(why.clone()));
@@ -157,9 +182,11 @@ pub fn require(view: &ClusterView, kinds: &[&str]) -> Result<(), Finding> {
     {
         return Err(Finding::error(format!("cannot list {kind} objects: {why}")));
     }
+    // Missing data is never a silent skip: the check could not look, and
+    // the summary counts it among the warnings.
     match kinds.iter().find(|k| !view.has(k)) {
-        Some(kind) => Err(Finding::skipped(format!(
-            "no {kind} objects in the cluster data"
+        Some(kind) => Err(Finding::warn(format!(
+            "no {kind} objects in the cluster data: this check could not look"
         ))),
         None => Ok(()),
     }
@@ -291,9 +318,11 @@ mod tests {
                 .message
                 .starts_with("cannot list Secret objects: secrets is forbidden")
         );
+        let missing = require(&view, &["Node"]).unwrap_err();
         assert_eq!(
-            require(&view, &["Node"]).unwrap_err().outcome,
-            Outcome::Skipped
+            (missing.outcome, missing.severity),
+            (Outcome::Fail, Some(Severity::Warning)),
+            "missing data warns, never a silent skip"
         );
         assert!(require(&view, &["ClusterVersion"]).is_ok());
     }

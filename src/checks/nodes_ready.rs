@@ -27,7 +27,15 @@ impl Check for NodesReady {
         }
         let nodes = &ctx.view.nodes;
         let mut problems = Vec::new();
+        // Nodes the update in progress drained, when the target stays within
+        // its minor: its doing, not a reason to stay on it.
+        let mut by_update = Vec::new();
         for node in nodes {
+            let problems = if ctx.retarget_within_minor && node.drained_by_mco() {
+                &mut by_update
+            } else {
+                &mut problems
+            };
             if !node.ready() {
                 let ready = condition(&node.status.conditions, "Ready");
                 problems.push(format!(
@@ -50,12 +58,19 @@ impl Check for NodesReady {
         }
         if nodes.is_empty() {
             Finding::error("no Nodes in the cluster data")
-        } else if problems.is_empty() {
+        } else if problems.is_empty() && by_update.is_empty() {
             Finding::pass(format!(
                 "all {} nodes are Ready and schedulable",
                 nodes.len()
             ))
+        } else if problems.is_empty() {
+            Finding::warn(format!(
+                "{}, drained by the update in progress, which a retarget within its minor continues",
+                list(&by_update, 5)
+            ))
+            .with_url(URL)
         } else {
+            problems.extend(by_update);
             Finding::fail(list(&problems, 5)).with_url(URL)
         }
     }
@@ -104,12 +119,49 @@ mod tests {
     }
 
     #[test]
-    fn without_node_data_it_is_skipped() {
+    fn nodes_the_update_drained_warn_for_a_retarget_within_its_minor_only() {
+        let drained = node("w1", "True", true, "drain-rendered-worker-2");
+        let by_hand = node("w2", "True", true, "uncordon-rendered-worker-1");
+        let during = |to: &str, nodes: Vec<serde_json::Value>| {
+            let mut objects = vec![fixture::updating("4.15.3", "4.15.8")];
+            objects.extend(nodes);
+            fixture::evaluate(&NodesReady, &fixture::view(objects), to)
+        };
+        let retarget = during("4.15.9", vec![drained.clone()]);
+        assert_eq!(
+            (retarget.outcome, retarget.severity),
+            (Outcome::Fail, Some(Severity::Warning)),
+            "{}",
+            retarget.message
+        );
+        assert_eq!(
+            retarget.message,
+            "w1 is unschedulable (cordoned by the machine-config daemon for an update), drained by the update in progress, which a retarget within its minor continues"
+        );
+        // A node cordoned by hand still blocks; so does any across minors.
+        let mixed = during("4.15.9", vec![drained.clone(), by_hand]);
+        assert_eq!((mixed.outcome, mixed.severity), (Outcome::Fail, None));
+        assert!(
+            mixed
+                .message
+                .contains("w2 is unschedulable (cordoned by hand)")
+        );
+        let minor = during("4.16.1", vec![drained]);
+        assert_eq!((minor.outcome, minor.severity), (Outcome::Fail, None));
+    }
+
+    #[test]
+    fn without_node_data_it_warns_that_it_could_not_look() {
         let finding = fixture::evaluate(
             &NodesReady,
             &fixture::view(vec![fixture::cluster_version("4.15.3")]),
             "4.15.4",
         );
-        assert_eq!(finding.outcome, Outcome::Skipped);
+        assert_eq!(finding.outcome, Outcome::Fail);
+        assert_eq!(finding.severity, Some(Severity::Warning));
+        assert_eq!(
+            finding.message,
+            "no Node objects in the cluster data: this check could not look"
+        );
     }
 }

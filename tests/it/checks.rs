@@ -40,10 +40,10 @@ fn find<'a>(
 #[rstest]
 #[case::healthy_at_rest("not-upgrading", "4.14.5", Outcome::Pass, Outcome::Pass)]
 #[case::degraded_mid_update("4.14.1-degraded", "4.14.3", Outcome::Fail, Outcome::Fail)]
-#[case::retarget_within_the_minor(
+#[case::retarget_within_the_minor_warns(
     "4.14.1-paused-worker-pool",
     "4.14.2",
-    Outcome::Pass,
+    Outcome::Fail,
     Outcome::Pass
 )]
 #[case::minor_change_mid_update(
@@ -52,10 +52,10 @@ fn find<'a>(
     Outcome::Fail,
     Outcome::Pass
 )]
-#[case::mco_unavailable(
+#[case::mco_unavailable_retarget_warns(
     "4.15.0-ec2-unavailable-mco-20m",
     "4.15.0-ec.3",
-    Outcome::Pass,
+    Outcome::Fail,
     Outcome::Fail
 )]
 #[case::failing_after_update(
@@ -94,5 +94,76 @@ fn messages_name_the_objects_and_the_rules() {
     assert!(
         cv.contains("moving to 4.15.0 changes the minor version mid-update"),
         "{cv}"
+    );
+}
+
+#[test]
+fn retargeting_mid_update_warns_naming_the_update_and_how_far_it_got() {
+    let view = snapshot::load(&capture("4.14.1-all-recommended")).unwrap();
+    let target = Target::image("quay.io/ocp/release@sha256:11", Some("4.14.11".into()));
+    let results = suite::run(
+        Arc::new(view),
+        &target,
+        "2026-11-30T12:00:00Z".parse().unwrap(),
+        None,
+        Limits::default(),
+    );
+    let cv = results
+        .iter()
+        .find(|r| r.name == "ClusterVersionState")
+        .unwrap();
+    assert_eq!(
+        (cv.outcome, cv.severity),
+        (Outcome::Fail, preflight_gate::model::Severity::Warning),
+        "{}",
+        cv.message
+    );
+    assert!(
+        cv.message.starts_with(
+            "an update to 4.14.1 is in progress (Working towards 4.14.1: 139 of 859 done (16% complete)"
+        ),
+        "{}",
+        cv.message
+    );
+    assert!(
+        cv.message
+            .contains("retargeting to 4.14.11 within 4.14 replaces it")
+    );
+    // The kinds this capture lacks are named warnings, never silent skips.
+    for (check, kind) in [
+        ("NodesReady", "Node"),
+        ("MachineConfigPoolsHealthy", "MachineConfigPool"),
+        ("ClusterOperatorsHealthy", "ClusterOperator"),
+    ] {
+        let r = results.iter().find(|r| r.name == check).unwrap();
+        assert_eq!(
+            (r.outcome, r.severity, r.message.as_str()),
+            (
+                Outcome::Fail,
+                preflight_gate::model::Severity::Warning,
+                format!("no {kind} objects in the cluster data: this check could not look")
+                    .as_str()
+            )
+        );
+    }
+    // The update asked for again is no change.
+    let same = Target::image("quay.io/ocp/release@sha256:01", Some("4.14.1".into()));
+    let view = snapshot::load(&capture("4.14.1-all-recommended")).unwrap();
+    let results = suite::run(
+        Arc::new(view),
+        &same,
+        Timestamp::now(),
+        None,
+        Limits::default(),
+    );
+    let cv = results
+        .iter()
+        .find(|r| r.name == "ClusterVersionState")
+        .unwrap();
+    assert_eq!(cv.outcome, Outcome::Pass, "{}", cv.message);
+    assert!(
+        cv.message.starts_with("4.14.1 is the update in progress"),
+        "{}",
+        cv.message
     );
 }
