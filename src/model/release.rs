@@ -243,6 +243,22 @@ impl UpdateKind {
     }
 }
 
+/// How a person names the move from `current` to `target`: `patch`,
+/// `minor` or `major` forwards, `rollback` (of any size) backwards, `same`
+/// for the release the cluster runs. The kind checks apply by
+/// ([`UpdateKind`]) is the move's size alone.
+pub fn describe_move(current: &Version, target: &Version) -> &'static str {
+    match target.cmp(current) {
+        std::cmp::Ordering::Equal => "same",
+        std::cmp::Ordering::Less => "rollback",
+        std::cmp::Ordering::Greater => match UpdateKind::between(current, target) {
+            UpdateKind::Patch => "patch",
+            UpdateKind::Minor => "minor",
+            UpdateKind::Major => "major",
+        },
+    }
+}
+
 /// Whether `to` names a release image (a pullspec or a digest) rather than
 /// a version.
 pub(crate) fn is_image(to: &str) -> bool {
@@ -261,6 +277,23 @@ mod tests {
     fn update_kinds(#[case] from: &str, #[case] to: &str, #[case] kind: UpdateKind) {
         let (from, to) = (Version::parse(from).unwrap(), Version::parse(to).unwrap());
         assert_eq!(UpdateKind::between(&from, &to), kind);
+    }
+
+    #[rstest]
+    #[case::patch("4.15.3", "4.15.10", "patch")]
+    #[case::minor("4.14.1", "4.15.0-ec.2", "minor")]
+    #[case::major("4.18.9", "5.0.0", "major")]
+    #[case::same("4.15.3", "4.15.3", "same")]
+    #[case::patch_rollback("4.15.10", "4.15.3", "rollback")]
+    #[case::rollback_across_two_minors("4.16.2", "4.14.9", "rollback")]
+    #[case::pre_release_rollback("4.17.0-ec.10", "4.17.0-ec.9", "rollback")]
+    fn moves_are_named_as_a_person_names_them(
+        #[case] from: &str,
+        #[case] to: &str,
+        #[case] said: &str,
+    ) {
+        let (from, to) = (Version::parse(from).unwrap(), Version::parse(to).unwrap());
+        assert_eq!(describe_move(&from, &to), said);
     }
 
     #[rstest]

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::checks::Context;
 use crate::model::policy::{Blocking, Standing};
+use crate::model::release::describe_move;
 use crate::model::{CheckResult, Severity, Summary};
 
 pub use table::table;
@@ -100,7 +101,11 @@ impl Report {
             target: ctx.target_name(),
             image: ctx.target.image.clone(),
             current: ctx.current.as_ref().map(ToString::to_string),
-            update_kind: ctx.kind.map(|k| format!("{k:?}").to_lowercase()),
+            update_kind: ctx
+                .current
+                .as_ref()
+                .zip(ctx.target_version.as_ref())
+                .map(|(current, target)| describe_move(current, target).to_owned()),
             as_of: Some(ctx.now.to_string()),
             as_of_source: Some(ctx.now_source.to_owned()),
             skipped: ctx.view.skipped.clone(),

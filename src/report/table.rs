@@ -61,8 +61,11 @@ pub fn table(report: &Report, color: bool) -> String {
     if let Some(current) = &report.current {
         header.push_str(&format!(" from {current}"));
     }
-    if let Some(kind) = &report.update_kind {
-        header.push_str(&format!(", a {kind} update"));
+    match report.update_kind.as_deref() {
+        Some("rollback") => header.push_str(", a rollback"),
+        Some("same") => header.push_str(", the release it runs"),
+        Some(kind) => header.push_str(&format!(", a {kind} update")),
+        None => {}
     }
     if let Some(as_of) = &report.as_of {
         header.push_str(&format!("\nas of {as_of}"));
