@@ -18,6 +18,12 @@ pub const PROGRESSING: &str = "Progressing";
 pub const CONDITIONAL_UPDATE_RISK: &str = "ConditionalUpdateRisk";
 /// oc: there was no alert data to judge the alerts by.
 pub const ALERT_NO_TEST_DATA: &str = "AlertNoTestData";
+/// oc: the ClusterVersion's `RetrievedUpdates` is not True. Known, but no
+/// finding of the gate carries it.
+pub const CANNOT_RETRIEVE_UPDATES: &str = "CannotRetrieveUpdates";
+/// oc: a precheck of its own could not complete. Known, but no finding of
+/// the gate carries it.
+pub const FAILED_TO_COMPLETE_PRECHECK: &str = "FailedToCompletePrecheck";
 /// The CVO: an update is in progress, a risk of a minor or major target.
 pub const CLUSTER_VERSION_UPDATING: &str = "ClusterVersionUpdating";
 /// The CVO: `spec.overrides` makes components unmanaged, a risk of a minor
@@ -89,6 +95,8 @@ pub fn well_known(name: &str) -> bool {
         PROGRESSING,
         CONDITIONAL_UPDATE_RISK,
         ALERT_NO_TEST_DATA,
+        CANNOT_RETRIEVE_UPDATES,
+        FAILED_TO_COMPLETE_PRECHECK,
         CLUSTER_VERSION_UPDATING,
         CLUSTER_VERSION_OVERRIDES,
         RESOURCE_DELETION_IN_PROGRESS,

@@ -372,3 +372,36 @@ fn the_names_a_report_carries_are_known() {
     };
     assert_eq!(policy.names_nothing(&plain.results), ["NoSuchRisk"]);
 }
+
+/// docs/checks.md's table names every name the checks may carry.
+#[test]
+fn the_docs_table_names_every_openshift_name() {
+    use preflight_gate::model::risks;
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/checks.md"))
+            .unwrap();
+    let (_, section) = docs.split_once("## OpenShift's names").unwrap();
+    let names = [
+        risks::FAILING,
+        risks::PROGRESSING,
+        risks::CONDITIONAL_UPDATE_RISK,
+        risks::ALERT_NO_TEST_DATA,
+        risks::CANNOT_RETRIEVE_UPDATES,
+        risks::FAILED_TO_COMPLETE_PRECHECK,
+        risks::CLUSTER_VERSION_UPDATING,
+        risks::CLUSTER_VERSION_OVERRIDES,
+        risks::RESOURCE_DELETION_IN_PROGRESS,
+        "AdminAck-<gate>",
+        "ClusterOperatorUpgradeable-<operator>",
+    ];
+    for name in names
+        .iter()
+        .chain(risks::PRECHECK_ALERTS)
+        .chain(risks::OBJECT_ALERTS)
+    {
+        assert!(
+            section.contains(&format!("`{name}`")),
+            "docs/checks.md's OpenShift's names do not name {name}"
+        );
+    }
+}
