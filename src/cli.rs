@@ -347,10 +347,12 @@ pub struct CheckArgs {
     /// Report format.
     #[arg(short, long, value_enum, default_value_t = crate::report::Format::Table, env = "PREFLIGHT_GATE_OUTPUT")]
     pub output: crate::report::Format,
-    /// Checks whose failures to accept as warnings (comma-separated).
+    /// Names whose failures to accept as warnings (comma-separated): checks'
+    /// names, or the OpenShift names their findings carry (oc adm upgrade
+    /// recommend's issue names, the CVO's risk names).
     #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_ACCEPT")]
     pub accept: Vec<String>,
-    /// Take --accept names that name no check (otherwise exit 2).
+    /// Take --accept names that name no check or risk (otherwise exit 2).
     #[arg(long, env = "PREFLIGHT_GATE_ALLOW_UNKNOWN_ACCEPT")]
     pub allow_unknown_accept: bool,
     #[command(flatten)]

@@ -4,6 +4,7 @@
 //! them within one budget. A check that hangs or panics becomes an errored
 //! result; the run goes on and always returns one result per selected check.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -34,8 +35,10 @@ impl Default for Limits {
 }
 
 /// Runs the catalogue's checks named in `selection` (all when `None`) over
-/// `view` for `target`; `clock` is the time to judge by when the data
-/// carries none of its own.
+/// `view` for `target`, with nothing accepted; `clock` is the time to judge
+/// by when the data carries none of its own. A run whose results are kept
+/// (the controller's, the snapshot source's) accepts nothing: what a review
+/// accepts is the policy's to weigh when it reads them.
 pub fn run(
     view: Arc<ClusterView>,
     target: &Target,
@@ -43,7 +46,38 @@ pub fn run(
     selection: Option<&[String]>,
     limits: Limits,
 ) -> Vec<CheckResult> {
-    run_these(checks::catalogue(), view, target, clock, selection, limits)
+    let accepted = Arc::new(BTreeSet::new());
+    run_these(
+        checks::catalogue(),
+        view,
+        target,
+        clock,
+        accepted,
+        selection,
+        limits,
+    )
+}
+
+/// [`run`] of every check for one update whose accepted names are known
+/// (`check --accept`): a check may judge by them, as TargetRecommended
+/// passes a conditional update whose every applying risk is accepted.
+pub fn run_accepting(
+    view: Arc<ClusterView>,
+    target: &Target,
+    clock: Timestamp,
+    accepted: &BTreeSet<String>,
+    limits: Limits,
+) -> Vec<CheckResult> {
+    let accepted = Arc::new(accepted.clone());
+    run_these(
+        checks::catalogue(),
+        view,
+        target,
+        clock,
+        accepted,
+        None,
+        limits,
+    )
 }
 
 /// [`run`] over a catalogue of the caller's.
@@ -52,6 +86,7 @@ pub(crate) fn run_these(
     view: Arc<ClusterView>,
     target: &Target,
     clock: Timestamp,
+    accepted: Arc<BTreeSet<String>>,
     selection: Option<&[String]>,
     limits: Limits,
 ) -> Vec<CheckResult> {
@@ -94,9 +129,7 @@ pub(crate) fn run_these(
         };
         results.push(run_one(
             check,
-            view.clone(),
-            target.clone(),
-            clock,
+            (view.clone(), target.clone(), clock, accepted.clone()),
             limit,
             late,
         ));
@@ -109,9 +142,7 @@ pub(crate) fn run_these(
 /// itself: its result is dropped.
 fn run_one(
     check: Box<dyn Check>,
-    view: Arc<ClusterView>,
-    target: Target,
-    clock: Timestamp,
+    (view, target, clock, accepted): (Arc<ClusterView>, Target, Timestamp, Arc<BTreeSet<String>>),
     limit: Duration,
     late: String,
 ) -> CheckResult {
@@ -121,7 +152,7 @@ fn run_one(
         .name(format!("check {name}"))
         .spawn(move || {
             let started = Instant::now();
-            let ctx = Context::new(&view, &target, clock);
+            let ctx = Context::new(&view, &target, clock).accepting(&accepted);
             let mut result = checks::result_of(check.as_ref(), &ctx);
             result.duration = Some(format!("{:.3}s", started.elapsed().as_secs_f64()));
             let _ = tx.send(result);
@@ -191,6 +222,7 @@ mod tests {
             Arc::new(ClusterView::default()),
             &target,
             clock,
+            Arc::new(BTreeSet::new()),
             None,
             limits,
         )

@@ -555,14 +555,10 @@ fn gate(
             let f = blocking.assess(results);
             let mut warnings: Vec<String> =
                 f.warnings.iter().map(|c| message::warning(c)).collect();
-            // An accepted name that no check of this result carries accepts
+            // An accepted name that names no check of this result, no name
+            // one of them carries and none OpenShift is known to use accepts
             // nothing here: say so, rather than drop it without a word.
-            let unknown: Vec<String> = blocking
-                .accepted
-                .iter()
-                .filter(|name| !results.iter().any(|r| &r.name == *name))
-                .cloned()
-                .collect();
+            let unknown = blocking.names_nothing(results);
             if !unknown.is_empty() {
                 warnings.push(message::unknown_accepts(&unknown));
             }

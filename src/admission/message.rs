@@ -60,12 +60,13 @@ pub(crate) fn bounded(message: &str) -> String {
     out
 }
 
-/// A warning for accepted names that name no check of the result.
+/// A warning for accepted names that name no check of the result, no name
+/// its results carry, and none OpenShift is known to use.
 pub(crate) fn unknown_accepts(names: &[String]) -> String {
     let names: Vec<String> = names.iter().map(|n| clean(n, 80)).collect();
     let one = names.len() == 1;
     format!(
-        "preflight-gate: the accepted name{} {} name{} no preflight check of this release and accept{} nothing at the gate (it accepts check names; a risk name may still count for the cluster-version operator)",
+        "preflight-gate: the accepted name{} {} name{} no preflight check or risk of this release and accept{} nothing at the gate (it accepts check names and the OpenShift risk names the results carry; a risk name may still count for the cluster-version operator)",
         if one { "" } else { "s" },
         crate::model::text::list(&names, 10),
         if one { "s" } else { "" },
@@ -89,6 +90,10 @@ pub(crate) fn add_note(message: &mut String, note: &str) {
 /// bounded, since all three may come from a check's own output.
 fn check_line(check: &CheckResult) -> String {
     let mut line = format!("- {}", clean(&check.name, 80));
+    if !check.risks.is_empty() {
+        let risks: Vec<String> = check.risks.iter().map(|r| clean(r, 80)).collect();
+        let _ = write!(line, " [{}]", crate::model::text::list(&risks, MAX_LISTED));
+    }
     if check.outcome == Outcome::Error {
         line.push_str(" (check errored)");
     }
@@ -113,8 +118,29 @@ fn report_hint(result: &UpdatePreflight) -> String {
 fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) -> String {
     let names: Vec<&str> = failing.iter().map(|c| c.name.as_str()).collect();
     let to = target.display();
+    // When every failure carries OpenShift's names, those accept them too.
+    let mut risks: Vec<&str> = Vec::new();
+    if !failing.is_empty() && failing.iter().all(|c| !c.risks.is_empty()) {
+        for name in failing
+            .iter()
+            .flat_map(|c| crate::model::risks::to_accept(&c.risks))
+        {
+            if !risks.contains(&name) {
+                risks.push(name);
+            }
+        }
+    }
+    let by_risk = if risks.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "Or by the names OpenShift gives them, in spec.desiredUpdate.acceptRisks (oc adm upgrade accept) or {ACCEPT}: {}\n",
+            clean(&risks.join(","), MAX_LINE)
+        )
+    };
     format!(
         "To accept single checks: oc annotate --overwrite clusterversion version {ACCEPT}={} {ACCEPT_FOR}={to} {ACCEPT_UNTIL}={until} {CLAIMED_BY}=$(oc whoami)\n\
+         {by_risk}\
          To override the gate for this target: oc annotate --overwrite clusterversion version {OVERRIDE}={to} {OVERRIDE_REASON}='<why>' {OVERRIDE_UNTIL}={until} {CLAIMED_BY}=$(oc whoami)\n\
          (both need the \"override\" verb on updatepreflights.preflight.dev; then run oc adm upgrade again)",
         names.join(","),

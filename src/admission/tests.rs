@@ -70,6 +70,12 @@ fn check(name: &str, severity: &str, outcome: &str) -> Value {
            "remediationURL": format!("https://docs.example/{name}")})
 }
 
+/// `check` with the OpenShift names it carries.
+fn carrying(mut check: Value, risks: &[&str]) -> Value {
+    check["risks"] = json!(risks);
+    check
+}
+
 fn source() -> TestSource {
     let cache = ResultCache::default();
     cache.apply(result(
@@ -86,8 +92,14 @@ fn source() -> TestSource {
         "Failed",
         "2026-11-30T11:00:00Z",
         json!([
-            check("ClusterOperatorsHealthy", "Blocking", "Fail"),
-            check("NodesReady", "Blocking", "Fail"),
+            carrying(
+                check("ClusterOperatorsHealthy", "Blocking", "Fail"),
+                &["ClusterOperatorDown"]
+            ),
+            carrying(
+                check("NodesReady", "Blocking", "Fail"),
+                &["KubeNodeNotReady"]
+            ),
             check("EtcdHealthy", "Blocking", "Pass"),
             check("CriticalAlertsFiring", "Warning", "Fail"),
         ]),
@@ -270,9 +282,9 @@ fn a_failing_target_is_denied_with_each_reason_and_the_way_out() {
     );
     assert_eq!(
         lines[1],
-        "- ClusterOperatorsHealthy: ClusterOperatorsHealthy says Fail (https://docs.example/ClusterOperatorsHealthy)"
+        "- ClusterOperatorsHealthy [ClusterOperatorDown]: ClusterOperatorsHealthy says Fail (https://docs.example/ClusterOperatorsHealthy)"
     );
-    assert!(lines[2].starts_with("- NodesReady: "));
+    assert!(lines[2].starts_with("- NodesReady [KubeNodeNotReady]: "));
     assert!(
         v.message
             .contains("oc get updatepreflight release-sha256-2222 -o yaml")
@@ -280,6 +292,13 @@ fn a_failing_target_is_denied_with_each_reason_and_the_way_out() {
     assert!(
         v.message
             .contains("preflight.dev/accept=ClusterOperatorsHealthy,NodesReady")
+    );
+    assert!(
+        v.message.contains(
+            "Or by the names OpenShift gives them, in spec.desiredUpdate.acceptRisks (oc adm upgrade accept) or preflight.dev/accept: ClusterOperatorDown,KubeNodeNotReady\n"
+        ),
+        "{}",
+        v.message
     );
     assert!(v.message.contains("preflight.dev/override=4.15.3"));
     assert!(
@@ -626,6 +645,8 @@ fn desired_update_force_needs_the_flag() {
 #[case::accept_risks(Review::new().to(json!({"version": "4.15.3", "acceptRisks": [{"name": "ClusterOperatorsHealthy"}, {"name": "NodesReady"}]})))]
 #[case::annotation(accepting(Review::new().version("4.15.3"), "NodesReady, ClusterOperatorsHealthy"))]
 #[case::both(accepting(Review::new().to(json!({"version": "4.15.3", "acceptRisks": [{"name": "NodesReady"}]})), "ClusterOperatorsHealthy"))]
+#[case::by_openshifts_names(Review::new().to(json!({"version": "4.15.3", "acceptRisks": [{"name": "ClusterOperatorDown"}, {"name": "KubeNodeNotReady"}]})))]
+#[case::by_a_check_name_and_a_risk_name(accepting(Review::new().to(json!({"version": "4.15.3", "acceptRisks": [{"name": "KubeNodeNotReady"}]})), "ClusterOperatorsHealthy"))]
 fn accepting_every_failing_check_allows_when_authorized(#[case] review: Review) {
     let p = pending_override(review, &Policy::default());
     let v = p.clone().resolve(Authorization::Allowed);
@@ -689,10 +710,46 @@ fn an_accepted_name_no_check_carries_is_said_to_accept_nothing(
     assert_eq!(
         said,
         [
-            "preflight-gate: the accepted name AROBrokenDNSMasq names no preflight check of this release and accepts nothing at the gate (it accepts check names; a risk name may still count for the cluster-version operator)"
+            "preflight-gate: the accepted name AROBrokenDNSMasq names no preflight check or risk of this release and accepts nothing at the gate (it accepts check names and the OpenShift risk names the results carry; a risk name may still count for the cluster-version operator)"
         ],
         "{:?}",
         v.warnings
+    );
+}
+
+#[rstest]
+#[case::a_name_a_result_carries("KubeNodeNotReady")]
+#[case::a_name_openshift_uses("PodDisruptionBudgetAtLimit")]
+#[case::a_cvo_operator_risk("ClusterOperatorUpgradeable-storage")]
+#[case::ocs_name_for_an_update_in_progress("Progressing")]
+fn an_openshift_name_is_never_said_to_accept_nothing(#[case] name: &str) {
+    let v =
+        verdict(Review::new().to(json!({"version": "4.15.3", "acceptRisks": [{"name": name}]})));
+    assert!(
+        !v.warnings.iter().any(|w| w.contains("accepts nothing")),
+        "{:?}",
+        v.warnings
+    );
+}
+
+#[test]
+fn one_openshift_name_of_two_failing_checks_still_denies_the_other() {
+    let v = verdict(
+        Review::new()
+            .to(json!({"version": "4.15.3", "acceptRisks": [{"name": "KubeNodeNotReady"}]})),
+    );
+    assert!(!v.allowed);
+    assert!(
+        v.message.starts_with(
+            "preflight for 4.15.3 failed: 1 blocking check failed\n- ClusterOperatorsHealthy [ClusterOperatorDown]"
+        ),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.message.contains("Accepted as risks: NodesReady"),
+        "{}",
+        v.message
     );
 }
 

@@ -4,13 +4,21 @@
 //! `admin-acks` ConfigMap of `openshift-config`. The CVO holds minor
 //! updates until it has. Without the ConfigMaps, the ClusterVersion's own
 //! `Upgradeable=False` with reason `AdminAckRequired` is read instead.
+//!
+//! Its finding carries the CVO's risk name of each missing ack,
+//! `AdminAck-<gate>`, and with the ClusterVersion's `Upgradeable=False`
+//! oc's `ConditionalUpdateRisk` (oc makes that condition a risk of every
+//! minor or major target). The ClusterVersion's condition alone names no
+//! gate, so then only oc's name and the check's accept it.
 
 use super::{Check, Context};
 use crate::cluster::ClusterView;
 use crate::cluster::openshift::condition;
 use crate::model::Finding;
 use crate::model::Severity;
+use crate::model::meta::Condition;
 use crate::model::release::UpdateKind;
+use crate::model::risks;
 use crate::model::text::list;
 
 pub struct AdminAcksMissing;
@@ -56,34 +64,43 @@ impl Check for AdminAcksMissing {
             return Finding::error("the cluster's current version is unknown");
         };
         let line = current.minor_line();
-        let missing: Vec<String> = gates
+        let missing: Vec<(&String, &String)> = gates
             .data
             .iter()
             .filter(|(key, _)| gate_version(key) == Some(line.as_str()))
             .filter(|(key, _)| !acknowledged(ctx.view, key))
-            .map(|(key, description)| format!("{key} ({})", description.trim()))
             .collect();
         if missing.is_empty() {
             Finding::pass(format!("every admin gate for {line} is acknowledged"))
         } else {
+            let described: Vec<String> = missing
+                .iter()
+                .map(|(key, description)| format!("{key} ({})", description.trim()))
+                .collect();
             Finding::fail(format!(
                 "admin acks missing in {}/{}: {}",
                 ACKS.0,
                 ACKS.1,
-                list(&missing, 5)
+                list(&described, 5)
             ))
             .with_url(URL)
+            .with_risks(upgradeable_false(ctx).map(|_| risks::CONDITIONAL_UPDATE_RISK))
+            .with_risks(missing.iter().map(|(key, _)| risks::admin_ack(key)))
         }
     }
 }
 
+/// The ClusterVersion's `Upgradeable=False`, for any reason.
+fn upgradeable_false<'a>(ctx: &Context<'a>) -> Option<&'a Condition> {
+    let cv = ctx.view.cluster_version.as_ref()?;
+    condition(&cv.status.conditions, "Upgradeable").filter(|c| c.status == "False")
+}
+
 fn from_cluster_version(ctx: &Context) -> Finding {
-    let Some(cv) = &ctx.view.cluster_version else {
+    if ctx.view.cluster_version.is_none() {
         return Finding::skipped("no admin-gates ConfigMap or ClusterVersion in the cluster data");
-    };
-    match condition(&cv.status.conditions, "Upgradeable")
-        .filter(|c| c.status == "False" && c.reason.as_deref() == Some("AdminAckRequired"))
-    {
+    }
+    match upgradeable_false(ctx).filter(|c| c.reason.as_deref() == Some("AdminAckRequired")) {
         Some(c) => Finding::fail(format!(
             "the ClusterVersion requires an admin ack: {}",
             c.message
@@ -93,7 +110,8 @@ fn from_cluster_version(ctx: &Context) -> Finding {
                 .collect::<Vec<_>>()
                 .join(" ")
         ))
-        .with_url(URL),
+        .with_url(URL)
+        .with_risks([risks::CONDITIONAL_UPDATE_RISK]),
         None => Finding::pass(
             "the ClusterVersion requires no admin ack (no admin-gates ConfigMap in the cluster data)",
         ),
@@ -135,6 +153,28 @@ mod tests {
             "{}",
             finding.message
         );
+    }
+
+    #[rstest]
+    #[case::a_missing_ack(vec![gates()], false, &["AdminAck-ack-4.12-kube-1.26-api-removals-in-4.13"])]
+    #[case::with_the_cvos_condition(vec![gates()], true,
+        &["ConditionalUpdateRisk", "AdminAck-ack-4.12-kube-1.26-api-removals-in-4.13"])]
+    #[case::the_cvos_condition_alone(vec![], true, &["ConditionalUpdateRisk"])]
+    fn the_finding_carries_the_cvos_name_of_each_missing_ack(
+        #[case] objects: Vec<Value>,
+        #[case] cvo_says: bool,
+        #[case] expected: &[&str],
+    ) {
+        let mut cv = fixture::cluster_version("4.12.16");
+        if cvo_says {
+            cv["status"]["conditions"] = json!([{"type": "Upgradeable", "status": "False",
+                "reason": "AdminAckRequired", "message": "Kubernetes 1.26 removes APIs"}]);
+        }
+        let mut all = vec![cv];
+        all.extend(objects);
+        let finding = fixture::evaluate(&AdminAcksMissing, &fixture::view(all), "4.13.1");
+        assert_eq!(finding.outcome, Outcome::Fail, "{}", finding.message);
+        assert_eq!(finding.risks, expected);
     }
 
     #[test]

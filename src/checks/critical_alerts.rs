@@ -1,21 +1,48 @@
-//! CriticalAlertsFiring: no alert of severity `critical` is firing. Pending
-//! alerts are ignored. No alert data at all is a warning, not a pass.
+//! CriticalAlertsFiring: no alert of severity `critical` is firing, as
+//! `oc adm upgrade recommend` blocks on every one until it is accepted by
+//! its name. Pending alerts are ignored. No alert data at all is a warning,
+//! not a pass. Each alert is quoted in its own words (summary, description)
+//! with its runbook, and its name is carried as the finding's OpenShift name.
 
 use super::{Check, Context};
+use crate::cluster::alerts::Alert;
 use crate::model::Finding;
 use crate::model::Severity;
-use crate::model::text::list;
 
 pub struct CriticalAlertsFiring;
 
 const URL: &str = "https://docs.openshift.com/container-platform/latest/observability/monitoring/managing-alerts.html";
 
-/// The finding when no alert data was loaded.
-pub(crate) fn no_alert_data() -> Finding {
+/// How many alerts a finding quotes before "and N more".
+const QUOTED: usize = 5;
+
+/// The finding when no alert data was loaded: a warning. (`oc adm upgrade
+/// recommend` names a run of its own without alert data `AlertNoTestData`
+/// and blocks on it; the gate warns, and takes the name as known.)
+/// The finding when no alert data was loaded: an Error when the configured
+/// source could not be read (blocking, unless the check fails open), else a
+/// warning that there is none.
+pub(crate) fn no_alert_data(view: &crate::cluster::ClusterView) -> Finding {
+    if let Some(why) = view.unreadable.get(crate::cluster::alerts::KIND) {
+        return Finding::error(format!("cannot read the cluster's alerts: {why}")).with_url(URL);
+    }
     Finding::warn(
         "no alert data: give --prometheus-url, or an alerts.json in the snapshot, to check firing alerts",
     )
     .with_url(URL)
+}
+
+/// The failure for `firing` alerts: each quoted with its runbook, the
+/// first runbook as the link, every alert's name carried.
+pub(crate) fn firing_alerts(what: &str, firing: &[&Alert]) -> Finding {
+    let mut quotes: Vec<String> = firing.iter().take(QUOTED).map(|a| a.quote()).collect();
+    if firing.len() > QUOTED {
+        quotes.push(format!("and {} more", firing.len() - QUOTED));
+    }
+    let url = firing.iter().find_map(|a| a.runbook()).unwrap_or(URL);
+    Finding::fail(format!("{what}: {}", quotes.join("; ")))
+        .with_url(url)
+        .with_risks(firing.iter().map(|a| a.name()))
 }
 
 impl Check for CriticalAlertsFiring {
@@ -29,12 +56,11 @@ impl Check for CriticalAlertsFiring {
 
     fn evaluate(&self, ctx: &Context) -> Finding {
         let Some(alerts) = &ctx.view.alerts else {
-            return no_alert_data();
+            return no_alert_data(ctx.view);
         };
-        let firing: Vec<String> = alerts
+        let firing: Vec<&Alert> = alerts
             .iter()
-            .filter(|a| a.firing() && a.severity() == "critical")
-            .map(|a| a.describe())
+            .filter(|a| a.firing() && a.severity() == "critical" && !a.name().is_empty())
             .collect();
         if firing.is_empty() {
             Finding::pass(format!(
@@ -42,7 +68,7 @@ impl Check for CriticalAlertsFiring {
                 alerts.len()
             ))
         } else {
-            Finding::fail(format!("critical alerts firing: {}", list(&firing, 5))).with_url(URL)
+            firing_alerts("critical alerts firing", &firing)
         }
     }
 }
@@ -58,22 +84,30 @@ mod tests {
     pub fn alert(name: &str, severity: &str, state: &str) -> Alert {
         serde_json::from_value(serde_json::json!({
             "labels": {"alertname": name, "severity": severity, "namespace": "openshift-etcd"},
-            "annotations": {"summary": "something is wrong"},
+            "annotations": {"summary": "something is wrong",
+                            "description": format!("{name} says more"),
+                            "runbook_url": format!("https://runbooks.example/{name}.md")},
             "state": state}))
         .unwrap()
     }
 
     #[rstest]
-    #[case::none(vec![], Outcome::Pass, None, "no critical alert is firing (0 alerts read)")]
+    #[case::none(vec![], Outcome::Pass, None, "no critical alert is firing (0 alerts read)", &[])]
     #[case::critical_firing(vec![alert("etcdNoLeader", "critical", "firing")], Outcome::Fail, None,
-        "etcdNoLeader (namespace=openshift-etcd): something is wrong")]
-    #[case::critical_pending(vec![alert("etcdNoLeader", "critical", "pending")], Outcome::Pass, None, "no critical")]
-    #[case::warning_firing(vec![alert("KubePodNotReady", "warning", "firing")], Outcome::Pass, None, "1 alerts read")]
+        "critical alerts firing: etcdNoLeader (namespace=openshift-etcd): something is wrong. etcdNoLeader says more. Runbook: https://runbooks.example/etcdNoLeader.md",
+        &["etcdNoLeader"])]
+    #[case::two_critical(vec![alert("etcdNoLeader", "critical", "firing"), alert("ClusterOperatorDown", "critical", "firing")],
+        Outcome::Fail, None, "; ClusterOperatorDown (namespace=openshift-etcd)", &["etcdNoLeader", "ClusterOperatorDown"])]
+    #[case::critical_pending(vec![alert("etcdNoLeader", "critical", "pending")], Outcome::Pass, None, "no critical", &[])]
+    #[case::warning_firing(vec![alert("KubePodNotReady", "warning", "firing")], Outcome::Pass, None, "1 alerts read", &[])]
+    #[case::a_critical_precheck_class(vec![alert("PodDisruptionBudgetLimit", "critical", "firing")], Outcome::Fail, None,
+        "PodDisruptionBudgetLimit", &["PodDisruptionBudgetLimit"])]
     fn critical(
         #[case] alerts: Vec<Alert>,
         #[case] outcome: Outcome,
         #[case] severity: Option<Severity>,
         #[case] says: &str,
+        #[case] risks: &[&str],
     ) {
         let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
         view.add_alerts(alerts);
@@ -85,6 +119,63 @@ mod tests {
             finding.message
         );
         assert!(finding.message.contains(says), "{}", finding.message);
+        assert_eq!(finding.risks, risks);
+    }
+
+    #[test]
+    fn an_alert_source_that_cannot_be_read_is_an_error_and_none_a_warning() {
+        let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
+        let none = fixture::evaluate(&CriticalAlertsFiring, &view, "4.15.4");
+        assert_eq!(
+            (none.outcome, none.severity),
+            (Outcome::Fail, Some(Severity::Warning))
+        );
+        view.unreadable.insert(
+            crate::cluster::alerts::KIND.to_owned(),
+            "cannot ask https://thanos-querier.openshift-monitoring.svc:9091/api/v1/alerts for alerts: connection refused".to_owned(),
+        );
+        for check in [
+            &CriticalAlertsFiring as &dyn Check,
+            &crate::checks::precheck_alerts::PrecheckAlertsFiring,
+        ] {
+            let finding = fixture::evaluate(check, &view, "4.15.4");
+            assert_eq!(finding.outcome, Outcome::Error, "{}", check.name());
+            assert!(
+                finding.message.starts_with(
+                    "cannot read the cluster's alerts: cannot ask https://thanos-querier"
+                ),
+                "{}",
+                finding.message
+            );
+        }
+    }
+
+    #[test]
+    fn the_link_is_the_first_alerts_runbook() {
+        let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
+        view.add_alerts(vec![alert("etcdNoLeader", "critical", "firing")]);
+        let finding = fixture::evaluate(&CriticalAlertsFiring, &view, "4.15.4");
+        assert_eq!(
+            finding.url.as_deref(),
+            Some("https://runbooks.example/etcdNoLeader.md")
+        );
+    }
+
+    #[test]
+    fn more_than_five_alerts_are_counted() {
+        let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
+        view.add_alerts(
+            (0..7)
+                .map(|i| alert(&format!("Alert{i}"), "critical", "firing"))
+                .collect(),
+        );
+        let finding = fixture::evaluate(&CriticalAlertsFiring, &view, "4.15.4");
+        assert!(
+            finding.message.ends_with("; and 2 more"),
+            "{}",
+            finding.message
+        );
+        assert_eq!(finding.risks.len(), 7);
     }
 
     #[test]
@@ -95,5 +186,6 @@ mod tests {
             (finding.outcome, finding.severity),
             (Outcome::Fail, Some(Severity::Warning))
         );
+        assert!(finding.risks.is_empty());
     }
 }

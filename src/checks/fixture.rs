@@ -60,6 +60,20 @@ pub(crate) fn evaluate_for(check: &dyn Check, view: &ClusterView, target: &Targe
     check.evaluate(&Context::new(view, target, now))
 }
 
+/// Runs `check` on `view` for an update to `to` with `accepted` names.
+pub(crate) fn evaluate_accepting(
+    check: &dyn Check,
+    view: &ClusterView,
+    to: &str,
+    accepted: &[&str],
+) -> Finding {
+    let target = Target::image(&format!("quay.io/ocp/release:{to}"), Some(to.to_owned()));
+    let accepted: std::collections::BTreeSet<String> =
+        accepted.iter().map(|s| s.to_string()).collect();
+    let now: Timestamp = NOW.parse().unwrap();
+    check.evaluate(&Context::new(view, &target, now).accepting(&accepted))
+}
+
 /// A condition.
 pub fn condition(type_: &str, status: &str, message: &str) -> Value {
     json!({"type": type_, "status": status, "message": message,

@@ -24,6 +24,7 @@ mod x509;
 #[cfg(test)]
 mod fixture;
 
+use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use jiff::Timestamp;
@@ -54,7 +55,14 @@ pub struct Context<'a> {
     /// Pools Updating and nodes cordoned by that update are then its
     /// doing, and warn rather than block.
     pub retarget_within_minor: bool,
+    /// The names accepted for this update, where they are known when the
+    /// checks run (`check --accept`); empty for a run whose results are
+    /// kept, which the policy weighs against each review's names.
+    pub accepted: &'a BTreeSet<String>,
 }
+
+/// Nothing accepted.
+static NONE_ACCEPTED: BTreeSet<String> = BTreeSet::new();
 
 impl<'a> Context<'a> {
     /// A context for checking `view`; `clock` is the time to judge by when
@@ -91,7 +99,13 @@ impl<'a> Context<'a> {
             now,
             now_source,
             retarget_within_minor,
+            accepted: &NONE_ACCEPTED,
         }
+    }
+
+    /// The context with the names accepted for this update.
+    pub fn accepting(self, accepted: &'a BTreeSet<String>) -> Self {
+        Self { accepted, ..self }
     }
 
     /// The target as a person names it.
@@ -163,6 +177,7 @@ pub(crate) fn result_of(check: &dyn Check, ctx: &Context) -> CheckResult {
         severity: finding.severity.unwrap_or_else(|| check.severity()),
         outcome: finding.outcome,
         message: finding.message,
+        risks: finding.risks,
         remediation_url: finding.url,
         duration: None,
         failure_policy: None,

@@ -1,5 +1,8 @@
 //! NodesReady: every node is Ready and schedulable. A node cordoned by the
 //! machine-config daemon (mid-update) is told apart from one cordoned by hand.
+//! Nodes that are not Ready carry the alert OpenShift raises for them,
+//! `KubeNodeNotReady`; a cordoned node has no OpenShift name, so a finding
+//! with one is accepted by the check's name alone.
 
 use super::{Check, Context, require};
 use crate::cluster::openshift::condition;
@@ -30,6 +33,7 @@ impl Check for NodesReady {
         // Nodes the update in progress drained, when the target stays within
         // its minor: its doing, not a reason to stay on it.
         let mut by_update = Vec::new();
+        let mut cordoned = false;
         for node in nodes {
             let problems = if ctx.retarget_within_minor && node.drained_by_mco() {
                 &mut by_update
@@ -54,6 +58,7 @@ impl Check for NodesReady {
                     "cordoned by hand"
                 };
                 problems.push(format!("{} is unschedulable ({by})", node.name()));
+                cordoned = true;
             }
         }
         if nodes.is_empty() {
@@ -71,7 +76,9 @@ impl Check for NodesReady {
             .with_url(URL)
         } else {
             problems.extend(by_update);
-            Finding::fail(list(&problems, 5)).with_url(URL)
+            Finding::fail(list(&problems, 5))
+                .with_url(URL)
+                .with_risks((!cordoned).then_some("KubeNodeNotReady"))
         }
     }
 }
@@ -92,23 +99,37 @@ mod tests {
     }
 
     #[rstest]
-    #[case::healthy(node("w1", "True", false, ""), Outcome::Pass, "all 1 nodes are Ready")]
+    #[case::healthy(node("w1", "True", false, ""), Outcome::Pass, "all 1 nodes are Ready", &[])]
     #[case::not_ready(
         node("w1", "Unknown", false, ""),
         Outcome::Fail,
-        "w1 is not Ready for 2h0m (kubelet stopped posting node status)"
+        "w1 is not Ready for 2h0m (kubelet stopped posting node status)",
+        &["KubeNodeNotReady"]
     )]
     #[case::cordoned_by_hand(
         node("w1", "True", true, "uncordon-rendered-worker-1"),
         Outcome::Fail,
-        "w1 is unschedulable (cordoned by hand)"
+        "w1 is unschedulable (cordoned by hand)",
+        &[]
     )]
     #[case::drained_by_mco(
         node("w1", "True", true, "drain-rendered-worker-2"),
         Outcome::Fail,
-        "cordoned by the machine-config daemon"
+        "cordoned by the machine-config daemon",
+        &[]
     )]
-    fn nodes(#[case] node: serde_json::Value, #[case] outcome: Outcome, #[case] says: &str) {
+    #[case::not_ready_and_cordoned(
+        node("w1", "False", true, "drain-rendered-worker-2"),
+        Outcome::Fail,
+        "w1 is not Ready",
+        &[]
+    )]
+    fn nodes(
+        #[case] node: serde_json::Value,
+        #[case] outcome: Outcome,
+        #[case] says: &str,
+        #[case] risks: &[&str],
+    ) {
         let finding = fixture::evaluate(
             &NodesReady,
             &fixture::view(vec![fixture::cluster_version("4.15.3"), node]),
@@ -116,6 +137,7 @@ mod tests {
         );
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
+        assert_eq!(finding.risks, risks, "{}", finding.message);
     }
 
     #[test]

@@ -2,12 +2,23 @@
 //! ClusterOperator says `Upgradeable=False`. The CVO enforces this for minor
 //! and major updates only, so does this check. (The ClusterVersion's
 //! `AdminAckRequired` is AdminAcksMissing's.)
+//!
+//! Its finding carries the CVO's risk names: `ClusterOperatorUpgradeable-<name>`
+//! for each operator, and for the ClusterVersion's own reasons
+//! `ClusterVersionOverrides`, `ClusterVersionUpdating` and
+//! `ResourceDeletionInProgress`; with the ClusterVersion's
+//! `Upgradeable=False` also oc's `ConditionalUpdateRisk`, since
+//! `oc adm upgrade recommend` makes it a risk of every minor or major
+//! target. A reason the CVO has no risk name for leaves the finding to be
+//! accepted by the check's name alone.
 
 use super::{Check, Context, require};
 use crate::cluster::openshift::condition;
 use crate::model::Finding;
 use crate::model::Severity;
+use crate::model::meta::Condition;
 use crate::model::release::UpdateKind;
+use crate::model::risks;
 use crate::model::text::EXCERPT;
 use crate::model::text::excerpt;
 use crate::model::text::list;
@@ -35,19 +46,26 @@ impl Check for ClusterOperatorsUpgradeable {
         }
         // The CVO's own precondition first: its Upgradeable=False sums up
         // every reason it refuses a minor update for.
-        let own = ctx.view.cluster_version.as_ref().and_then(|cv| {
-            let c = condition(&cv.status.conditions, "Upgradeable")
-                .filter(|c| c.status == "False")
-                .filter(|c| c.reason.as_deref() != Some("AdminAckRequired"))?;
-            Some(format!(
-                "the ClusterVersion ({}: {})",
-                c.reason.as_deref().unwrap_or("no reason"),
-                excerpt(c.message.as_deref(), EXCERPT)
-            ))
-        });
+        let conditions = ctx
+            .view
+            .cluster_version
+            .as_ref()
+            .map_or(&[][..], |cv| &cv.status.conditions[..]);
+        let upgradeable = condition(conditions, "Upgradeable").filter(|c| c.status == "False");
+        let own = upgradeable
+            .filter(|c| c.reason.as_deref() != Some("AdminAckRequired"))
+            .map(|c| {
+                format!(
+                    "the ClusterVersion ({}: {})",
+                    c.reason.as_deref().unwrap_or("no reason"),
+                    excerpt(c.message.as_deref(), EXCERPT)
+                )
+            });
+        let mut names = Vec::new();
         let operators = ctx.view.cluster_operators.iter().filter_map(|co| {
             let c =
                 condition(&co.status.conditions, "Upgradeable").filter(|c| c.status == "False")?;
+            names.push(risks::cluster_operator_upgradeable(&co.metadata.name));
             Some(format!(
                 "{} ({}: {})",
                 co.metadata.name,
@@ -56,11 +74,23 @@ impl Check for ClusterOperatorsUpgradeable {
             ))
         });
         let operators: Vec<String> = operators.collect();
+        // The CVO's names for its own reasons; None when one has no name.
+        let own_names = own
+            .as_ref()
+            .map(|_| cvo_names(conditions, !operators.is_empty()));
         // The CVO's ClusterOperator(s)NotUpgradeable only sums up the
-        // operators, which are named one by one.
-        let own = own.filter(|own| {
-            operators.is_empty() || !own.starts_with("the ClusterVersion (ClusterOperator")
+        // operators, which are named one by one; so does its condition for
+        // a single operator, under that operator's reason.
+        let sums_up_operators = upgradeable.is_some_and(|c| {
+            matches!(
+                c.reason.as_deref(),
+                Some("ClusterOperatorsNotUpgradeable" | "ClusterOperatorNotUpgradeable")
+            ) || c
+                .message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("Cluster operator "))
         });
+        let own = own.filter(|_| operators.is_empty() || !sums_up_operators);
         let blocked: Vec<String> = own.into_iter().chain(operators).collect();
         if blocked.is_empty() {
             Finding::pass(format!(
@@ -72,13 +102,66 @@ impl Check for ClusterOperatorsUpgradeable {
                 Some(kind) => format!("a {} update", format!("{kind:?}").to_lowercase()),
                 None => "a minor or major update (the target's version is unknown)".to_owned(),
             };
-            Finding::fail(format!(
+            let finding = Finding::fail(format!(
                 "Upgradeable=False blocks {kind}: {}",
                 list(&blocked, 5)
             ))
-            .with_url(URL)
+            .with_url(URL);
+            match own_names {
+                // A reason without a name: only the check's name accepts it all.
+                Some(None) => finding,
+                own_names => finding
+                    .with_risks(upgradeable.map(|_| risks::CONDITIONAL_UPDATE_RISK))
+                    .with_risks(names)
+                    .with_risks(own_names.flatten().into_iter().flatten()),
+            }
         }
     }
+}
+
+/// The CVO's risk names for the reasons of the ClusterVersion's own
+/// `Upgradeable=False`: each `Upgradeable<Reason>` condition beside it (the
+/// CVO keeps one per reason when there are several), else the condition
+/// itself. The operators' reason is theirs to name (`operators_named`);
+/// AdminAckRequired is AdminAcksMissing's. `None` when a reason has no
+/// name the CVO gives.
+fn cvo_names(conditions: &[Condition], operators_named: bool) -> Option<Vec<&'static str>> {
+    let parts: Vec<&Condition> = conditions
+        .iter()
+        .filter(|c| c.type_.starts_with("Upgradeable") && c.type_ != "Upgradeable")
+        .filter(|c| c.status == "False")
+        .collect();
+    let parts = if parts.is_empty() {
+        condition(conditions, "Upgradeable").into_iter().collect()
+    } else {
+        parts
+    };
+    let mut names = Vec::new();
+    for c in parts {
+        let reason = c.reason.as_deref().unwrap_or("");
+        let about = c.type_.strip_prefix("Upgradeable").unwrap_or("");
+        let message = c.message.as_deref().unwrap_or("");
+        let name = match (about, reason) {
+            ("AdminAckRequired", _) | (_, "AdminAckRequired") => continue,
+            ("ClusterOperators", _)
+            | (_, "ClusterOperatorsNotUpgradeable" | "ClusterOperatorNotUpgradeable")
+                if operators_named =>
+            {
+                continue;
+            }
+            ("", _) if operators_named && message.starts_with("Cluster operator ") => continue,
+            ("ClusterVersionOverrides", _) | (_, "ClusterVersionOverridesSet") => {
+                risks::CLUSTER_VERSION_OVERRIDES
+            }
+            ("UpgradeInProgress", _) | (_, "UpgradeInProgress") => risks::CLUSTER_VERSION_UPDATING,
+            ("DeletesInProgress", _) | (_, "ResourceDeletesInProgress") => {
+                risks::RESOURCE_DELETION_IN_PROGRESS
+            }
+            _ => return None,
+        };
+        names.push(name);
+    }
+    Some(names)
 }
 
 #[cfg(test)]
@@ -151,6 +234,66 @@ mod tests {
             finding.message,
             "Upgradeable=False blocks a minor update: storage (no reason: AdminAckRequired: ack it)"
         );
+    }
+
+    /// A ClusterVersion whose Upgradeable=False has these reasons, one
+    /// `Upgradeable<Type>` condition each beside it when there are several.
+    fn cluster_version(reasons: &[(&str, &str, &str)]) -> serde_json::Value {
+        let mut cv = fixture::cluster_version("4.15.3");
+        let mut conditions: Vec<serde_json::Value> = reasons
+            .iter()
+            .map(|(type_, reason, message)| {
+                json!({"type": format!("Upgradeable{type_}"), "status": "False", "reason": reason, "message": message})
+            })
+            .collect();
+        match reasons {
+            [] => {}
+            [(_, reason, message)] => {
+                conditions = vec![json!({"type": "Upgradeable", "status": "False", "reason": reason, "message": message})];
+            }
+            _ => conditions.push(json!({"type": "Upgradeable", "status": "False", "reason": "MultipleReasons",
+                "message": "Cluster should not be upgraded between minor or major versions for multiple reasons"})),
+        }
+        cv["status"]["conditions"] = json!(conditions);
+        cv
+    }
+
+    const OVERRIDES: (&str, &str, &str) = (
+        "ClusterVersionOverrides",
+        "ClusterVersionOverridesSet",
+        "Disabling ownership via cluster version overrides prevents upgrades.",
+    );
+    const OPERATORS: (&str, &str, &str) = (
+        "ClusterOperators",
+        "FeatureGates_RestrictedFeatureGates_TechPreviewNoUpgrade",
+        "Cluster operator config-operator should not be upgraded between minor or major versions",
+    );
+
+    #[rstest]
+    #[case::operators_only(&[], &[("storage", "False"), ("dns", "True")], &["ClusterOperatorUpgradeable-storage"])]
+    #[case::two_operators(&[], &[("storage", "False"), ("dns", "False")], &["ClusterOperatorUpgradeable-storage", "ClusterOperatorUpgradeable-dns"])]
+    #[case::overrides(&[OVERRIDES], &[("dns", "True")], &["ConditionalUpdateRisk", "ClusterVersionOverrides"])]
+    #[case::overrides_and_an_operator(&[OVERRIDES, OPERATORS], &[("config-operator", "False")],
+        &["ConditionalUpdateRisk", "ClusterOperatorUpgradeable-config-operator", "ClusterVersionOverrides"])]
+    #[case::the_operators_sum_alone(&[("", "FeatureGates_RestrictedFeatureGates_TechPreviewNoUpgrade",
+        "Cluster operator config-operator should not be upgraded between minor or major versions")], &[("config-operator", "False")],
+        &["ConditionalUpdateRisk", "ClusterOperatorUpgradeable-config-operator"])]
+    #[case::updating(&[("UpgradeInProgress", "UpgradeInProgress", "An update is already in progress")], &[("dns", "True")], &["ConditionalUpdateRisk", "ClusterVersionUpdating"])]
+    #[case::a_reason_the_cvo_has_no_name_for(&[("Other", "SomethingElse", "no")], &[("storage", "False")], &[])]
+    fn the_finding_carries_the_cvos_risk_names(
+        #[case] reasons: &[(&str, &str, &str)],
+        #[case] operators: &[(&str, &str)],
+        #[case] expected: &[&str],
+    ) {
+        let mut objects = vec![cluster_version(reasons)];
+        objects.extend(operators.iter().map(|(n, u)| operator(n, u)));
+        let finding = fixture::evaluate(
+            &ClusterOperatorsUpgradeable,
+            &fixture::view(objects),
+            "4.16.0",
+        );
+        assert_eq!(finding.outcome, Outcome::Fail, "{}", finding.message);
+        assert_eq!(finding.risks, expected, "{}", finding.message);
     }
 
     #[test]

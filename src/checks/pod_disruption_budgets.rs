@@ -1,6 +1,9 @@
 //! PodDisruptionBudgetsAllowDrain: no PodDisruptionBudget at zero allowed
 //! disruptions protects pods on a node the update will drain. Such a PDB
-//! stalls the machine-config daemon's drain, and with it the update.
+//! stalls the machine-config daemon's drain, and with it the update. The
+//! finding carries the alerts OpenShift raises for such a PDB:
+//! `PodDisruptionBudgetAtLimit` (as many healthy pods as it needs), which
+//! `oc adm upgrade recommend` names, and `PodDisruptionBudgetLimit` (fewer).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -56,6 +59,15 @@ impl Check for PodDisruptionBudgetsAllowDrain {
             .map(|n| n.name())
             .collect();
         let mut blocking = Vec::new();
+        let mut alerts = Vec::new();
+        // The alert OpenShift raises for a PDB at zero allowed disruptions.
+        let alert = |pdb: &crate::cluster::k8s::PodDisruptionBudget| {
+            if pdb.status.current_healthy < pdb.status.desired_healthy {
+                "PodDisruptionBudgetLimit"
+            } else {
+                "PodDisruptionBudgetAtLimit"
+            }
+        };
         for pdb in stuck {
             let name = qualified(
                 pdb.metadata.namespace.as_deref().unwrap_or(""),
@@ -66,6 +78,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
             };
             if !have_pods {
                 if pdb.status.expected_pods > 0 {
+                    alerts.push(alert(pdb));
                     blocking.push(format!(
                         "{name} allows no disruption of its {} pods",
                         pdb.status.expected_pods
@@ -84,6 +97,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
                 .map(|pod| pod.node_name.as_str())
                 .collect();
             if !nodes.is_empty() {
+                alerts.push(alert(pdb));
                 let nodes: Vec<String> = nodes.into_iter().map(str::to_owned).collect();
                 blocking.push(format!(
                     "{name} allows no disruption and protects pods on {}",
@@ -104,6 +118,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
                 list(&blocking, 5)
             ))
             .with_url(URL)
+            .with_risks(alerts)
         }
     }
 }
@@ -156,6 +171,26 @@ mod tests {
         );
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    #[rstest]
+    #[case::at_its_limit(2, 2, &["PodDisruptionBudgetAtLimit"])]
+    #[case::below_its_limit(1, 2, &["PodDisruptionBudgetLimit"])]
+    fn the_finding_carries_the_alert_openshift_raises(
+        #[case] healthy: i64,
+        #[case] desired: i64,
+        #[case] risks: &[&str],
+    ) {
+        let mut budget = pdb(0, "db");
+        budget["status"]["currentHealthy"] = json!(healthy);
+        budget["status"]["desiredHealthy"] = json!(desired);
+        let finding = fixture::evaluate(
+            &PodDisruptionBudgetsAllowDrain,
+            &fixture::view(vec![budget]),
+            "4.15.4",
+        );
+        assert_eq!(finding.outcome, Outcome::Fail, "{}", finding.message);
+        assert_eq!(finding.risks, risks);
     }
 
     #[test]

@@ -1,30 +1,27 @@
-//! PrecheckAlertsFiring: the alerts `oc adm upgrade recommend` warns
-//! about: PodDisruptionBudgetAtLimit and PodDisruptionBudgetLimit,
-//! KubeNodeNotReady, KubeNodeUnreachable, KubeNodeReadinessFlapping,
-//! KubeletHealthState, KubeContainerWaiting, and any alert labelled
-//! `openShiftUpdatePrecheck="true"`. Firing ones warn; pending ones are
-//! ignored; no alert data at all is a warning too.
+//! PrecheckAlertsFiring: the alerts `oc adm upgrade recommend` names
+//! besides the critical ones (which are CriticalAlertsFiring's): the
+//! PodDisruptionBudget, container, node and virtualization alerts of
+//! [`risks::PRECHECK_ALERTS`], and any alert labelled
+//! `openShiftUpdatePrecheck="true"`. As oc does, a firing one blocks until
+//! it is accepted by its name; pending ones are ignored; no alert data at
+//! all is a warning. Each is quoted in its own words with its runbook.
 
-use super::critical_alerts::no_alert_data;
+use super::critical_alerts::{firing_alerts, no_alert_data};
 use super::{Check, Context};
+use crate::cluster::alerts::Alert;
 use crate::model::Finding;
 use crate::model::Severity;
-use crate::model::text::list;
+use crate::model::risks;
 
 pub struct PrecheckAlertsFiring;
 
-const URL: &str = "https://docs.openshift.com/container-platform/latest/observability/monitoring/managing-alerts.html";
-
-/// The alert names `oc adm upgrade recommend` looks for.
-pub(crate) const CLASSES: &[&str] = &[
-    "PodDisruptionBudgetAtLimit",
-    "PodDisruptionBudgetLimit",
-    "KubeNodeNotReady",
-    "KubeNodeUnreachable",
-    "KubeNodeReadinessFlapping",
-    "KubeletHealthState",
-    "KubeContainerWaiting",
-];
+/// Whether `alert` is one `oc adm upgrade recommend` names besides the
+/// critical ones.
+pub(crate) fn is_precheck(alert: &Alert) -> bool {
+    alert.severity() != "critical"
+        && (risks::PRECHECK_ALERTS.contains(&alert.name())
+            || alert.label(risks::PRECHECK_LABEL) == "true")
+}
 
 impl Check for PrecheckAlertsFiring {
     fn name(&self) -> &'static str {
@@ -32,27 +29,21 @@ impl Check for PrecheckAlertsFiring {
     }
 
     fn severity(&self) -> Severity {
-        Severity::Warning
+        Severity::Blocking
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
         let Some(alerts) = &ctx.view.alerts else {
-            return no_alert_data();
+            return no_alert_data(ctx.view);
         };
-        let firing: Vec<String> = alerts
+        let firing: Vec<&Alert> = alerts
             .iter()
-            .filter(|a| a.firing())
-            .filter(|a| CLASSES.contains(&a.name()) || a.label("openShiftUpdatePrecheck") == "true")
-            .map(|a| a.describe())
+            .filter(|a| a.firing() && !a.name().is_empty() && is_precheck(a))
             .collect();
         if firing.is_empty() {
             Finding::pass("no update precheck alert is firing")
         } else {
-            Finding::fail(format!(
-                "update precheck alerts firing: {}",
-                list(&firing, 5)
-            ))
-            .with_url(URL)
+            firing_alerts("update precheck alerts firing", &firing)
         }
     }
 }
@@ -66,36 +57,52 @@ mod tests {
     use rstest::rstest;
 
     fn alert(name: &str, precheck: bool, state: &str) -> Alert {
-        let mut labels =
-            serde_json::json!({"alertname": name, "severity": "warning", "node": "w1"});
+        alert_of(name, "warning", precheck, state)
+    }
+
+    fn alert_of(name: &str, severity: &str, precheck: bool, state: &str) -> Alert {
+        let mut labels = serde_json::json!({"alertname": name, "severity": severity, "node": "w1"});
         if precheck {
             labels["openShiftUpdatePrecheck"] = "true".into();
         }
-        serde_json::from_value(serde_json::json!({"labels": labels, "state": state})).unwrap()
+        serde_json::from_value(serde_json::json!({"labels": labels, "state": state,
+            "annotations": {"description": format!("{name} is firing"),
+                            "runbook_url": format!("https://runbooks.example/{name}.md")}}))
+        .unwrap()
     }
 
+    /// oc's classes, with its severity: each blocks until accepted by name.
     #[rstest]
-    #[case::class_firing(
-        alert("KubeNodeNotReady", false, "firing"),
-        Outcome::Fail,
-        "KubeNodeNotReady (node=w1)"
-    )]
-    #[case::class_pending(
-        alert("KubeNodeNotReady", false, "pending"),
-        Outcome::Pass,
-        "no update precheck"
-    )]
-    #[case::labelled(alert("MyStorageBusy", true, "firing"), Outcome::Fail, "MyStorageBusy")]
-    #[case::similar_name(
-        alert("PodDisruptionBudgetAtLimitWithMessage", false, "firing"),
-        Outcome::Pass,
-        "no update"
-    )]
-    fn classes(#[case] alert: Alert, #[case] outcome: Outcome, #[case] says: &str) {
+    #[case::pdb_at_limit(alert("PodDisruptionBudgetAtLimit", false, "firing"), Outcome::Fail, "PodDisruptionBudgetAtLimit (node=w1): PodDisruptionBudgetAtLimit is firing. Runbook: https://runbooks.example/PodDisruptionBudgetAtLimit.md", &["PodDisruptionBudgetAtLimit"])]
+    #[case::container_waiting(alert("KubeContainerWaiting", false, "firing"), Outcome::Fail, "KubeContainerWaiting (node=w1)", &["KubeContainerWaiting"])]
+    #[case::node_not_ready(alert("KubeNodeNotReady", false, "firing"), Outcome::Fail, "KubeNodeNotReady (node=w1)", &["KubeNodeNotReady"])]
+    #[case::node_unreachable(alert("KubeNodeUnreachable", false, "firing"), Outcome::Fail, "KubeNodeUnreachable", &["KubeNodeUnreachable"])]
+    #[case::node_flapping(alert("KubeNodeReadinessFlapping", false, "firing"), Outcome::Fail, "KubeNodeReadinessFlapping", &["KubeNodeReadinessFlapping"])]
+    #[case::kubelet_health(alert("KubeletHealthState", false, "firing"), Outcome::Fail, "KubeletHealthState", &["KubeletHealthState"])]
+    #[case::virt_handler(alert("VirtHandlerDaemonSetRolloutFailing", false, "firing"), Outcome::Fail, "VirtHandlerDaemonSetRolloutFailing", &["VirtHandlerDaemonSetRolloutFailing"])]
+    #[case::vm_not_evictable(alert("VMCannotBeEvicted", false, "firing"), Outcome::Fail, "VMCannotBeEvicted", &["VMCannotBeEvicted"])]
+    #[case::labelled(alert("MyStorageBusy", true, "firing"), Outcome::Fail, "MyStorageBusy", &["MyStorageBusy"])]
+    #[case::class_pending(alert("KubeNodeNotReady", false, "pending"), Outcome::Pass, "no update precheck", &[])]
+    #[case::similar_name(alert("PodDisruptionBudgetAtLimitWithMessage", false, "firing"), Outcome::Pass, "no update", &[])]
+    #[case::critical_is_the_critical_checks(alert_of("KubeNodeNotReady", "critical", false, "firing"), Outcome::Pass, "no update", &[])]
+    #[case::pdb_limit_below_critical_is_not_named(alert("PodDisruptionBudgetLimit", false, "firing"), Outcome::Pass, "no update", &[])]
+    fn classes(
+        #[case] alert: Alert,
+        #[case] outcome: Outcome,
+        #[case] says: &str,
+        #[case] risks: &[&str],
+    ) {
         let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
         view.add_alerts(vec![alert]);
         let finding = fixture::evaluate(&PrecheckAlertsFiring, &view, "4.15.4");
-        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert_eq!(
+            (finding.outcome, finding.severity),
+            (outcome, None),
+            "{}",
+            finding.message
+        );
         assert!(finding.message.contains(says), "{}", finding.message);
+        assert_eq!(finding.risks, risks);
+        assert_eq!(PrecheckAlertsFiring.severity(), Severity::Blocking);
     }
 }

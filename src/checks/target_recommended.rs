@@ -2,13 +2,21 @@
 //! cluster. In `availableUpdates` passes; in `conditionalUpdates` with
 //! `Recommended` not True fails with the reason, message, risk names and
 //! URLs; in neither warns (an explicit update the graph does not know).
+//!
+//! A conditional update's finding carries oc's `ConditionalUpdateRisk` and
+//! the name of each risk that applies, the names `acceptRisks` takes; when
+//! every applying risk is accepted, it passes, as the CVO's
+//! `AllExposedRisksAccepted` does.
+
+use std::collections::BTreeSet;
 
 use super::{Check, Context};
 use crate::cluster::openshift::condition;
 use crate::model::Finding;
 use crate::model::Severity;
-use crate::model::cluster_version::{ConditionalUpdate, Release};
+use crate::model::cluster_version::{ConditionalUpdate, Release, Risk, Status};
 use crate::model::release::{ReleaseKey, Version};
+use crate::model::risks;
 use crate::model::text::{EXCERPT, excerpt};
 
 pub struct TargetRecommended;
@@ -47,7 +55,7 @@ impl Check for TargetRecommended {
             .iter()
             .find(|u| matches(&u.release))
         {
-            return conditional(&name, update);
+            return conditional(&name, update, &cv.status, ctx.accepted);
         }
         // Where the graph is: the channel, and why the CVO could not read it.
         let graph = match cv.spec.channel.as_deref().filter(|c| !c.is_empty()) {
@@ -79,14 +87,22 @@ impl Check for TargetRecommended {
     }
 }
 
-fn conditional(name: &str, update: &ConditionalUpdate) -> Finding {
+fn conditional(
+    name: &str,
+    update: &ConditionalUpdate,
+    status: &Status,
+    accepted: &BTreeSet<String>,
+) -> Finding {
     let recommended = condition(&update.conditions, "Recommended");
-    if recommended.is_some_and(|c| c.status == "True") {
-        return Finding::pass(format!(
-            "{name} is a conditional update whose risks do not apply to this cluster"
-        ));
+    if let Some(c) = recommended.filter(|c| c.status == "True") {
+        return Finding::pass(match c.reason.as_deref() {
+            Some("AllExposedRisksAccepted") => format!(
+                "{name} is a conditional update whose risks that apply to this cluster are accepted (Recommended=True, AllExposedRisksAccepted)"
+            ),
+            _ => format!("{name} is a conditional update whose risks do not apply to this cluster"),
+        });
     }
-    let (status, reason, message) = match recommended {
+    let (status_word, reason, message) = match recommended {
         Some(c) => (
             c.status.as_str(),
             c.reason.as_deref().unwrap_or("no reason"),
@@ -98,35 +114,67 @@ fn conditional(name: &str, update: &ConditionalUpdate) -> Finding {
             "the risks have not been evaluated",
         ),
     };
-    // Risks the message names apply; if it names none, show them all.
-    let applying: Vec<_> = update
-        .risks
-        .iter()
-        .filter(|r| message.contains(&r.url) || message.contains(r.message.trim()))
-        .collect();
-    let shown = if applying.is_empty() {
-        update.risks.iter().collect()
-    } else {
-        applying
-    };
-    let risks: Vec<String> = shown
+    let all = update.risks(status);
+    let applying = applying(&all, message);
+    let names: Vec<String> = applying.iter().map(|r| r.name.clone()).collect();
+    // As the CVO's AllExposedRisksAccepted: every risk that applies is
+    // accepted for this update.
+    if !names.is_empty() && names.iter().all(|n| accepted.contains(n)) {
+        return Finding::pass(format!(
+            "{name} is a conditional update whose every risk that applies is accepted (AllExposedRisksAccepted): {}",
+            names.join(", ")
+        ));
+    }
+    let described: Vec<String> = applying
         .iter()
         .map(|r| format!("{} ({})", r.name, r.url))
         .collect();
-    let first = shown.first().map(|r| r.url.clone());
+    let first = applying.first().map(|r| r.url.clone());
     let mut finding = Finding::fail(format!(
-        "{name} is not recommended (Recommended={status}, {reason}): {}; risks: {}",
+        "{name} is not recommended (Recommended={status_word}, {reason}): {}; risks: {}",
         message.split_whitespace().collect::<Vec<_>>().join(" "),
-        if risks.is_empty() {
+        if described.is_empty() {
             "none named".to_owned()
         } else {
-            risks.join(", ")
+            described.join(", ")
         }
-    ));
+    ))
+    .with_risks([risks::CONDITIONAL_UPDATE_RISK])
+    .with_risks(names);
     finding.url = first
         .filter(|u| !u.is_empty())
         .or_else(|| Some(URL.to_owned()));
     finding
+}
+
+/// The risks of a conditional update that apply to this cluster: where
+/// the CVO evaluated them (an `Applies` condition), those that match or
+/// could not be evaluated; otherwise those the `Recommended` message names,
+/// and all of them when it names none.
+fn applying<'a>(risks: &[&'a Risk], message: &str) -> Vec<&'a Risk> {
+    if risks
+        .iter()
+        .any(|r| condition(&r.conditions, "Applies").is_some())
+    {
+        return risks
+            .iter()
+            .copied()
+            .filter(|r| condition(&r.conditions, "Applies").is_none_or(|c| c.status != "False"))
+            .collect();
+    }
+    let named: Vec<&Risk> = risks
+        .iter()
+        .copied()
+        .filter(|r| {
+            (!r.url.is_empty() && message.contains(&r.url))
+                || (!r.message.trim().is_empty() && message.contains(r.message.trim()))
+        })
+        .collect();
+    if named.is_empty() {
+        risks.to_vec()
+    } else {
+        named
+    }
 }
 
 #[cfg(test)]
@@ -225,6 +273,75 @@ mod tests {
         assert!(finding.message.contains(says), "{}", finding.message);
     }
 
+    #[rstest]
+    #[case::nothing_accepted(&[], Outcome::Fail)]
+    #[case::the_applying_risk(&["HighLoad"], Outcome::Pass)]
+    #[case::another_risk(&["AMD19hFirmware"], Outcome::Fail)]
+    #[case::ocs_name_is_the_policys_to_weigh(&["ConditionalUpdateRisk"], Outcome::Fail)]
+    fn every_applying_risk_accepted_passes_as_all_exposed_risks_accepted(
+        #[case] accepted: &[&str],
+        #[case] outcome: Outcome,
+    ) {
+        let view = fixture::view(vec![graph()]);
+        let finding = fixture::evaluate_accepting(&TargetRecommended, &view, "4.16.2", accepted);
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        if outcome == Outcome::Pass {
+            assert_eq!(
+                finding.message,
+                "4.16.2 is a conditional update whose every risk that applies is accepted (AllExposedRisksAccepted): HighLoad"
+            );
+        } else {
+            assert_eq!(finding.risks, ["ConditionalUpdateRisk", "HighLoad"]);
+        }
+    }
+
+    /// The CVO's format since it handles `acceptRisks`: risks listed once in
+    /// `status.conditionalUpdateRisks`, each with an `Applies` condition,
+    /// and named by each update's `riskNames`.
+    fn graph_with_evaluated_risks(recommended: serde_json::Value) -> serde_json::Value {
+        let applies =
+            |status: &str| json!([{"type": "Applies", "status": status, "reason": "Match"}]);
+        let mut cv = cluster_version("5.0.0-ec.2");
+        cv["status"]["conditionalUpdateRisks"] = json!([
+            {"name": "SyntheticRiskA", "message": "A always applies", "url": "https://docs.example/a", "conditions": applies("True")},
+            {"name": "SyntheticRiskB", "message": "B never does", "url": "https://docs.example/b", "conditions": applies("False")},
+            {"name": "TestAlert", "message": "Test alert for updates.", "url": "https://docs.example/alert", "conditions": applies("Unknown")},
+        ]);
+        cv["status"]["conditionalUpdates"] = json!([
+            {"release": {"version": "5.0.0-ec.5", "image": "quay.io/r@sha256:e5"},
+             "riskNames": ["SyntheticRiskA", "SyntheticRiskB", "TestAlert"],
+             "conditions": [recommended]}]);
+        cv
+    }
+
+    #[test]
+    fn risks_the_cvo_evaluated_apply_by_their_applies_condition() {
+        let cv = graph_with_evaluated_risks(json!({"type": "Recommended", "status": "False",
+            "reason": "MultipleReasons", "message": "A always applies https://docs.example/a"}));
+        let finding = fixture::evaluate(&TargetRecommended, &fixture::view(vec![cv]), "5.0.0-ec.5");
+        assert_eq!(finding.outcome, Outcome::Fail, "{}", finding.message);
+        // B does not apply; the alert could not be evaluated, so it counts.
+        assert_eq!(
+            finding.risks,
+            ["ConditionalUpdateRisk", "SyntheticRiskA", "TestAlert"]
+        );
+        assert_eq!(finding.url.as_deref(), Some("https://docs.example/a"));
+    }
+
+    #[test]
+    fn the_cvos_all_exposed_risks_accepted_passes_and_says_so() {
+        let cv = graph_with_evaluated_risks(json!({"type": "Recommended", "status": "True",
+            "reason": "AllExposedRisksAccepted",
+            "message": "The update is recommended, because either risk does not apply to this cluster or it is accepted by cluster admins."}));
+        let finding = fixture::evaluate(&TargetRecommended, &fixture::view(vec![cv]), "5.0.0-ec.5");
+        assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
+        assert!(
+            finding.message.contains("AllExposedRisksAccepted"),
+            "{}",
+            finding.message
+        );
+    }
+
     #[test]
     fn only_the_risks_that_apply_are_named() {
         let finding =
@@ -235,5 +352,14 @@ mod tests {
             finding.message
         );
         assert_eq!(finding.url.as_deref(), Some("https://issues.example/COS-2"));
+        assert_eq!(finding.risks, ["ConditionalUpdateRisk", "HighLoad"]);
+    }
+
+    #[test]
+    fn a_target_the_graph_does_not_offer_carries_no_risk_name() {
+        let view = fixture::view(vec![graph()]);
+        let finding =
+            fixture::evaluate_for(&TargetRecommended, &view, &Target::version_only("4.16.9"));
+        assert!(finding.risks.is_empty(), "{:?}", finding.risks);
     }
 }

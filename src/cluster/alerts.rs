@@ -10,6 +10,7 @@ use jiff::Timestamp;
 use serde::Deserialize;
 
 use super::openshift::null_as_default;
+use crate::model::text::{EXCERPT, clean, excerpt};
 
 /// The name alerts go by among the kinds of a view (`ClusterView::unreadable`
 /// says why they could not be read).
@@ -170,22 +171,61 @@ impl Alert {
     }
 
     /// The alert and what it is about, e.g. `KubeNodeNotReady (node=worker-1)`.
-    pub(crate) fn describe(&self) -> String {
+    fn about(&self) -> String {
         let about: Vec<String> = ["namespace", "name", "node", "pod", "poddisruptionbudget"]
             .iter()
             .filter_map(|k| self.labels.get(*k).map(|v| format!("{k}={v}")))
             .collect();
-        let summary = self
-            .annotations
-            .get("summary")
-            .or_else(|| self.annotations.get("message"))
-            .map(|s| format!(": {s}"))
-            .unwrap_or_default();
         if about.is_empty() {
-            format!("{}{summary}", self.name())
+            self.name().to_owned()
         } else {
-            format!("{} ({}){summary}", self.name(), about.join(", "))
+            format!("{} ({})", self.name(), about.join(", "))
         }
+    }
+
+    /// The alert's `runbook_url` annotation, when it has one.
+    pub(crate) fn runbook(&self) -> Option<&str> {
+        self.annotations
+            .get("runbook_url")
+            .map(|u| u.trim())
+            .filter(|u| !u.is_empty())
+    }
+
+    /// The alert as a finding quotes it: what it is about, its own words
+    /// (its `summary`, then its `description` or older `message`, each
+    /// once, cleaned and cut to an excerpt) and its `runbook_url`, e.g.
+    /// `PodDisruptionBudgetAtLimit (namespace=shop): The pod disruption
+    /// budget is preventing further disruption to pods. The number of
+    /// current healthy pods is equal to the desired healthy pods. Runbook:
+    /// https://...`.
+    pub(crate) fn quote(&self) -> String {
+        let mut said: Vec<String> = Vec::new();
+        for key in ["summary", "description", "message"] {
+            let Some(text) = self.annotations.get(key).filter(|t| !t.trim().is_empty()) else {
+                continue;
+            };
+            // Cleaned first, so that a description's lines run on.
+            let mut text = excerpt(Some(&clean(text, 4 * EXCERPT)), EXCERPT);
+            if said.iter().any(|s| s.contains(text.trim_end_matches('.'))) {
+                continue;
+            }
+            if !text.ends_with(['.', '!', '?', '…']) {
+                text.push('.');
+            }
+            said.push(text);
+        }
+        let mut quote = self.about();
+        if said.is_empty() {
+            quote.push_str(": the alert has no summary or description");
+        } else {
+            quote.push_str(": ");
+            quote.push_str(&said.join(" "));
+        }
+        if let Some(url) = self.runbook() {
+            quote.push_str(" Runbook: ");
+            quote.push_str(&clean(url, 200));
+        }
+        quote
     }
 }
 
@@ -230,6 +270,54 @@ mod tests {
         dedup(&mut alerts);
         assert_eq!(alerts.len(), 1);
         assert!(alerts[0].firing());
+    }
+
+    fn annotated(annotations: &[(&str, &str)]) -> Alert {
+        Alert {
+            labels: [
+                (
+                    "alertname".to_owned(),
+                    "PodDisruptionBudgetAtLimit".to_owned(),
+                ),
+                ("namespace".to_owned(), "shop".to_owned()),
+            ]
+            .into(),
+            annotations: annotations
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            state: "firing".to_owned(),
+            ..Alert::default()
+        }
+    }
+
+    #[rstest::rstest]
+    #[case::summary_description_runbook(
+        &[("summary", "The pod disruption budget is preventing further disruption to pods."),
+          ("description", "The number of current healthy pods is equal to the desired healthy pods"),
+          ("runbook_url", "https://runbooks.example/PodDisruptionBudgetAtLimit.md")],
+        "PodDisruptionBudgetAtLimit (namespace=shop): The pod disruption budget is preventing further disruption to pods. The number of current healthy pods is equal to the desired healthy pods. Runbook: https://runbooks.example/PodDisruptionBudgetAtLimit.md"
+    )]
+    #[case::a_message_instead(&[("message", "Budget at its limit")],
+        "PodDisruptionBudgetAtLimit (namespace=shop): Budget at its limit.")]
+    #[case::said_twice_is_quoted_once(&[("summary", "At its limit."), ("description", "At its limit")],
+        "PodDisruptionBudgetAtLimit (namespace=shop): At its limit.")]
+    #[case::nothing_said(&[], "PodDisruptionBudgetAtLimit (namespace=shop): the alert has no summary or description")]
+    #[case::control_characters_go(&[("summary", "At\u{1b}[31m its\nlimit")],
+        "PodDisruptionBudgetAtLimit (namespace=shop): At [31m its limit.")]
+    fn an_alert_is_quoted_in_its_own_words_with_its_runbook(
+        #[case] annotations: &[(&str, &str)],
+        #[case] quoted: &str,
+    ) {
+        assert_eq!(annotated(annotations).quote(), quoted);
+    }
+
+    #[test]
+    fn a_long_description_is_cut_to_an_excerpt() {
+        let long = "word ".repeat(200);
+        let quote = annotated(&[("description", &long)]).quote();
+        assert!(quote.chars().count() < 300, "{quote}");
+        assert!(quote.contains('…'), "{quote}");
     }
 
     #[test]

@@ -13,7 +13,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::checks::{self, Context};
 use crate::cli::CheckArgs;
 use crate::cluster::ClusterView;
-use crate::model::policy::Blocking;
+use crate::model::CheckResult;
+use crate::model::policy::{self, Blocking};
 use crate::model::release::is_image;
 use crate::report::{Format, Report};
 use crate::suite;
@@ -72,15 +73,19 @@ pub fn check(args: &CheckArgs) -> ExitCode {
     }
 }
 
-/// What is wrong with accept names that name no check, with the check a
-/// wrongly capitalised one meant; `None` when every name is a check's.
-fn unknown_accepts(names: &[String]) -> Option<String> {
-    let catalogue = checks::catalogue();
-    let known: Vec<&str> = catalogue.iter().map(|c| c.name()).collect();
+/// What is wrong with accept names that name nothing: no check of
+/// `results`, no name one of them carries and none OpenShift is known to
+/// use, with the name a wrongly capitalised one meant; `None` when every
+/// name is known.
+fn unknown_accepts(names: &[String], results: &[CheckResult]) -> Option<String> {
+    let known: Vec<&str> = results
+        .iter()
+        .flat_map(|r| std::iter::once(r.name.as_str()).chain(r.risks.iter().map(String::as_str)))
+        .collect();
     let unknown: Vec<String> = names
         .iter()
         .map(|n| n.trim())
-        .filter(|n| !n.is_empty() && !known.contains(n))
+        .filter(|n| !n.is_empty() && !policy::known(n, results))
         .map(|n| match known.iter().find(|k| k.eq_ignore_ascii_case(n)) {
             Some(meant) => format!("{n} (did you mean {meant}?)"),
             None => n.to_owned(),
@@ -88,7 +93,7 @@ fn unknown_accepts(names: &[String]) -> Option<String> {
         .collect();
     (!unknown.is_empty()).then(|| {
         format!(
-            "names no check: {}; names are case-sensitive (preflight-gate check --help lists them in docs/checks.md), or pass --allow-unknown-accept",
+            "names no check or risk: {}; names are case-sensitive (docs/checks.md lists the checks and the OpenShift names they carry), or pass --allow-unknown-accept",
             unknown.join(", ")
         )
     })
@@ -101,11 +106,6 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
     }
     if !is_image(to) && crate::model::release::Version::parse(to).is_none() {
         return Err(CheckError::BadTarget(to.to_owned()));
-    }
-    if !args.allow_unknown_accept
-        && let Some(why) = unknown_accepts(&args.accept)
-    {
-        return Err(CheckError::UnknownAccept(why));
     }
     let progress = progress_bar();
     let mut view = load(
@@ -127,13 +127,30 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
     let view = std::sync::Arc::new(view);
     let clock = jiff::Timestamp::now();
     progress.set_message(format!("running {} checks", checks::catalogue().len()));
-    let results = suite::run(view.clone(), &target, clock, None, args.limits.limits());
-    progress.finish_and_clear();
-    let ctx = Context::new(&view, &target, clock);
     let blocking = Blocking {
         fail_open: args.fail_open_checks.iter().cloned().collect(),
-        accepted: args.accept.iter().cloned().collect(),
+        accepted: args
+            .accept
+            .iter()
+            .map(|n| n.trim())
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .collect(),
     };
+    let results = suite::run_accepting(
+        view.clone(),
+        &target,
+        clock,
+        &blocking.accepted,
+        args.limits.limits(),
+    );
+    progress.finish_and_clear();
+    if !args.allow_unknown_accept
+        && let Some(why) = unknown_accepts(&args.accept, &results)
+    {
+        return Err(CheckError::UnknownAccept(why));
+    }
+    let ctx = Context::new(&view, &target, clock);
     Ok((Report::new(&ctx, results, &blocking), args.output))
 }
 

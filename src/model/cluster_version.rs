@@ -62,6 +62,11 @@ pub struct Status {
     pub available_updates: Vec<Release>,
     #[serde(deserialize_with = "null_as_default")]
     pub conditional_updates: Vec<ConditionalUpdate>,
+    /// Every risk of the conditional updates, once each, with whether it
+    /// applies to this cluster (the CVO writes it since it handles
+    /// `acceptRisks`); a conditional update names its own in `riskNames`.
+    #[serde(deserialize_with = "null_as_default")]
+    pub conditional_update_risks: Vec<Risk>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -82,11 +87,14 @@ pub struct UpdateHistory {
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 pub struct ConditionalUpdate {
     pub release: Release,
     #[serde(deserialize_with = "null_as_default")]
     pub risks: Vec<Risk>,
+    /// The names of its risks in `status.conditionalUpdateRisks`.
+    #[serde(deserialize_with = "null_as_default")]
+    pub risk_names: Vec<String>,
     #[serde(deserialize_with = "null_as_default")]
     pub conditions: Vec<Condition>,
 }
@@ -97,6 +105,29 @@ pub struct Risk {
     pub name: String,
     pub message: String,
     pub url: String,
+    /// `Applies`: whether the risk's matching rules match this cluster, as
+    /// the CVO evaluated them (True, False, or Unknown when it could not).
+    #[serde(deserialize_with = "null_as_default")]
+    pub conditions: Vec<Condition>,
+}
+
+impl ConditionalUpdate {
+    /// Its risks: its own list, else those `riskNames` names among the
+    /// ClusterVersion's `conditionalUpdateRisks`.
+    pub(crate) fn risks<'a>(&'a self, status: &'a Status) -> Vec<&'a Risk> {
+        if !self.risks.is_empty() {
+            return self.risks.iter().collect();
+        }
+        self.risk_names
+            .iter()
+            .filter_map(|name| {
+                status
+                    .conditional_update_risks
+                    .iter()
+                    .find(|r| &r.name == name)
+            })
+            .collect()
+    }
 }
 
 /// A target release that results can be looked up for.

@@ -13,6 +13,9 @@ pub struct Finding {
     /// check may find something that only warrants a warning (a paused
     /// pool, a target unknown to the update graph, no alert data).
     pub severity: Option<Severity>,
+    /// The names OpenShift gives what the finding is about (see
+    /// [`super::risks`]), each acceptable beside the check's own name.
+    pub risks: Vec<String>,
 }
 
 impl Finding {
@@ -22,6 +25,7 @@ impl Finding {
             message: message.into(),
             url: None,
             severity: None,
+            risks: Vec::new(),
         }
     }
     pub fn fail(message: impl Into<String>) -> Self {
@@ -30,6 +34,7 @@ impl Finding {
             message: message.into(),
             url: None,
             severity: None,
+            risks: Vec::new(),
         }
     }
     /// The check could not decide, e.g. for want of data.
@@ -39,6 +44,7 @@ impl Finding {
             message: message.into(),
             url: None,
             severity: None,
+            risks: Vec::new(),
         }
     }
     pub fn skipped(message: impl Into<String>) -> Self {
@@ -47,6 +53,7 @@ impl Finding {
             message: message.into(),
             url: None,
             severity: None,
+            risks: Vec::new(),
         }
     }
     /// A failure that only warns, whatever the check's severity.
@@ -58,6 +65,20 @@ impl Finding {
     }
     pub(crate) fn with_url(mut self, url: &str) -> Self {
         self.url = Some(url.to_owned());
+        self
+    }
+    /// The finding with the names OpenShift gives what it is about, each
+    /// kept once, in their order.
+    pub(crate) fn with_risks<S: Into<String>>(
+        mut self,
+        risks: impl IntoIterator<Item = S>,
+    ) -> Self {
+        for risk in risks {
+            let risk = risk.into();
+            if !risk.is_empty() && !self.risks.contains(&risk) {
+                self.risks.push(risk);
+            }
+        }
         self
     }
 }

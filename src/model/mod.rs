@@ -11,7 +11,8 @@
 //!   `PreflightCheck` APIs;
 //! - [`finding`]: what one check concluded;
 //! - [`policy`]: the one blocking policy, which the status, the report, the
-//!   metrics and the webhook all read;
+//!   metrics and the webhook all read, and [`risks`]: the names OpenShift
+//!   gives what a check finds, which accept it beside the check's name;
 //! - [`status`]: a run's results assembled into an `UpdatePreflight` status;
 //! - [`vouch`]: which object the gate takes as a release's result, and
 //!   [`result_cache`]: the in-memory index of results that applies it;
@@ -25,6 +26,7 @@ pub mod preflight_check;
 pub mod release;
 pub mod result_cache;
 pub mod results;
+pub mod risks;
 pub mod status;
 pub mod text;
 pub mod vouch;

@@ -1,11 +1,14 @@
 //! The one blocking policy: how a check's result counts for an update, given
 //! the names accepted for it and the checks whose errors fail open. The
 //! status a run writes, the `check` report, the metrics and the webhook's
-//! verdict all read [`Blocking::standing`], so they cannot disagree.
+//! verdict all read [`Blocking::standing`], so they cannot disagree. A name
+//! accepts a result when it is the check's, or when the names OpenShift
+//! gives what the result is about are all accepted ([`super::risks`]).
 
 use std::collections::BTreeSet;
 
 use super::results::{CheckResult, FailurePolicy, Outcome, Severity, Summary};
+use super::risks;
 
 /// What, besides a result itself, decides whether it blocks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -13,8 +16,8 @@ pub struct Blocking {
     /// Checks whose errors do not block (`--fail-open-checks`), besides
     /// those whose own `failurePolicy` is `FailOpen`.
     pub fail_open: BTreeSet<String>,
-    /// Checks whose failures are accepted for this update (`acceptRisks`,
-    /// `preflight.dev/accept`, `check --accept`).
+    /// Names accepted for this update (`acceptRisks`, `preflight.dev/accept`,
+    /// `check --accept`): checks' names and the names OpenShift gives risks.
     pub accepted: BTreeSet<String>,
 }
 
@@ -66,11 +69,27 @@ impl Blocking {
         };
         if !fails || result.severity == Severity::Warning {
             Standing::Warns
-        } else if self.accepted.contains(&result.name) {
+        } else if self.accepts(result) {
             Standing::Accepted
         } else {
             Standing::Blocks
         }
+    }
+
+    /// Whether the accepted names accept `result`: its check's name, or
+    /// every OpenShift name it carries (or oc's name for the whole concern).
+    fn accepts(&self, result: &CheckResult) -> bool {
+        self.accepted.contains(&result.name) || risks::all_accepted(&result.risks, &self.accepted)
+    }
+
+    /// The accepted names that name nothing here: no check of `results`,
+    /// no name one of them carries, and no name OpenShift is known to use.
+    pub fn names_nothing(&self, results: &[CheckResult]) -> Vec<String> {
+        self.accepted
+            .iter()
+            .filter(|name| !known(name, results))
+            .cloned()
+            .collect()
     }
 
     /// `results` sorted by standing.
@@ -117,6 +136,15 @@ impl Blocking {
             }
         }
     }
+}
+
+/// Whether `name` is a check of `results`, a name one of them carries, or
+/// a name OpenShift is known to use.
+pub fn known(name: &str, results: &[CheckResult]) -> bool {
+    risks::well_known(name)
+        || results
+            .iter()
+            .any(|r| r.name == name || r.risks.iter().any(|risk| risk == name))
 }
 
 /// Kinds of honoured override, as a metric label: what let a blocked update through.
@@ -173,6 +201,62 @@ mod tests {
             accepted: names(accepted),
         };
         assert_eq!(policy.standing(&result("A", outcome, severity)), expected);
+    }
+
+    fn carrying(risks: &[&str]) -> CheckResult {
+        let mut r = result("Check", Outcome::Fail, Severity::Blocking);
+        r.risks = risks.iter().map(|s| s.to_string()).collect();
+        r
+    }
+
+    #[rstest]
+    #[case::by_the_checks_name(&["PodDisruptionBudgetAtLimit"], &["Check"], Standing::Accepted)]
+    #[case::by_the_one_name_it_carries(&["PodDisruptionBudgetAtLimit"], &["PodDisruptionBudgetAtLimit"], Standing::Accepted)]
+    #[case::by_every_name_it_carries(&["KubeNodeNotReady", "etcdNoLeader"], &["etcdNoLeader", "KubeNodeNotReady"], Standing::Accepted)]
+    #[case::not_by_some_of_them(&["KubeNodeNotReady", "etcdNoLeader"], &["etcdNoLeader"], Standing::Blocks)]
+    #[case::by_ocs_name_for_the_whole(&["ConditionalUpdateRisk", "RiskA"], &["ConditionalUpdateRisk"], Standing::Accepted)]
+    #[case::nothing_carried_nothing_accepted(&[], &["PodDisruptionBudgetAtLimit"], Standing::Blocks)]
+    #[case::another_name(&["Failing"], &["ClusterOperatorDown"], Standing::Blocks)]
+    fn a_blocking_failure_is_accepted_by_its_checks_name_or_every_name_it_carries(
+        #[case] risks: &[&str],
+        #[case] accepted: &[&str],
+        #[case] expected: Standing,
+    ) {
+        let policy = Blocking {
+            fail_open: BTreeSet::new(),
+            accepted: names(accepted),
+        };
+        assert_eq!(policy.standing(&carrying(risks)), expected);
+    }
+
+    #[test]
+    fn a_carried_name_accepts_a_failure_but_never_passes_a_warning_or_a_pass() {
+        let policy = Blocking {
+            fail_open: BTreeSet::new(),
+            accepted: names(&["Failing"]),
+        };
+        let mut warning = carrying(&["Failing"]);
+        warning.severity = Severity::Warning;
+        assert_eq!(policy.standing(&warning), Standing::Warns);
+        let mut passed = carrying(&["Failing"]);
+        passed.outcome = Outcome::Pass;
+        assert_eq!(policy.standing(&passed), Standing::Passed);
+    }
+
+    #[test]
+    fn names_carried_checks_and_openshifts_own_are_known() {
+        let results = [carrying(&["etcdNoLeader"])];
+        let policy = Blocking {
+            fail_open: BTreeSet::new(),
+            accepted: names(&[
+                "Check",
+                "etcdNoLeader",
+                "PodDisruptionBudgetAtLimit",
+                "ClusterOperatorUpgradeable-dns",
+                "NoSuchName",
+            ]),
+        };
+        assert_eq!(policy.names_nothing(&results), ["NoSuchName"]);
     }
 
     #[test]

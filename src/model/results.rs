@@ -96,13 +96,21 @@ pub enum FailurePolicy {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckResult {
-    /// CamelCase check name, acceptable through `acceptRisks`.
+    /// CamelCase check name, acceptable through `acceptRisks`, beside the
+    /// names in `risks`.
     pub name: String,
     #[serde(default)]
     pub severity: Severity,
     pub outcome: Outcome,
     #[serde(default)]
     pub message: String,
+    /// The names OpenShift gives what this result is about:
+    /// `oc adm upgrade recommend`'s issue names (`Failing`, an alert's
+    /// name) and the cluster-version operator's risk names
+    /// (`ClusterOperatorUpgradeable-<name>`, a conditional update's risks).
+    /// Accepting them, like accepting the check's name, accepts the result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub risks: Vec<String>,
     #[serde(
         default,
         rename = "remediationURL",
@@ -131,6 +139,7 @@ impl CheckResult {
             severity,
             outcome,
             message: message.into(),
+            risks: Vec::new(),
             remediation_url: None,
             duration: None,
             failure_policy: None,

@@ -140,7 +140,8 @@ mod tests {
     use crate::model::Phase;
 
     const FAILS: &str = "quay.io/openshift-release-dev/ocp-release@sha256:5e3a6c1f0b2748d9e1c7a0b8f6d3e2c1b0a9f8e7d6c5b4a39281706f5e4d3c2b";
-    const PASSES: &str = "quay.io/openshift-release-dev/ocp-release@sha256:9d1c2b3a4f5e60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9";
+    /// 4.14.12, a patch update.
+    const PATCH: &str = "quay.io/openshift-release-dev/ocp-release@sha256:9d1c2b3a4f5e60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9";
 
     #[test]
     fn the_sample_snapshots_offered_targets_are_checked_up_front() {
@@ -157,7 +158,29 @@ mod tests {
             found.status.as_ref().and_then(|s| s.phase)
         };
         assert_eq!(phase(FAILS), Some(Phase::Failed));
-        assert_eq!(phase(PASSES), Some(Phase::Passed));
+        // The patch update is blocked only by the sample's firing
+        // KubeContainerWaiting, as `oc adm upgrade recommend` blocks on it.
+        assert_eq!(phase(PATCH), Some(Phase::Failed));
+        let patch = source
+            .lookup(&ReleaseKey::from_image(PATCH))
+            .result
+            .unwrap();
+        let blocking: Vec<(&str, &[String])> = patch
+            .status
+            .as_ref()
+            .unwrap()
+            .results
+            .iter()
+            .filter(|r| r.outcome == crate::model::Outcome::Fail)
+            .map(|r| (r.name.as_str(), &r.risks[..]))
+            .collect();
+        assert_eq!(
+            blocking,
+            [(
+                "PrecheckAlertsFiring",
+                &["KubeContainerWaiting".to_owned()][..]
+            )]
+        );
         let lookup = source.lookup(&ReleaseKey::from_image(FAILS));
         assert!(lookup.trusted && !lookup.expires);
     }

@@ -47,8 +47,9 @@ pub fn table(report: &Report, color: bool) -> String {
             outcome(r),
             // The table keeps whole messages (a check's own findings, risk
             // names last); only control characters go, and a runaway one
-            // is cut.
-            Cell::new(clean(&r.message, MAX_TABLE_CELL)),
+            // is cut. The names OpenShift gives the finding follow, as
+            // `--accept` takes them.
+            Cell::new(message(r)),
         ]);
     }
     if !links.is_empty() {
@@ -85,6 +86,16 @@ pub fn table(report: &Report, color: bool) -> String {
         (true, _) => verdict.green().bold().to_string(),
     };
     format!("{header}\n{table}\n{links}{verdict}\n")
+}
+
+/// A result's message, with the names OpenShift gives what it found.
+fn message(r: &CheckResult) -> String {
+    let message = clean(&r.message, MAX_TABLE_CELL);
+    if r.risks.is_empty() {
+        return message;
+    }
+    let risks: Vec<String> = r.risks.iter().map(|n| clean(n, 120)).collect();
+    format!("{message} [OpenShift: {}]", risks.join(", "))
 }
 
 /// How many objects the snapshot held that no check reads; those of a kind

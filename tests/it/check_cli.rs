@@ -18,17 +18,27 @@ fn stdout(out: &Output) -> String {
 }
 
 #[test]
-fn a_patch_update_of_the_sample_passes_with_a_warning() {
+fn a_patch_update_of_the_sample_is_blocked_by_an_alert_oc_blocks_on_until_accepted_by_its_name() {
     let out = check(&["--to", "4.14.12"]);
-    assert_eq!(out.status.code(), Some(4), "{}", stdout(&out));
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
     let text = stdout(&out);
     assert!(
         text.contains("PrecheckAlertsFiring") && text.contains("KubeContainerWaiting"),
         "{text}"
     );
+    assert!(text.contains("[OpenShift: KubeContainerWaiting]"), "{text}");
     assert!(
         !text.contains('\u{1b}'),
         "no colour when not on a terminal: {text}"
+    );
+    // Accepted by the alert's name, as `oc adm upgrade recommend --accept`
+    // takes it: a warning.
+    let accepted = check(&["--to", "4.14.12", "--accept", "KubeContainerWaiting"]);
+    assert_eq!(accepted.status.code(), Some(4), "{}", stdout(&accepted));
+    assert!(
+        stdout(&accepted).contains("accepted: update precheck alerts firing: KubeContainerWaiting"),
+        "{}",
+        stdout(&accepted)
     );
 }
 
@@ -44,19 +54,34 @@ fn a_minor_update_of_the_sample_is_blocked_until_accepted() {
         .filter(|r| r["outcome"] == "Fail" && r["severity"] == "Blocking")
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert_eq!(failing, ["OLMOperatorsCompatible"], "{report}");
-    assert_eq!(report["summary"]["failing"], 1);
+    assert_eq!(
+        failing,
+        ["OLMOperatorsCompatible", "PrecheckAlertsFiring"],
+        "{report}"
+    );
+    assert_eq!(report["summary"]["failing"], 2);
     assert_eq!(report["schemaVersion"], 1);
     assert_eq!(report["verdict"], "Blocked");
+    let precheck = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "PrecheckAlertsFiring")
+        .unwrap();
+    assert_eq!(
+        precheck["risks"],
+        serde_json::json!(["KubeContainerWaiting"])
+    );
 
-    // Accepted: the check keeps its own severity, beside the standing it
-    // got; the table shows it as an accepted warning.
+    // A check's name and an OpenShift name, side by side. An accepted check
+    // keeps its own severity, beside the standing it got; the table shows
+    // it as an accepted warning.
     let accept = |output: &str| {
         check(&[
             "--to",
             "4.15.3",
             "--accept",
-            "OLMOperatorsCompatible",
+            "OLMOperatorsCompatible,KubeContainerWaiting",
             "--output",
             output,
         ])
@@ -157,9 +182,30 @@ fn an_accept_name_that_names_no_check_is_a_usage_error_unless_allowed() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(
-            "--accept names no check: olmoperatorscompatible (did you mean OLMOperatorsCompatible?), NoSuchCheck"
+            "--accept names no check or risk: olmoperatorscompatible (did you mean OLMOperatorsCompatible?), NoSuchCheck"
         ),
         "{err}"
+    );
+    // A name a result carries is suggested too.
+    let out = check(&["--to", "4.15.3", "--accept", "kubecontainerwaiting"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("(did you mean KubeContainerWaiting?)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // OpenShift's own names are known, whether or not a result carries them now.
+    let known = check(&[
+        "--to",
+        "4.15.3",
+        "--accept",
+        "Failing,PodDisruptionBudgetAtLimit,ClusterOperatorUpgradeable-dns,KubeContainerWaiting",
+    ]);
+    assert_eq!(
+        known.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&known.stderr)
     );
     // Allowed, the unknown names accept nothing: still blocked.
     let allowed = check(&[

@@ -20,6 +20,7 @@ mod prometheus;
 mod release;
 mod report;
 mod reviews;
+mod risks;
 mod router;
 mod shutdown;
 mod tls;

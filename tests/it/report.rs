@@ -1,6 +1,7 @@
 //! The report over every real cluster capture (../shared/fixtures/real-clusters),
 //! against golden files in tests/data/golden/, and our verdict against what
-//! `oc adm upgrade recommend` said where its output sits beside a capture.
+//! `oc adm upgrade recommend` said where its output sits beside a capture:
+//! the issues it names, by their names, and what accepting them leaves.
 //! Run with `PREFLIGHT_GATE_BLESS=1` to rewrite the goldens.
 
 use std::collections::BTreeSet;
@@ -9,6 +10,7 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 use preflight_gate::checks::Context;
 use preflight_gate::cluster::snapshot;
+use preflight_gate::model::policy::Blocking;
 use preflight_gate::model::{Outcome, Severity};
 use preflight_gate::report::{Format, Report};
 use preflight_gate::suite::{self, Limits};
@@ -25,15 +27,20 @@ fn capture(name: &str) -> PathBuf {
 }
 
 fn report(name: &str, to: &str) -> Report {
+    report_accepting(name, to, &BTreeSet::new())
+}
+
+/// The report with `accepted` names, as `check --accept` takes them.
+fn report_accepting(name: &str, to: &str, accepted: &BTreeSet<String>) -> Report {
     let view = snapshot::load(&capture(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     let target = view.target(to);
     let (view, now) = (Arc::new(view), NOW.parse::<Timestamp>().unwrap());
-    let results = suite::run(view.clone(), &target, now, None, Limits::default());
-    Report::new(
-        &Context::new(&view, &target, now),
-        results,
-        &Default::default(),
-    )
+    let results = suite::run_accepting(view.clone(), &target, now, accepted, Limits::default());
+    let blocking = Blocking {
+        accepted: accepted.clone(),
+        ..Blocking::default()
+    };
+    Report::new(&Context::new(&view, &target, now), results, &blocking)
 }
 
 fn blocking_failures(report: &Report) -> BTreeSet<String> {
@@ -41,7 +48,9 @@ fn blocking_failures(report: &Report) -> BTreeSet<String> {
         .results
         .iter()
         .filter(|r| {
-            r.severity == Severity::Blocking && matches!(r.outcome, Outcome::Fail | Outcome::Error)
+            r.severity == Severity::Blocking
+                && matches!(r.outcome, Outcome::Fail | Outcome::Error)
+                && !report.accepted.contains(&r.name)
         })
         .map(|r| r.name.clone())
         .collect()
@@ -79,91 +88,143 @@ fn golden_reports(#[case] name: &str, #[case] to: &str) {
     );
 }
 
-/// What `oc adm upgrade recommend` named for a capture.
+/// What `oc adm upgrade recommend --version` said of a capture.
 struct OcVerdict {
-    /// The issue names of its `error: issues that apply ...` line.
-    issues: BTreeSet<String>,
-    /// Whether it said an update is in progress.
-    update_in_progress: bool,
+    /// The issue names `--accept` would take: those of its `error: issues
+    /// that apply ...` line, and those its output shows it found when it
+    /// gave up on a version it does not offer before listing them (an
+    /// update in progress, a Failing cluster, no alert data).
+    names: BTreeSet<String>,
+    /// It refused the version outright: no update to it is offered, which
+    /// no `--accept` gets past.
+    refused: bool,
 }
 
 fn oc_verdict(name: &str, version: &str) -> OcVerdict {
     let path = capture(name).join(format!("oc-recommend.version-{version}-output"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut issues: BTreeSet<String> = text
+    let mut names: BTreeSet<String> = text
         .lines()
-        .find_map(|l| l.strip_prefix("error: issues that apply to this cluster but which were not included in --accept: "))
+        .find_map(|l| {
+            l.strip_prefix("error: issues that apply to this cluster but which were not included in --accept: ")
+                .or_else(|| l.strip_prefix("error: There are issues that apply to this cluster and have not been accepted. `oc adm upgrade accept` can be used to accept them: "))
+        })
         .map(|list| list.split(',').map(|s| s.trim().to_owned()).collect())
         .unwrap_or_default();
-    // oc refuses a version the update graph does not offer.
+    if text.contains("An update is in progress") {
+        names.insert("Progressing".to_owned());
+    }
     if text
         .lines()
-        .any(|l| l.starts_with("error: no updates to ") && l.contains("cannot display context"))
+        .any(|l| l.starts_with("Failing=") && !l.starts_with("Failing=False"))
     {
-        issues.insert("NotOffered".to_owned());
+        names.insert("Failing".to_owned());
     }
-    OcVerdict {
-        issues,
-        update_in_progress: text.contains("An update is in progress"),
+    if text.contains("recommended/Alert=Unknown") && text.contains("Reason: NoTestData") {
+        names.insert("AlertNoTestData".to_owned());
     }
+    if text.contains(&format!("Update to {version} Recommended=False")) {
+        names.insert("ConditionalUpdateRisk".to_owned());
+    }
+    let refused = text.lines().any(|l| {
+        (l.starts_with("error: no updates to") || l.starts_with("error: no update to"))
+            && l.contains("cannot display context")
+    });
+    OcVerdict { names, refused }
 }
 
-/// Which of our checks covers an issue oc names; `None` where oc had no
-/// data to judge (its `NoTestData` alert issue), which the comparison
-/// leaves out.
-fn our_check_for(oc_issue: &str) -> Option<&'static str> {
-    match oc_issue {
-        "AlertNoTestData" => None,
-        "ConditionalUpdateRisk" => Some("TargetRecommended"),
-        "Failing" => Some("ClusterVersionState"),
-        "NotOffered" => Some("TargetRecommended"),
-        other => panic!("oc names {other}, which this test does not know; map it to a check"),
-    }
-}
-
+/// For each capture oc judged: the gate blocks on every issue oc names
+/// (by the same name), accepting oc's names turns each of those into a
+/// warning, and what still blocks is what the gate adds (listed here) or
+/// oc's own refusal of a version it does not offer.
 #[rstest]
 #[case::longest_not_recommended(
     "4.12.16-longest-not-recommended",
     "4.12.51",
-    // Beyond oc: no alert data is our warning, not a blocking failure, so nothing else blocks.
+    // Nothing beyond oc: its ConditionalUpdateRisk is our
+    // TargetRecommended, its AlertNoTestData our warning.
     &[]
 )]
 #[case::all_recommended_rollback(
     "4.14.1-all-recommended",
     "4.12.51",
-    // Beyond oc, which said an update is in progress and that no update to
-    // 4.12 is offered (our TargetRecommended): a rollback across minors is
-    // not a supported path.
+    // Beyond oc, which said an update is in progress (our
+    // ClusterVersionState, Progressing) and that no update to 4.12 is
+    // offered (our TargetRecommended): a rollback across minors is not a
+    // supported path.
     &["UpdatePath"]
 )]
-fn our_blocking_reasons_include_everything_oc_names(
+fn the_gate_blocks_on_every_issue_oc_names_until_accepted_by_ocs_names(
     #[case] name: &str,
     #[case] version: &str,
     #[case] beyond_oc: &[&str],
 ) {
     let oc = oc_verdict(name, version);
-    let report = report(name, version);
-    let ours = blocking_failures(&report);
-    let mut covered = BTreeSet::new();
-    for issue in &oc.issues {
-        if let Some(check) = our_check_for(issue) {
+    assert!(!oc.names.is_empty(), "{name}: oc named nothing");
+    let plain = report(name, version);
+    for issue in &oc.names {
+        if issue == "AlertNoTestData" {
+            // oc had no alert data for its run; neither have we, and say so
+            // as a warning rather than blocking.
+            for check in ["CriticalAlertsFiring", "PrecheckAlertsFiring"] {
+                let r = plain.results.iter().find(|r| r.name == check).unwrap();
+                assert_eq!((r.outcome, r.severity), (Outcome::Fail, Severity::Warning));
+                assert!(r.message.starts_with("no alert data"), "{}", r.message);
+            }
+            continue;
+        }
+        let carrying: Vec<&str> = plain
+            .results
+            .iter()
+            .filter(|r| r.risks.contains(issue))
+            .map(|r| r.name.as_str())
+            .collect();
+        assert!(
+            !carrying.is_empty(),
+            "{name}: oc names {issue}; no finding of ours carries it"
+        );
+        for check in &carrying {
             assert!(
-                ours.contains(check),
-                "{name}: oc names {issue}; our {check} does not fail: {ours:?}"
+                blocking_failures(&plain).contains(*check),
+                "{name}: our {check} carries {issue} but does not block"
             );
-            covered.insert(check.to_owned());
         }
     }
-    if oc.update_in_progress {
+    if oc.refused {
+        let r = plain
+            .results
+            .iter()
+            .find(|r| r.name == "TargetRecommended")
+            .unwrap();
+        assert!(blocking_failures(&plain).contains("TargetRecommended"));
         assert!(
-            ours.contains("ClusterVersionState"),
-            "{name}: oc says an update is in progress"
+            r.risks.is_empty(),
+            "no OpenShift name accepts an unknown version: {r:?}"
         );
-        covered.insert("ClusterVersionState".to_owned());
     }
-    let beyond: BTreeSet<String> = ours.difference(&covered).cloned().collect();
-    let expected: BTreeSet<String> = beyond_oc.iter().map(|s| s.to_string()).collect();
-    assert_eq!(beyond, expected, "{name}: what we find beyond oc changed");
+
+    let accepted = report_accepting(name, version, &oc.names);
+    for r in accepted
+        .results
+        .iter()
+        .filter(|r| r.risks.iter().any(|n| oc.names.contains(n)))
+    {
+        assert!(
+            !blocking_failures(&accepted).contains(&r.name),
+            "{name}: {} still blocks with oc's names accepted",
+            r.name
+        );
+    }
+    let mut expected: BTreeSet<String> = beyond_oc.iter().map(|s| s.to_string()).collect();
+    if oc.refused {
+        expected.insert("TargetRecommended".to_owned());
+    }
+    assert_eq!(
+        blocking_failures(&accepted),
+        expected,
+        "{name}: what still blocks with oc's names {:?} accepted",
+        oc.names
+    );
 }
 
 #[test]

@@ -95,6 +95,7 @@ pub(super) fn parse_result(exit_code: i32, message: &str) -> Finding {
         message,
         url: None,
         severity: None,
+        risks: Vec::new(),
     };
     match url {
         Some(url) => finding.with_url(&url),
@@ -270,6 +271,7 @@ pub(super) fn result(check: &PreflightCheck, finding: Finding, took: Duration) -
         severity: finding.severity.unwrap_or(check.spec.severity),
         outcome: finding.outcome,
         message: finding.message,
+        risks: finding.risks,
         remediation_url: finding.url,
         duration: Some(format!("{:.3}s", took.as_secs_f64())),
         failure_policy: Some(check.spec.failure_policy),
