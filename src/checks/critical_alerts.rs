@@ -123,34 +123,6 @@ mod tests {
     }
 
     #[test]
-    fn an_alert_source_that_cannot_be_read_is_an_error_and_none_a_warning() {
-        let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
-        let none = fixture::evaluate(&CriticalAlertsFiring, &view, "4.15.4");
-        assert_eq!(
-            (none.outcome, none.severity),
-            (Outcome::Fail, Some(Severity::Warning))
-        );
-        view.unreadable.insert(
-            crate::cluster::alerts::KIND.to_owned(),
-            "cannot ask https://thanos-querier.openshift-monitoring.svc:9091/api/v1/alerts for alerts: connection refused".to_owned(),
-        );
-        for check in [
-            &CriticalAlertsFiring as &dyn Check,
-            &crate::checks::precheck_alerts::PrecheckAlertsFiring,
-        ] {
-            let finding = fixture::evaluate(check, &view, "4.15.4");
-            assert_eq!(finding.outcome, Outcome::Error, "{}", check.name());
-            assert!(
-                finding.message.starts_with(
-                    "cannot read the cluster's alerts: cannot ask https://thanos-querier"
-                ),
-                "{}",
-                finding.message
-            );
-        }
-    }
-
-    #[test]
     fn the_link_is_the_first_alerts_runbook() {
         let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
         view.add_alerts(vec![alert("etcdNoLeader", "critical", "firing")]);

@@ -72,6 +72,34 @@ mod tests {
     }
 
     /// oc's classes, with its severity: each blocks until accepted by name.
+    #[test]
+    fn an_alert_source_that_cannot_be_read_is_an_error_and_none_a_warning() {
+        let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
+        let none = fixture::evaluate(&PrecheckAlertsFiring, &view, "4.15.4");
+        assert_eq!(
+            (none.outcome, none.severity),
+            (Outcome::Fail, Some(Severity::Warning))
+        );
+        view.unreadable.insert(
+            crate::cluster::alerts::KIND.to_owned(),
+            "cannot ask https://thanos-querier.openshift-monitoring.svc:9091/api/v1/alerts for alerts: connection refused".to_owned(),
+        );
+        for check in [
+            &crate::checks::critical_alerts::CriticalAlertsFiring as &dyn Check,
+            &PrecheckAlertsFiring,
+        ] {
+            let finding = fixture::evaluate(check, &view, "4.15.4");
+            assert_eq!(finding.outcome, Outcome::Error, "{}", check.name());
+            assert!(
+                finding.message.starts_with(
+                    "cannot read the cluster's alerts: cannot ask https://thanos-querier"
+                ),
+                "{}",
+                finding.message
+            );
+        }
+    }
+
     #[rstest]
     #[case::pdb_at_limit(alert("PodDisruptionBudgetAtLimit", false, "firing"), Outcome::Fail, "PodDisruptionBudgetAtLimit (node=w1): PodDisruptionBudgetAtLimit is firing. Runbook: https://runbooks.example/PodDisruptionBudgetAtLimit.md", &["PodDisruptionBudgetAtLimit"])]
     #[case::container_waiting(alert("KubeContainerWaiting", false, "firing"), Outcome::Fail, "KubeContainerWaiting (node=w1)", &["KubeContainerWaiting"])]

@@ -168,7 +168,16 @@ pub(crate) async fn load_with_progress(
         loop {
             let page = match api.list(&params).await {
                 Ok(page) => page,
-                Err(kube::Error::Api(e)) if e.code == 404 => break,
+                // Not served here (say, no OLM): there is nothing of the
+                // kind to judge, which the checks say rather than warn
+                // that data is missing.
+                Err(kube::Error::Api(e)) if e.code == 404 => {
+                    view.withheld.insert(
+                        source.kind.to_owned(),
+                        format!("the cluster serves no {} API", source.kind),
+                    );
+                    break;
+                }
                 // Say so in the checks that need the kind, rather than give up.
                 Err(kube::Error::Api(e)) if e.code == 403 => {
                     view.unreadable.insert(source.kind.to_owned(), e.message);

@@ -94,8 +94,9 @@ pub struct ClusterView {
     pub loaded: BTreeSet<String>,
     /// Kinds the live source could not list, and why (e.g. RBAC).
     pub unreadable: BTreeMap<String, String>,
-    /// Kinds the live source was told not to read, and why (TLS Secrets,
-    /// unless `--read-tls-secrets`): the checks that need them say so.
+    /// Kinds the live source did not read, and why: told not to (TLS
+    /// Secrets, unless `--read-tls-secrets`), or not served by the cluster
+    /// (no such API). The checks that need them are Skipped, saying so.
     pub withheld: BTreeMap<String, String>,
     /// `config.openshift.io/v1` Infrastructure `cluster`.
     pub infrastructure: Option<Infrastructure>,

@@ -346,7 +346,7 @@ fn the_live_source_feeds_the_same_checks_as_a_snapshot() {
         (
             "OLMOperatorsCompatible",
             Outcome::Skipped,
-            "no ClusterServiceVersion objects",
+            "the cluster serves no ClusterServiceVersion API",
         ),
     ];
     for (check, outcome, says) in expect {

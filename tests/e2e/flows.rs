@@ -622,3 +622,126 @@ fn only_the_api_server_may_ask_and_any_other_caller_is_refused_at_the_handshake(
     );
     assert_eq!(reviews(&world.metrics()), before + 1.0);
 }
+
+/// The ClusterVersion CRD of a TechPreviewNoUpgrade cluster, whose
+/// `desiredUpdate.acceptRisks` the API server keeps (the Default one prunes
+/// it), for as long as the guard lives.
+struct TechPreviewCrd<'a>(&'a World);
+
+const CRDS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/fixtures/openshift-crds"
+);
+
+impl<'a> TechPreviewCrd<'a> {
+    fn apply(world: &'a World) -> Option<Self> {
+        let crd = format!(
+            "{CRDS}/0000_00_cluster-version-operator_01_clusterversions-TechPreviewNoUpgrade.crd.yaml"
+        );
+        if !std::path::Path::new(&crd).is_file() {
+            return None;
+        }
+        world.admin(&["apply", "--server-side", "--force-conflicts", "-f", &crd]);
+        Some(Self(world))
+    }
+}
+
+impl Drop for TechPreviewCrd<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.kubectl(User::Admin, &CLEAR_TARGET);
+        let crd =
+            format!("{CRDS}/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml");
+        let _ = self.0.kubectl(
+            User::Admin,
+            &["apply", "--server-side", "--force-conflicts", "-f", &crd],
+        );
+    }
+}
+
+#[test]
+fn oc_adm_upgrade_is_denied_with_the_findings_and_goes_through_once_oc_accepts_them() {
+    let (_turn, world) = lock();
+    let (Some(oc), Some(_crd)) = (crate::oc::oc(), TechPreviewCrd::apply(world)) else {
+        panic!(
+            "the real oc and OpenShift's CRDs are in ../shared (see README); this test is about them"
+        );
+    };
+    let oc = |args: &[&str]| {
+        let out = std::process::Command::new(oc)
+            .args(["--kubeconfig", world.var("ADMIN_KUBECONFIG")])
+            .args(args)
+            .env("OC_ENABLE_CMD_UPGRADE_ACCEPT_RISKS", "true")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+
+    // What oc prints: the webhook's denial, each failing check on a line.
+    let (ok, said) = oc(&["adm", "upgrade", "--to", "4.15.3"]);
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains(&format!(
+            "admission webhook \"{WEBHOOK}\" {DENIED}preflight for 4.15.3 failed: 2 blocking checks failed"
+        )),
+        "{said}"
+    );
+    for line in [
+        "- ClusterOperatorsHealthy: machine-config is Degraded",
+        "- MachineConfigPoolsHealthy: pool worker is Degraded",
+    ] {
+        assert!(said.contains(line), "{said}");
+    }
+
+    // `oc adm upgrade accept` writes spec.desiredUpdate.acceptRisks ...
+    let (ok, said) = oc(&[
+        "adm",
+        "upgrade",
+        "accept",
+        "ClusterOperatorsHealthy,MachineConfigPoolsHealthy",
+    ]);
+    assert!(ok, "{said}");
+    let accepted = world.cluster_version()["spec"]["desiredUpdate"]["acceptRisks"].clone();
+    assert_eq!(
+        accepted,
+        json!([{"name": "ClusterOperatorsHealthy"}, {"name": "MachineConfigPoolsHealthy"}])
+    );
+    // ... which the same `--to` then carries: it goes through, each
+    // accepted check said as a warning.
+    let (ok, said) = oc(&["adm", "upgrade", "--to", "4.15.3"]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("preflight check accepted as a risk: ClusterOperatorsHealthy"),
+        "{said}"
+    );
+    assert_eq!(
+        world.cluster_version()["spec"]["desiredUpdate"]["version"],
+        "4.15.3"
+    );
+
+    // A tag: oc itself refuses it without --force; with --force (which the
+    // admin may use), the gate answers with how to give the digest.
+    world.admin(&CLEAR_TARGET);
+    let tag = [
+        "adm",
+        "upgrade",
+        "--to-image",
+        "quay.io/openshift-release-dev/ocp-release:4.15.3-x86_64",
+        "--allow-explicit-upgrade",
+    ];
+    let (ok, said) = oc(&tag);
+    assert!(
+        !ok && said.contains("must be a by-digest pull spec"),
+        "{said}"
+    );
+    let (ok, said) = oc(&[&tag[..], &["--force"]].concat());
+    assert!(!ok, "{said}");
+    assert!(said.contains("names the release by a tag"), "{said}");
+    assert!(
+        said.contains("oc adm upgrade --to-image quay.io/openshift-release-dev/ocp-release@sha256:<digest> --allow-explicit-upgrade"),
+        "{said}"
+    );
+}
