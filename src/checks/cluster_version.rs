@@ -53,6 +53,28 @@ impl Check for ClusterVersionState {
             .with_url(URL)
             .with_risks([risks::FAILING]);
         }
+        // The CVO could not load or verify the release an earlier change
+        // asked for (its message names it: `Retrieving payload failed
+        // version="4.15.3" image="…" failure=…`). Asking for that release
+        // again meets the same refusal; another replaces the attempt.
+        if let Some(refused) =
+            condition(conditions, "ReleaseAccepted").filter(|c| c.status == "False")
+        {
+            let said = refused.message.as_deref().unwrap_or("");
+            let reason = refused.reason.as_deref().unwrap_or("no reason");
+            let why = excerpt(Some(said), EXCERPT);
+            let digest = ctx.target.key.as_str();
+            if ctx.target.key.is_digest() && said.contains(digest) {
+                return Finding::fail(format!(
+                    "the CVO did not accept this release when it was last asked for (ReleaseAccepted=False, {reason}): {why}"
+                ))
+                .with_url(URL);
+            }
+            return Finding::warn(format!(
+                "the CVO did not accept the release an earlier change asked for (ReleaseAccepted=False, {reason}): {why}; this target replaces that attempt"
+            ))
+            .with_url(URL);
+        }
         // oc names an update in progress (Progressing=True with a message).
         let progressing = condition(conditions, "Progressing").is_some_and(|c| {
             c.status == "True" && c.message.as_deref().is_some_and(|m| !m.is_empty())
@@ -113,7 +135,7 @@ impl Check for ClusterVersionState {
 mod tests {
     use super::*;
     use crate::checks::fixture::{self, condition};
-    use crate::model::Outcome;
+    use crate::model::{Outcome, Target};
     use rstest::rstest;
     use serde_json::{Value, json};
 
@@ -147,6 +169,43 @@ mod tests {
         let finding = fixture::evaluate(&ClusterVersionState, &view, to);
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert_eq!(finding.risks, risks, "{}", finding.message);
+    }
+
+    #[test]
+    fn a_release_the_cvo_refused_is_refused_again_and_another_replaces_it() {
+        let refused = "sha256:7777777777777777777777777777777777777777777777777777777777777777";
+        let cv = cluster_version(
+            json!([
+                condition("Failing", "False", ""),
+                {"type": "ReleaseAccepted", "status": "False", "reason": "RetrievePayload",
+                 "message": format!("Retrieving payload failed version=\"4.14.3\" image=\"q@{refused}\" failure=The update cannot be verified: unable to verify {refused} against keyrings: verifier-public-key-redhat")}
+            ]),
+            false,
+        );
+        let view = fixture::view(vec![cv]);
+        let again = Target::image(&format!("q@{refused}"), Some("4.14.3".into()));
+        let finding = fixture::evaluate_for(&ClusterVersionState, &view, &again);
+        assert_eq!((finding.outcome, finding.severity), (Outcome::Fail, None));
+        assert!(
+            finding.message.starts_with(
+                "the CVO did not accept this release when it was last asked for (ReleaseAccepted=False, RetrievePayload): Retrieving payload failed"
+            ),
+            "{}",
+            finding.message
+        );
+        let other = Target::image("q@sha256:8888", Some("4.14.5".into()));
+        let finding = fixture::evaluate_for(&ClusterVersionState, &view, &other);
+        assert_eq!(
+            (finding.outcome, finding.severity),
+            (Outcome::Fail, Some(Severity::Warning))
+        );
+        assert!(
+            finding
+                .message
+                .ends_with("this target replaces that attempt"),
+            "{}",
+            finding.message
+        );
     }
 
     #[test]

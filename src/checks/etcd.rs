@@ -68,9 +68,13 @@ impl Check for EtcdHealthy {
             .and_then(|c| c.message.as_deref())
             .and_then(|m| m.lines().find(|l| l.starts_with("EtcdMembersAvailable:")))
             .map(|l| {
-                l.trim_start_matches("EtcdMembersAvailable:")
-                    .trim()
-                    .to_owned()
+                let said = l.trim_start_matches("EtcdMembersAvailable:").trim();
+                // The operator says "1 members are available" of a single
+                // member; say it in English.
+                match said.strip_prefix("1 members are available") {
+                    Some(rest) => format!("1 member is available{rest}"),
+                    None => said.to_owned(),
+                }
             });
         if problems.is_empty() {
             Finding::pass(match members {
@@ -111,6 +115,23 @@ mod tests {
         "etcd is not Available for 2h0m"
     )]
     fn etcd_health(#[case] co: serde_json::Value, #[case] outcome: Outcome, #[case] says: &str) {
+        etcd_health_of(co, outcome, says);
+    }
+
+    #[test]
+    fn a_single_member_is_one_member() {
+        let mut co = etcd("True", "False");
+        co["status"]["conditions"][0]["message"] = json!(
+            "StaticPodsAvailable: 1 nodes are active\nEtcdMembersAvailable: 1 members are available"
+        );
+        etcd_health_of(
+            co,
+            Outcome::Pass,
+            "etcd is Available and not Degraded; 1 member is available",
+        );
+    }
+
+    fn etcd_health_of(co: serde_json::Value, outcome: Outcome, says: &str) {
         let finding = fixture::evaluate(&EtcdHealthy, &fixture::view(vec![co]), "4.15.4");
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
