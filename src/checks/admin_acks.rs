@@ -83,6 +83,7 @@ impl Check for AdminAcksMissing {
                 ACKS.1,
                 list(&described, 5)
             ))
+            .with_items(&described, 5)
             .with_url(URL)
             .with_risks(upgradeable_false(ctx).map(|_| risks::CONDITIONAL_UPDATE_RISK))
             .with_risks(missing.iter().map(|(key, _)| risks::admin_ack(key)))

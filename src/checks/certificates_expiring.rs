@@ -82,6 +82,7 @@ impl Check for CertificatesExpiringSoon {
                 "certificates renewed by hand that expire within the {hours}-hour update window: {}{by_operators}",
                 list(&names, 5)
             ))
+            .with_items(&names, 5)
             .with_url(URL)
         }
     }

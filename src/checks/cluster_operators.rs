@@ -61,6 +61,7 @@ impl Check for ClusterOperatorsHealthy {
             ))
         } else {
             Finding::fail(list(&problems, 5))
+                .with_items(&problems, 5)
                 .with_url(URL)
                 .with_risks(alerts)
         }

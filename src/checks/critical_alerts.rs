@@ -40,7 +40,9 @@ pub(crate) fn firing_alerts(what: &str, firing: &[&Alert]) -> Finding {
         quotes.push(format!("and {} more", firing.len() - QUOTED));
     }
     let url = firing.iter().find_map(|a| a.runbook()).unwrap_or(URL);
+    let all: Vec<String> = firing.iter().map(|a| a.quote()).collect();
     Finding::fail(format!("{what}: {}", quotes.join("; ")))
+        .with_items(&all, QUOTED)
         .with_url(url)
         .with_risks(firing.iter().map(|a| a.name()))
 }
@@ -148,6 +150,13 @@ mod tests {
             finding.message
         );
         assert_eq!(finding.risks.len(), 7);
+        // The whole list, for programs: every alert quoted.
+        assert_eq!(finding.items.len(), 7);
+        assert!(
+            finding.items[6].starts_with("Alert6"),
+            "{:?}",
+            finding.items
+        );
     }
 
     #[test]

@@ -101,7 +101,9 @@ impl Check for DrainCapacity {
             }
             Finding::pass(message)
         } else {
-            Finding::fail(list(&short, 5)).with_url(URL)
+            Finding::fail(list(&short, 5))
+                .with_items(&short, 5)
+                .with_url(URL)
         }
     }
 }

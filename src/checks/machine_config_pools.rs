@@ -94,7 +94,9 @@ impl Check for MachineConfigPoolsHealthy {
                 if let Some(note) = note {
                     message = format!("{message}; {note}");
                 }
-                Finding::fail(message).with_url(HEALTH_URL)
+                Finding::fail(message)
+                    .with_items(&problems, 5)
+                    .with_url(HEALTH_URL)
             }
         }
     }

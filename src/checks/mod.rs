@@ -178,6 +178,7 @@ pub(crate) fn result_of(check: &dyn Check, ctx: &Context) -> CheckResult {
         outcome: finding.outcome,
         message: finding.message,
         risks: finding.risks,
+        items: finding.items,
         remediation_url: finding.url,
         duration: None,
         failure_policy: None,

@@ -77,6 +77,7 @@ impl Check for NodesReady {
         } else {
             problems.extend(by_update);
             Finding::fail(list(&problems, 5))
+                .with_items(&problems, 5)
                 .with_url(URL)
                 .with_risks((!cordoned).then_some("KubeNodeNotReady"))
         }

@@ -63,6 +63,7 @@ impl Check for OlmOperatorsCompatible {
                 target.minor_line(),
                 list(&incompatible, 5)
             ))
+            .with_items(&incompatible, 5)
             .with_url(URL)
         }
     }

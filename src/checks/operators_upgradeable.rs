@@ -106,6 +106,7 @@ impl Check for ClusterOperatorsUpgradeable {
                 "Upgradeable=False blocks {kind}: {}",
                 list(&blocked, 5)
             ))
+            .with_items(&blocked, 5)
             .with_url(URL);
             match own_names {
                 // A reason without a name: only the check's name accepts it all.

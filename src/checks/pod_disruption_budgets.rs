@@ -117,6 +117,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
                 if count == 1 { "" } else { "s" },
                 list(&blocking, 5)
             ))
+            .with_items(&blocking, 5)
             .with_url(URL)
             .with_risks(alerts)
         }

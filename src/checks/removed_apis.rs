@@ -132,6 +132,7 @@ impl Check for RemovedApisInUse {
             "APIs removed {removed_by} were called in the last 24 hours: {}{left_out}",
             list(&described, 3)
         ))
+        .with_items(&described, 3)
         .with_url(URL)
     }
 }

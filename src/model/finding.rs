@@ -16,6 +16,9 @@ pub struct Finding {
     /// The names OpenShift gives what the finding is about (see
     /// [`super::risks`]), each acceptable beside the check's own name.
     pub risks: Vec<String>,
+    /// The whole list the message shortens ("a, b and 4 more"), for the
+    /// JSON and YAML report and the status; empty when nothing was cut.
+    pub items: Vec<String>,
 }
 
 impl Finding {
@@ -26,6 +29,7 @@ impl Finding {
             url: None,
             severity: None,
             risks: Vec::new(),
+            items: Vec::new(),
         }
     }
     pub fn fail(message: impl Into<String>) -> Self {
@@ -35,6 +39,7 @@ impl Finding {
             url: None,
             severity: None,
             risks: Vec::new(),
+            items: Vec::new(),
         }
     }
     /// The check could not decide, e.g. for want of data.
@@ -45,6 +50,7 @@ impl Finding {
             url: None,
             severity: None,
             risks: Vec::new(),
+            items: Vec::new(),
         }
     }
     pub fn skipped(message: impl Into<String>) -> Self {
@@ -54,6 +60,7 @@ impl Finding {
             url: None,
             severity: None,
             risks: Vec::new(),
+            items: Vec::new(),
         }
     }
     /// A failure that only warns, whatever the check's severity.
@@ -67,6 +74,15 @@ impl Finding {
         self.url = Some(url.to_owned());
         self
     }
+    /// The finding with the whole of `items`, when its message lists only
+    /// the first `shown` of them ([`super::text::list`]).
+    pub(crate) fn with_items(mut self, items: &[String], shown: usize) -> Self {
+        if items.len() > shown {
+            self.items = items.to_vec();
+        }
+        self
+    }
+
     /// The finding with the names OpenShift gives what it is about, each
     /// kept once, in their order.
     pub(crate) fn with_risks<S: Into<String>>(

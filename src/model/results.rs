@@ -111,6 +111,10 @@ pub struct CheckResult {
     /// Accepting them, like accepting the check's name, accepts the result.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub risks: Vec<String>,
+    /// The whole list the message shortens ("a, b and 4 more"), so that
+    /// programs see every item; empty when the message names them all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<String>,
     #[serde(
         default,
         rename = "remediationURL",
@@ -140,6 +144,7 @@ impl CheckResult {
             outcome,
             message: message.into(),
             risks: Vec::new(),
+            items: Vec::new(),
             remediation_url: None,
             duration: None,
             failure_policy: None,

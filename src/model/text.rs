@@ -42,7 +42,8 @@ pub fn clean(text: &str, max_chars: usize) -> String {
     out
 }
 
-/// Lists names for a message: `a, b, c and 4 more`.
+/// Lists names for a message: `a, b, c and 4 more`. A finding that says
+/// so keeps the whole list too (`Finding::with_items`), for programs.
 pub fn list(names: &[String], max: usize) -> String {
     let shown = names
         .iter()

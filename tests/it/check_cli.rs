@@ -217,3 +217,50 @@ fn an_accept_name_that_names_no_check_is_a_usage_error_unless_allowed() {
     ]);
     assert_eq!(allowed.status.code(), Some(3), "{}", stdout(&allowed));
 }
+
+#[test]
+fn json_carries_the_whole_list_a_message_shortens() {
+    // The sample's minor update: the operators OLM cannot take to 4.15.
+    let dir = tempfile::tempdir().unwrap();
+    let csv = |i: usize| {
+        format!(
+            "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  name: op{i}.v1\n  namespace: ns{i}\n  annotations:\n    olm.properties: '[{{\"type\":\"olm.maxOpenShiftVersion\",\"value\":\"4.14\"}}]'\nspec: {{}}\n"
+        )
+    };
+    let cv = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/snapshot/clusterversion.yaml"
+    ))
+    .unwrap();
+    std::fs::write(dir.path().join("clusterversion.yaml"), cv).unwrap();
+    let csvs: Vec<String> = (0..8).map(csv).collect();
+    std::fs::write(dir.path().join("csvs.yaml"), csvs.join("---\n")).unwrap();
+    let out = check(&[
+        "--to",
+        "4.15.3",
+        "--snapshot",
+        dir.path().to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let olm = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "OLMOperatorsCompatible")
+        .unwrap()
+        .clone();
+    assert!(
+        olm["message"].as_str().unwrap().contains("and 3 more"),
+        "{olm}"
+    );
+    let items: Vec<&str> = olm["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{olm}"))
+        .iter()
+        .map(|i| i.as_str().unwrap())
+        .collect();
+    assert_eq!(items.len(), 8, "{items:?}");
+    assert!(items.iter().any(|i| i.contains("op7")), "{items:?}");
+}

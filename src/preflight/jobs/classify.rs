@@ -96,6 +96,7 @@ pub(super) fn parse_result(exit_code: i32, message: &str) -> Finding {
         url: None,
         severity: None,
         risks: Vec::new(),
+        items: Vec::new(),
     };
     match url {
         Some(url) => finding.with_url(&url),
@@ -272,6 +273,7 @@ pub(super) fn result(check: &PreflightCheck, finding: Finding, took: Duration) -
         outcome: finding.outcome,
         message: finding.message,
         risks: finding.risks,
+        items: finding.items,
         remediation_url: finding.url,
         duration: Some(format!("{:.3}s", took.as_secs_f64())),
         failure_policy: Some(check.spec.failure_policy),
