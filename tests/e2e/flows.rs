@@ -623,21 +623,25 @@ fn only_the_api_server_may_ask_and_any_other_caller_is_refused_at_the_handshake(
     assert_eq!(reviews(&world.metrics()), before + 1.0);
 }
 
-/// The ClusterVersion CRD of a TechPreviewNoUpgrade cluster, whose
-/// `desiredUpdate.acceptRisks` the API server keeps (the Default one prunes
-/// it), for as long as the guard lives.
-struct TechPreviewCrd<'a>(&'a World);
+/// The ClusterVersion CRD of a cluster's feature set (`Default`,
+/// `TechPreviewNoUpgrade`, `DevPreviewNoUpgrade`), for as long as the guard
+/// lives; then the Default one again. The Default one prunes
+/// `desiredUpdate.acceptRisks` and `mode`, TechPreviewNoUpgrade keeps
+/// `acceptRisks`, DevPreviewNoUpgrade both.
+struct FeatureSetCrd<'a>(&'a World);
 
 const CRDS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../shared/fixtures/openshift-crds"
 );
 
-impl<'a> TechPreviewCrd<'a> {
-    fn apply(world: &'a World) -> Option<Self> {
-        let crd = format!(
-            "{CRDS}/0000_00_cluster-version-operator_01_clusterversions-TechPreviewNoUpgrade.crd.yaml"
-        );
+fn feature_set_crd(set: &str) -> String {
+    format!("{CRDS}/0000_00_cluster-version-operator_01_clusterversions-{set}.crd.yaml")
+}
+
+impl<'a> FeatureSetCrd<'a> {
+    fn apply(world: &'a World, set: &str) -> Option<Self> {
+        let crd = feature_set_crd(set);
         if !std::path::Path::new(&crd).is_file() {
             return None;
         }
@@ -646,22 +650,115 @@ impl<'a> TechPreviewCrd<'a> {
     }
 }
 
-impl Drop for TechPreviewCrd<'_> {
+impl Drop for FeatureSetCrd<'_> {
     fn drop(&mut self) {
         let _ = self.0.kubectl(User::Admin, &CLEAR_TARGET);
-        let crd =
-            format!("{CRDS}/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml");
         let _ = self.0.kubectl(
             User::Admin,
-            &["apply", "--server-side", "--force-conflicts", "-f", &crd],
+            &[
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "-f",
+                &feature_set_crd("Default"),
+            ],
         );
+    }
+}
+
+/// What the API server keeps of `acceptRisks` and `mode: Preflight` depends
+/// on the cluster's feature set, and it prunes before any webhook sees the
+/// object: the gate judges what is kept. On a Default cluster an
+/// `acceptRisks` is gone (preflight.dev/accept is the way there) and a
+/// `mode: Preflight` request is a real update.
+#[test]
+fn each_feature_sets_crd_decides_what_reaches_the_gate() {
+    let (_turn, world) = lock();
+    let patch = json!({"spec": {"desiredUpdate": {"version": "4.15.3", "mode": "Preflight",
+        "acceptRisks": [{"name": "ClusterOperatorsHealthy"}, {"name": "MachineConfigPoolsHealthy"}]}}})
+    .to_string();
+    for (set, kept_accept, kept_mode, allowed) in [
+        ("Default", false, false, false),
+        ("TechPreviewNoUpgrade", true, false, true),
+        ("DevPreviewNoUpgrade", true, true, true),
+    ] {
+        let _crd = FeatureSetCrd::apply(world, set)
+            .expect("OpenShift's CRDs are in ../shared/fixtures (see README)");
+        world.admin(&CLEAR_TARGET);
+        // The new schema is served within moments: wait until a dry run
+        // (which the gate answers the same, and acts on not at all) keeps
+        // what the schema says.
+        let patch_args = [
+            "patch",
+            "clusterversion",
+            "version",
+            "--type=merge",
+            "-p",
+            &patch,
+        ];
+        let kept = |dry: &Output| {
+            let stored: serde_json::Value = serde_json::from_str(&dry.stdout).unwrap_or_default();
+            let update = &stored["spec"]["desiredUpdate"];
+            dry.ok == allowed
+                && (!allowed
+                    || (update.get("acceptRisks").is_some() == kept_accept
+                        && update.get("mode").is_some() == kept_mode))
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let dry = world.kubectl(
+                User::Admin,
+                &[&patch_args[..], &["--dry-run=server", "-o", "json"]].concat(),
+            );
+            if kept(&dry) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{set}: the schema never took: {} {}",
+                dry.stdout,
+                dry.stderr
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let out = world.kubectl(User::Admin, &patch_args);
+        assert_eq!(out.ok, allowed, "{set}: {}", out.stderr);
+        if allowed {
+            let update = &world.cluster_version()["spec"]["desiredUpdate"];
+            assert_eq!(
+                update.get("acceptRisks").is_some(),
+                kept_accept,
+                "{set}: {update}"
+            );
+            assert_eq!(update.get("mode").is_some(), kept_mode, "{set}: {update}");
+            if !kept_mode {
+                // A real update, with the accepted checks said as warnings.
+                assert!(
+                    out.stderr
+                        .contains("preflight check accepted as a risk: ClusterOperatorsHealthy"),
+                    "{set}: {}",
+                    out.stderr
+                );
+            }
+        } else {
+            // Pruned: a real update with nothing accepted, denied.
+            assert!(
+                out.stderr
+                    .contains("preflight for 4.15.3 failed: 2 blocking checks failed"),
+                "{set}: {}",
+                out.stderr
+            );
+        }
     }
 }
 
 #[test]
 fn oc_adm_upgrade_is_denied_with_the_findings_and_goes_through_once_oc_accepts_them() {
     let (_turn, world) = lock();
-    let (Some(oc), Some(_crd)) = (crate::oc::oc(), TechPreviewCrd::apply(world)) else {
+    let (Some(oc), Some(_crd)) = (
+        crate::oc::oc(),
+        FeatureSetCrd::apply(world, "TechPreviewNoUpgrade"),
+    ) else {
         panic!(
             "the real oc and OpenShift's CRDs are in ../shared (see README); this test is about them"
         );
