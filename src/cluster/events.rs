@@ -33,6 +33,7 @@ impl EventRecorder {
         tokio::spawn(
             async move {
                 while let Some((note, reference)) = rx.recv().await {
+                    let text = truncate(crate::model::text::clean(&note.message, 900), 1000);
                     let event = Event {
                         type_: if note.warning {
                             EventType::Warning
@@ -43,14 +44,14 @@ impl EventRecorder {
                         // The note quotes the requester's own words (an override
                         // reason): cleaned of control characters, and within
                         // the API's 1 KiB.
-                        note: Some(truncate(
-                            crate::model::text::clean(&note.message, 900),
-                            1000,
-                        )),
-                        action: "Admission".into(),
-                        // One Event per target: the recorder folds repeats
-                        // of the same key into a series and keeps the first
-                        // note, so the target must be part of the key.
+                        action: action(&text),
+                        note: Some(text),
+                        // One Event per target and per note: the recorder
+                        // folds repeats of the same key into a series and
+                        // keeps the first note, so the target (here) and
+                        // the note (in the action) must be part of the key,
+                        // or "bob accepted …" would be counted as a repeat
+                        // of "alice accepted …" and read as hers.
                         secondary: Some(ObjectReference {
                             api_version: Some("preflight.dev/v1alpha1".into()),
                             kind: Some("UpdatePreflight".into()),
@@ -93,6 +94,17 @@ impl EventRecorder {
     }
 }
 
+/// The Event's action: `Admission`, and a short digest of its note, so
+/// that only the very same words are folded into one series.
+fn action(note: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, note.as_bytes());
+    let hex: String = digest.as_ref()[..4]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("Admission-{hex}")
+}
+
 fn truncate(mut s: String, max: usize) -> String {
     if s.len() > max {
         let mut cut = max;
@@ -102,4 +114,21 @@ fn truncate(mut s: String, max: usize) -> String {
         s.truncate(cut);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_same_words_share_an_action_and_so_a_series() {
+        let alice = action("alice accepted failing preflight checks A for 4.15.3");
+        let bob = action("bob accepted failing preflight checks A for 4.15.3");
+        assert_ne!(alice, bob);
+        assert_eq!(
+            alice,
+            action("alice accepted failing preflight checks A for 4.15.3")
+        );
+        assert!(alice.starts_with("Admission-") && alice.len() == "Admission-".len() + 8);
+    }
 }
