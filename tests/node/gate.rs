@@ -93,9 +93,9 @@ fn both_replicas_turn_ready_and_oc_adm_upgrade_is_denied_then_allowed_through_th
         denied.stderr
     );
     assert!(
-        denied
-            .stderr
-            .contains("- ClusterOperatorsHealthy: machine-config is Degraded"),
+        denied.stderr.contains(
+            "- ClusterOperatorsHealthy [ClusterOperatorDegraded]: machine-config is Degraded"
+        ),
         "{}",
         denied.stderr
     );
