@@ -90,7 +90,7 @@ impl Check for ClusterVersionState {
             .with_url(URL)
             .with_risks(progressing);
         }
-        if let Some(update) = super::update_in_progress(cv) {
+        if let Some(update) = cv.update_in_progress() {
             let updating_to = Version::parse(&update.version);
             // How far it got, in the CVO's words ("Working towards 4.14.11:
             // 106 of 863 done (12% complete)").

@@ -86,7 +86,7 @@ impl<'a> Context<'a> {
         let retarget_within_minor = view
             .cluster_version
             .as_ref()
-            .and_then(update_in_progress)
+            .and_then(|cv| cv.update_in_progress())
             .and_then(|update| Version::parse(&update.version))
             .zip(target_version.as_ref())
             .is_some_and(|(updating, target)| updating.minor_line() == target.minor_line());
@@ -112,17 +112,6 @@ impl<'a> Context<'a> {
     pub(crate) fn target_name(&self) -> String {
         self.target.display().to_owned()
     }
-}
-
-/// The update the cluster is in the middle of: `Progressing=True` with a
-/// `Partial` newest history entry.
-pub(crate) fn update_in_progress(
-    cv: &crate::model::ClusterVersion,
-) -> Option<&crate::model::cluster_version::UpdateHistory> {
-    cv.status.history.first().filter(|h| {
-        h.state == "Partial"
-            && crate::cluster::openshift::is_true(&cv.status.conditions, "Progressing")
-    })
 }
 
 /// One built-in check.

@@ -236,6 +236,15 @@ impl ClusterVersion {
             && !is_true(&self.status.conditions, "Available")
     }
 
+    /// The update the cluster is in the middle of: `Progressing=True` with a
+    /// `Partial` newest history entry.
+    pub(crate) fn update_in_progress(&self) -> Option<&UpdateHistory> {
+        self.status
+            .history
+            .first()
+            .filter(|h| h.state == "Partial" && is_true(&self.status.conditions, "Progressing"))
+    }
+
     /// The newest time the object records, for the time of the data.
     pub(crate) fn newest_time(&self) -> Option<Timestamp> {
         let history = self
