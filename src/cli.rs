@@ -90,7 +90,7 @@ pub struct ServerArgs {
     /// Time allowed to read a request's headers.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_HEADER_READ_TIMEOUT")]
     pub header_read_timeout: Duration,
-    /// After SIGTERM, how long to stay up but unready so endpoints update.
+    /// After SIGTERM, how long to stay up but unready so endpoints update; each HTTP/1 answer meanwhile closes its connection.
     #[arg(long, default_value = "3s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_SHUTDOWN_DELAY")]
     pub shutdown_delay: Duration,
     /// After that, how long in-flight reviews get to finish.

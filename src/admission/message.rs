@@ -114,14 +114,28 @@ fn report_hint(result: &UpdatePreflight) -> String {
 }
 
 /// How to accept or override, as commands to copy. `until` is the time
-/// limit the commands give (every claim needs one).
+/// limit the commands give (every claim needs one). Only checks that ran
+/// and failed are offered for acceptance: an errored check found nothing to
+/// accept, and is run again within minutes.
 fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) -> String {
-    let names: Vec<&str> = failing.iter().map(|c| c.name.as_str()).collect();
+    let (errored, failed): (Vec<&CheckResult>, Vec<&CheckResult>) = failing
+        .iter()
+        .copied()
+        .partition(|c| c.outcome == Outcome::Error);
     let to = target.display();
+    let mut hint = String::new();
+    if !failed.is_empty() {
+        let names: Vec<&str> = failed.iter().map(|c| c.name.as_str()).collect();
+        let _ = writeln!(
+            hint,
+            "To accept single checks: oc annotate --overwrite clusterversion version {ACCEPT}={} {ACCEPT_FOR}={to} {ACCEPT_UNTIL}={until} {CLAIMED_BY}=$(oc whoami)",
+            names.join(",")
+        );
+    }
     // When every failure carries OpenShift's names, those accept them too.
-    let mut risks: Vec<&str> = Vec::new();
-    if !failing.is_empty() && failing.iter().all(|c| !c.risks.is_empty()) {
-        for name in failing
+    if !failed.is_empty() && failed.iter().all(|c| !c.risks.is_empty()) {
+        let mut risks: Vec<&str> = Vec::new();
+        for name in failed
             .iter()
             .flat_map(|c| crate::model::risks::to_accept(&c.risks))
         {
@@ -129,23 +143,33 @@ fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) ->
                 risks.push(name);
             }
         }
-    }
-    let by_risk = if risks.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "Or by the names OpenShift gives them, in spec.desiredUpdate.acceptRisks (oc adm upgrade accept) or {ACCEPT}: {}\n",
+        let _ = writeln!(
+            hint,
+            "Or by the names OpenShift gives them, in spec.desiredUpdate.acceptRisks (oc adm upgrade accept) or {ACCEPT}: {}",
             clean(&risks.join(","), MAX_LINE)
-        )
-    };
-    format!(
-        "To accept single checks: oc annotate --overwrite clusterversion version {ACCEPT}={} {ACCEPT_FOR}={to} {ACCEPT_UNTIL}={until} {CLAIMED_BY}=$(oc whoami)\n\
-         {by_risk}\
-         To override the gate for this target: oc annotate --overwrite clusterversion version {OVERRIDE}={to} {OVERRIDE_REASON}='<why>' {OVERRIDE_UNTIL}={until} {CLAIMED_BY}=$(oc whoami)\n\
-         (both need the \"override\" verb on updatepreflights.preflight.dev; then run oc adm upgrade again)",
-        names.join(","),
-    )
+        );
+    }
+    if !errored.is_empty() {
+        let names: Vec<String> = errored.iter().map(|c| clean(&c.name, 80)).collect();
+        let _ = writeln!(
+            hint,
+            "{} errored and cannot be accepted: the gate runs {} again within {} minutes; to go ahead before then, override the gate for this target",
+            crate::model::text::list(&names, MAX_LISTED),
+            if names.len() == 1 { "it" } else { "them" },
+            ERRORED_RERUN_MINUTES,
+        );
+    }
+    let _ = write!(
+        hint,
+        "To override the gate for this target: oc annotate --overwrite clusterversion version {OVERRIDE}={to} {OVERRIDE_REASON}='<why>' {OVERRIDE_UNTIL}={until} {CLAIMED_BY}=$(oc whoami)\n\
+         (both need the \"override\" verb on updatepreflights.preflight.dev; then run oc adm upgrade again)"
+    );
+    hint
 }
+
+/// How soon the controller runs an errored run again, in the words of a
+/// denial (`preflight::controller::ERRORED_RERUN`, which a test keeps equal).
+pub const ERRORED_RERUN_MINUTES: u64 = 2;
 
 /// The denial of a target whose blocking checks fail.
 pub fn failed(
@@ -179,7 +203,9 @@ pub fn failed(
     m
 }
 
-/// The denial of a target whose run errored with no check to blame.
+/// The denial of a target whose run errored with no check to blame: what
+/// errored, that it is run again soon, and how to go ahead meanwhile (no
+/// check to accept, so no accept line).
 pub(crate) fn run_error(target: &Target, result: &UpdatePreflight, until: Timestamp) -> String {
     let detail = result
         .status
@@ -195,7 +221,7 @@ pub(crate) fn run_error(target: &Target, result: &UpdatePreflight, until: Timest
             |m| clean(m, MAX_LINE),
         );
     format!(
-        "preflight for {} errored: {detail}\n{}\n{}",
+        "preflight for {} errored: {detail}\nThe gate runs it again within {ERRORED_RERUN_MINUTES} minutes; retry then.\n{}\n{}",
         target.display(),
         report_hint(result),
         override_hint(target, &[], until)

@@ -482,7 +482,54 @@ fn an_errored_check_counts_as_failed_unless_fail_open(
         assert!(v.warnings[0].contains("Flaky (check errored)"));
     } else {
         assert!(v.message.contains("- Flaky (check errored): "));
+        // Nothing to accept: the check found nothing; it runs again soon.
+        assert!(
+            !v.message.contains("preflight.dev/accept="),
+            "{}",
+            v.message
+        );
+        assert!(
+            v.message.contains(
+                "Flaky errored and cannot be accepted: the gate runs it again within 2 minutes"
+            ),
+            "{}",
+            v.message
+        );
+        assert!(
+            v.message.contains("preflight.dev/override="),
+            "{}",
+            v.message
+        );
     }
+}
+
+#[test]
+fn only_checks_that_failed_are_offered_for_acceptance_beside_an_errored_one() {
+    let s = source();
+    s.cache.apply(result(
+        IMG_COND,
+        "Failed",
+        "2026-11-30T11:00:00Z",
+        json!([
+            check("Flaky", "Blocking", "Error"),
+            check("NodesReady", "Blocking", "Fail")
+        ]),
+    ));
+    let v = decide_with(&Review::new().version("4.15.16"), &s, &Policy::default())
+        .into_final()
+        .unwrap();
+    assert!(!v.allowed);
+    assert!(
+        v.message
+            .contains("preflight.dev/accept=NodesReady preflight.dev/accept-for="),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.message.contains("Flaky errored and cannot be accepted"),
+        "{}",
+        v.message
+    );
 }
 
 #[test]
@@ -503,7 +550,16 @@ fn a_run_that_errored_as_a_whole_is_denied() {
     assert_eq!(v.reason, Reason::Failed);
     assert!(
         v.message
-            .starts_with("preflight for 4.15.16 errored: cannot list nodes: forbidden")
+            .starts_with("preflight for 4.15.16 errored: cannot list nodes: forbidden\nThe gate runs it again within 2 minutes; retry then.\n"),
+        "{}",
+        v.message
+    );
+    // No check to accept, so no accept line with an empty list.
+    assert!(!v.message.contains("preflight.dev/accept"), "{}", v.message);
+    assert!(
+        v.message.contains("preflight.dev/override="),
+        "{}",
+        v.message
     );
 }
 

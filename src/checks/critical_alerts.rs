@@ -16,12 +16,11 @@ const URL: &str = "https://docs.openshift.com/container-platform/latest/observab
 /// How many alerts a finding quotes before "and N more".
 const QUOTED: usize = 5;
 
-/// The finding when no alert data was loaded: a warning. (`oc adm upgrade
-/// recommend` names a run of its own without alert data `AlertNoTestData`
-/// and blocks on it; the gate warns, and takes the name as known.)
 /// The finding when no alert data was loaded: an Error when the configured
 /// source could not be read (blocking, unless the check fails open), else a
-/// warning that there is none.
+/// warning that there is none. (`oc adm upgrade recommend` names a run of
+/// its own without alert data `AlertNoTestData` and blocks on it; the gate
+/// warns, and takes the name as known.)
 pub(crate) fn no_alert_data(view: &crate::cluster::ClusterView) -> Finding {
     if let Some(why) = view.unreadable.get(crate::cluster::alerts::KIND) {
         return Finding::error(format!("cannot read the cluster's alerts: {why}")).with_url(URL);
@@ -30,6 +29,26 @@ pub(crate) fn no_alert_data(view: &crate::cluster::ClusterView) -> Finding {
         "no alert data: give --prometheus-url, or an alerts.json in the snapshot, to check firing alerts",
     )
     .with_url(URL)
+}
+
+/// The firing alerts that `counts`, with a name, leaving out the gate's own
+/// ([`Alert::is_the_gates_own`]); and how many of its own were left out.
+pub(crate) fn firing_of(alerts: &[Alert], counts: impl Fn(&Alert) -> bool) -> (Vec<&Alert>, usize) {
+    let (own, others): (Vec<&Alert>, Vec<&Alert>) = alerts
+        .iter()
+        .filter(|a| a.firing() && !a.name().is_empty() && counts(a))
+        .partition(|a| a.is_the_gates_own());
+    (others, own.len())
+}
+
+/// What a pass says of the gate's own alerts it left out, if any.
+pub(crate) fn own_left_out(own: usize) -> String {
+    match own {
+        0 => String::new(),
+        n => format!(
+            "; {n} of the gate's own alerts left out: they report its findings, which the gate reads itself"
+        ),
+    }
 }
 
 /// The failure for `firing` alerts: each quoted with its runbook, the
@@ -60,14 +79,12 @@ impl Check for CriticalAlertsFiring {
         let Some(alerts) = &ctx.view.alerts else {
             return no_alert_data(ctx.view);
         };
-        let firing: Vec<&Alert> = alerts
-            .iter()
-            .filter(|a| a.firing() && a.severity() == "critical" && !a.name().is_empty())
-            .collect();
+        let (firing, own) = firing_of(alerts, |a| a.severity() == "critical");
         if firing.is_empty() {
             Finding::pass(format!(
-                "no critical alert is firing ({} alerts read)",
-                alerts.len()
+                "no critical alert is firing ({} alerts read{})",
+                alerts.len(),
+                own_left_out(own)
             ))
         } else {
             firing_alerts("critical alerts firing", &firing)

@@ -2,11 +2,13 @@
 //! besides the critical ones (which are CriticalAlertsFiring's): the
 //! PodDisruptionBudget, container, node and virtualization alerts of
 //! [`risks::PRECHECK_ALERTS`], and any alert labelled
-//! `openShiftUpdatePrecheck="true"`. As oc does, a firing one blocks until
+//! `openShiftUpdatePrecheck="true"` but the gate's own (its
+//! `UpdatePreflightFailing` carries that label for oc, and would otherwise
+//! keep every target blocked once one check failed). As oc does, a firing one blocks until
 //! it is accepted by its name; pending ones are ignored; no alert data at
 //! all is a warning. Each is quoted in its own words with its runbook.
 
-use super::critical_alerts::{firing_alerts, no_alert_data};
+use super::critical_alerts::{firing_alerts, firing_of, no_alert_data, own_left_out};
 use super::{Check, Context};
 use crate::cluster::alerts::Alert;
 use crate::model::Finding;
@@ -36,12 +38,12 @@ impl Check for PrecheckAlertsFiring {
         let Some(alerts) = &ctx.view.alerts else {
             return no_alert_data(ctx.view);
         };
-        let firing: Vec<&Alert> = alerts
-            .iter()
-            .filter(|a| a.firing() && !a.name().is_empty() && is_precheck(a))
-            .collect();
+        let (firing, own) = firing_of(alerts, is_precheck);
         if firing.is_empty() {
-            Finding::pass("no update precheck alert is firing")
+            Finding::pass(format!(
+                "no update precheck alert is firing{}",
+                own_left_out(own)
+            ))
         } else {
             firing_alerts("update precheck alerts firing", &firing)
         }
@@ -132,5 +134,70 @@ mod tests {
         assert!(finding.message.contains(says), "{}", finding.message);
         assert_eq!(finding.risks, risks);
         assert_eq!(PrecheckAlertsFiring.severity(), Severity::Blocking);
+    }
+
+    /// The gate's own alert, as Prometheus fires it from the project's
+    /// rule: `UpdatePreflightFailing` for a failing check, with oc's
+    /// precheck label and the rule's identity.
+    fn own(name: &str, severity: &str) -> Alert {
+        let mut alert = alert_of(name, severity, true, "firing");
+        alert.labels.insert(
+            crate::cluster::alerts::OWN_RULE_LABEL.to_owned(),
+            "preflight-gate".to_owned(),
+        );
+        alert
+    }
+
+    /// The latch: one check failing for 10 minutes fires
+    /// `UpdatePreflightFailing{check="PrecheckAlertsFiring"}`, which must not
+    /// make PrecheckAlertsFiring (or CriticalAlertsFiring, for the gate's
+    /// critical `PreflightGateDown`) fail for every target from then on.
+    #[test]
+    fn the_gates_own_alerts_never_count_so_no_latch_forms() {
+        let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
+        view.add_alerts(vec![
+            own("UpdatePreflightFailing", "warning"),
+            own("PreflightGateDown", "critical"),
+        ]);
+        for check in [
+            &PrecheckAlertsFiring as &dyn Check,
+            &crate::checks::critical_alerts::CriticalAlertsFiring,
+        ] {
+            let finding = fixture::evaluate(check, &view, "4.15.4");
+            assert_eq!(
+                finding.outcome,
+                Outcome::Pass,
+                "{}: {}",
+                check.name(),
+                finding.message
+            );
+            assert!(
+                finding
+                    .message
+                    .contains("1 of the gate's own alerts left out"),
+                "{}",
+                finding.message
+            );
+        }
+    }
+
+    /// Identity, not name: an alert of the same name from another rule
+    /// counts, and the gate's own alert beside another still fails on that
+    /// other alone.
+    #[test]
+    fn an_alert_counts_by_its_rule_not_by_its_name() {
+        let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
+        view.add_alerts(vec![alert("UpdatePreflightFailing", true, "firing")]);
+        let finding = fixture::evaluate(&PrecheckAlertsFiring, &view, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Fail, "{}", finding.message);
+
+        let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
+        view.add_alerts(vec![
+            own("UpdatePreflightFailing", "warning"),
+            alert("KubeNodeNotReady", false, "firing"),
+        ]);
+        let finding = fixture::evaluate(&PrecheckAlertsFiring, &view, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Fail, "{}", finding.message);
+        assert_eq!(finding.risks, ["KubeNodeNotReady"]);
     }
 }

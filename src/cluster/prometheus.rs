@@ -1,9 +1,13 @@
 //! Alerts from Prometheus or Thanos (`/api/v1/alerts`), with a bearer token
 //! read from a file (a service account token, reread on every call) and a
-//! CA bundle for the querier's serving certificate.
+//! CA bundle for the querier's serving certificate. A querier that cannot
+//! be reached for a moment is asked again with backoff.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use tracing::warn;
 
 use super::alerts::{Alert, AlertsResponse};
 
@@ -37,7 +41,32 @@ pub struct Prometheus {
     pub ca_file: Option<PathBuf>,
 }
 
-const TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one request may take.
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How a read that failed for a moment is asked again: after about 1, 2
+/// and 4 s (with jitter), so a querier restarting during a drain or a
+/// rollout costs a run seconds, not an error until the next refresh.
+fn backoff() -> ExponentialBuilder {
+    ExponentialBuilder::default()
+        .with_min_delay(Duration::from_secs(1))
+        .with_max_delay(Duration::from_secs(4))
+        .with_max_times(3)
+        .with_jitter()
+}
+
+impl PrometheusError {
+    /// A failure that asking again may mend: no connection, a timeout, an
+    /// overloaded or restarting querier (HTTP 429 or 5xx). A bad CA file, a
+    /// refused token or an answer in another format is not.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Request { source, .. } => !source.is_builder(),
+            Self::Status { status, .. } => *status == 429 || *status >= 500,
+            Self::Read { .. } | Self::Ca { .. } | Self::Body { .. } => false,
+        }
+    }
+}
 
 impl Prometheus {
     /// The alerts endpoint for the base URL.
@@ -45,8 +74,17 @@ impl Prometheus {
         format!("{}/api/v1/alerts", self.url.trim_end_matches('/'))
     }
 
-    /// Fetches every alert (firing and pending).
+    /// Fetches every alert (firing and pending), asking again with
+    /// [`backoff`] while the failure [`is_transient`](PrometheusError::is_transient).
     pub async fn alerts(&self) -> Result<Vec<Alert>, PrometheusError> {
+        (|| self.alerts_once())
+            .retry(backoff())
+            .when(PrometheusError::is_transient)
+            .notify(|error, after| warn!(%error, ?after, "cannot read the alerts; asking again"))
+            .await
+    }
+
+    async fn alerts_once(&self) -> Result<Vec<Alert>, PrometheusError> {
         let url = self.endpoint();
         // reqwest's rustls needs a process-wide provider; main installs the
         // same one, so this only matters when the library is used alone.

@@ -42,8 +42,9 @@ pub struct Listen {
 }
 
 /// Runs both servers until `shutdown` completes, then drains: readiness
-/// turns false, new connections stop after `shutdown_delay`, and in-flight
-/// reviews get `shutdown_grace` to finish.
+/// turns false and each HTTP/1 answer closes its connection
+/// ([`close_when_draining`]); after `shutdown_delay` new connections stop,
+/// and in-flight reviews get `shutdown_grace` to finish.
 pub async fn serve(
     listen: Listen,
     tls: rustls::ServerConfig,
@@ -78,9 +79,12 @@ pub async fn serve(
         .keep_alive_interval(Some(Duration::from_secs(20)))
         .keep_alive_timeout(Duration::from_secs(10))
         .max_concurrent_streams(32);
+    let webhook_app = app(gate, listen.max_concurrency).layer(
+        axum::middleware::from_fn_with_state(health.clone(), close_when_draining),
+    );
     let webhook = tokio::spawn(
         server
-            .serve(app(gate, listen.max_concurrency).into_make_service())
+            .serve(webhook_app.into_make_service())
             .instrument(info_span!("webhook")),
     );
 
@@ -134,6 +138,34 @@ pub async fn serve(
         .context("admin server")?;
     info!("stopped");
     Ok(())
+}
+
+/// While the gate drains, every HTTP/1 answer closes its connection.
+///
+/// The API server speaks HTTP/1.1 to webhooks behind a Service and reuses
+/// its idle keep-alive connections, newest first; it never retries a POST
+/// whose connection closed under it, and reports such a review as `EOF`.
+/// So the gate never closes a connection a client may be about to use:
+/// during `shutdown_delay` each answer carries `Connection: close`, the
+/// client leaves on that clean boundary, and its next review opens a new
+/// connection, which the Service sends to a replica that stays. What is
+/// still open when the delay ends has sat idle through all of it.
+/// HTTP/2 needs none of this: its graceful shutdown (GOAWAY) tells the
+/// client which streams to send again.
+async fn close_when_draining(
+    axum::extract::State(health): axum::extract::State<Arc<Health>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let http1 = request.version() <= axum::http::Version::HTTP_11;
+    let mut response = next.run(request).await;
+    if http1 && health.shutting_down.load(Ordering::Relaxed) {
+        response.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    response
 }
 
 /// Completes on SIGTERM or SIGINT.

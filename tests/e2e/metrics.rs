@@ -711,6 +711,40 @@ fn a_real_prometheus_sees_the_blocked_update_alert_fire_and_resolve() {
         assert!(!failing.iter().any(|(_, c)| c == check), "{failing:?}");
     }
 
+    // No latch: with the gate's own UpdatePreflightFailing firing, with
+    // oc's precheck label, the alert checks of the next run read this very
+    // Prometheus and leave the gate's alerts out, naming how many.
+    let out = Command::new(env!("CARGO_BIN_EXE_preflight-gate"))
+        .args([
+            "check",
+            "--to",
+            "4.14.12",
+            "--output",
+            "json",
+            "--prometheus-url",
+        ])
+        .arg(format!("http://127.0.0.1:{}", prometheus.port))
+        .env_remove("PREFLIGHT_GATE_KUBECONFIG")
+        .env_remove("PREFLIGHT_GATE_SNAPSHOT")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let precheck = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "PrecheckAlertsFiring")
+        .unwrap();
+    assert_eq!(precheck["outcome"], "Pass", "{precheck}");
+    assert!(
+        precheck["message"]
+            .as_str()
+            .unwrap()
+            .contains("of the gate's own alerts left out"),
+        "{precheck}"
+    );
+
     // Every dashboard query is valid PromQL to a real server.
     let dashboard: Value = serde_json::from_str(
         &std::fs::read_to_string(Path::new(ROOT).join("deploy/monitoring/grafana-dashboard.json"))

@@ -166,6 +166,23 @@ fn promtool_tests_every_alert_firing_and_not_firing() {
     }
 }
 
+/// The gate's alert checks leave its own alerts out by this label, so every
+/// rule of the PrometheusRule must carry it, naming the object: a new alert
+/// without it could latch every update on itself.
+#[test]
+fn every_alert_carries_its_prometheusrules_identity() {
+    let name = yaml(RULE)["metadata"]["name"].as_str().unwrap().to_owned();
+    for rule in alert_rules() {
+        assert_eq!(
+            rule["labels"][preflight_gate::cluster::alerts::OWN_RULE_LABEL].as_str(),
+            Some(name.as_str()),
+            "{}: no {}: {name} label",
+            rule["alert"],
+            preflight_gate::cluster::alerts::OWN_RULE_LABEL
+        );
+    }
+}
+
 #[test]
 fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
     for rule in alert_rules() {

@@ -3,6 +3,8 @@
 //! check CLI uses the alerts in place of the snapshot's.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
@@ -64,6 +66,68 @@ async fn alerts_are_read_with_the_bearer_token() {
         err,
         format!("http://{addr}/api/v1/alerts answered HTTP 401")
     );
+}
+
+/// A querier that answers `failures` times with `status`, then with one
+/// alert; and how many requests it saw.
+async fn flaky(status: StatusCode, failures: usize) -> (SocketAddr, Arc<AtomicUsize>) {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    let app = Router::new().route(
+        "/api/v1/alerts",
+        get(move || {
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if n < failures {
+                    (status, String::new())
+                } else {
+                    (StatusCode::OK, serde_json::json!({"status": "success", "data": {"alerts": [
+                        {"labels": {"alertname": "etcdNoLeader", "severity": "critical"}, "state": "firing"}]}}).to_string())
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (addr, seen)
+}
+
+/// A querier restarting (503 twice) costs a run seconds, not an error; a
+/// refused token is final at once, and so is a querier down for good,
+/// after the last try.
+#[tokio::test]
+async fn a_querier_that_fails_for_a_moment_is_asked_again_and_a_refusal_is_not() {
+    let source = |addr: SocketAddr| Prometheus {
+        url: format!("http://{addr}"),
+        token_file: None,
+        ca_file: None,
+    };
+    let (addr, seen) = flaky(StatusCode::SERVICE_UNAVAILABLE, 2).await;
+    let alerts = source(addr).alerts().await.expect("read on the third try");
+    assert_eq!(alerts.len(), 1);
+    assert_eq!(seen.load(Ordering::SeqCst), 3);
+
+    let (addr, seen) = flaky(StatusCode::FORBIDDEN, 1).await;
+    let err = source(addr).alerts().await.unwrap_err();
+    assert!(!err.is_transient());
+    assert_eq!(
+        err.to_string(),
+        format!("http://{addr}/api/v1/alerts answered HTTP 403")
+    );
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        1,
+        "a refusal is not asked again"
+    );
+
+    let (addr, seen) = flaky(StatusCode::BAD_GATEWAY, usize::MAX).await;
+    let err = source(addr).alerts().await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("http://{addr}/api/v1/alerts answered HTTP 502")
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 4, "one try and three more");
 }
 
 #[tokio::test]

@@ -53,6 +53,71 @@ async fn in_flight_reviews_finish_after_shutdown_begins() {
     );
 }
 
+/// The API server's way with webhooks: HTTP/1.1, one keep-alive connection
+/// reused review after review, no retry of a POST whose connection closed
+/// under it. Draining never closes such a connection between two reviews:
+/// each answer during the delay says `Connection: close`, so the client
+/// leaves on that boundary, and once the delay is over it meets a closed
+/// port, never a connection lost mid-review (the `EOF` a rollout showed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draining_closes_http1_connections_only_after_an_answer() {
+    let mut gate = start(Options {
+        shutdown_delay: Duration::from_secs(1),
+        ..Options::default()
+    })
+    .await;
+    let client = gate.client_builder().http1_only().build().unwrap();
+    let (url, body) = (gate.url.clone(), Review::merge_patch_to("4.15.3").body());
+    let post = || {
+        client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+    };
+    let closes = |response: &reqwest::Response| {
+        response
+            .headers()
+            .get(reqwest::header::CONNECTION)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"))
+    };
+    let before = post().await.expect("the gate answers");
+    assert!(!closes(&before), "a serving gate keeps connections alive");
+    before.bytes().await.unwrap();
+
+    gate.trigger_stop();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (mut answered, mut closing, mut lost) = (0, 0, Vec::new());
+    let refused = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the gate never stopped listening"
+        );
+        match post().await {
+            Ok(response) => {
+                answered += 1;
+                closing += usize::from(closes(&response));
+                response.bytes().await.unwrap();
+            }
+            Err(e) if e.is_connect() => break e,
+            Err(e) => lost.push(format!("{e:?}")),
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    assert!(lost.is_empty(), "reviews lost mid-connection: {lost:#?}");
+    assert!(
+        answered >= 10,
+        "too few reviews during the delay: {answered}"
+    );
+    // The first answer may have been written before the drain began.
+    assert!(
+        closing + 1 >= answered,
+        "{closing} of {answered} answers during the drain closed their connection"
+    );
+    gate.stop().await.expect("a clean stop");
+    eprintln!("{answered} reviews answered while draining, then: {refused}");
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

@@ -26,6 +26,35 @@ use crate::preflight::jobs;
 use crate::preflight::live::{REQUESTED_AT, trigger};
 use crate::suite::{self, Limits};
 
+/// How soon a run that errored, or has a check that errored, is run again:
+/// an error is most often a passing glitch (a drained extraction pod, a
+/// querier restarting), and waiting for the next refresh would block every
+/// update on it for half an hour.
+pub const ERRORED_RERUN: Duration = Duration::from_secs(120);
+
+/// Whether the last run errored, as a whole or in one of its checks.
+fn errored(status: &UpdatePreflightStatus) -> bool {
+    status.phase == Some(Phase::Error)
+        || status
+            .results
+            .iter()
+            .any(|r| r.outcome == crate::model::Outcome::Error)
+}
+
+/// How long results stay good: the refresh interval, or [`ERRORED_RERUN`]
+/// when the last run errored. Zero: until something changes.
+fn good_for(status: &UpdatePreflightStatus, refresh: Duration) -> Duration {
+    if errored(status) {
+        if refresh.is_zero() {
+            ERRORED_RERUN
+        } else {
+            refresh.min(ERRORED_RERUN)
+        }
+    } else {
+        refresh
+    }
+}
+
 /// Why a run is due, if one is. `leading_since` is when this replica became
 /// the leader.
 pub fn run_due(
@@ -72,10 +101,17 @@ pub fn run_due(
         return Some("a run was requested");
     }
     let completed = status.completion_time.as_ref().map(|t| t.0);
+    let good_for = good_for(status, refresh);
     match completed {
         None => Some("no completed run"),
-        Some(done) if !refresh.is_zero() && now.duration_since(done).unsigned_abs() >= refresh => {
-            Some("the results are old")
+        Some(done)
+            if !good_for.is_zero() && now.duration_since(done).unsigned_abs() >= good_for =>
+        {
+            Some(if errored(status) {
+                "the last run errored"
+            } else {
+                "the results are old"
+            })
         }
         Some(_) => None,
     }
@@ -100,17 +136,19 @@ pub(crate) async fn reconcile(
     };
     let name = object.name_any();
     let span = info_span!("run", %name, image = %object.spec.image);
-    async {
+    let status = async {
         info!(why, "preflight run starting");
         ask_for_the_result(&object, &ctx).await;
         run_suite(&object, &ctx).await
     }
     .instrument(span)
     .await?;
-    Ok(Action::requeue(if settings.refresh_interval.is_zero() {
+    // Back when the results just written go stale: sooner when they errored.
+    let good_for = good_for(&status, settings.refresh_interval);
+    Ok(Action::requeue(if good_for.is_zero() {
         Duration::from_secs(3600)
     } else {
-        settings.refresh_interval
+        good_for
     }))
 }
 
@@ -137,22 +175,17 @@ async fn ask_for_the_result(object: &UpdatePreflight, ctx: &Ctx) {
 }
 
 fn next_check(object: &UpdatePreflight, settings: &Settings) -> Action {
-    if settings.refresh_interval.is_zero() {
+    let Some(status) = &object.status else {
+        return Action::requeue(Duration::from_secs(1));
+    };
+    let good_for = good_for(status, settings.refresh_interval);
+    if good_for.is_zero() {
         return Action::await_change();
     }
-    let age = object
-        .status
-        .as_ref()
-        .and_then(|s| s.completion_time.as_ref())
-        .map_or(Duration::ZERO, |t| {
-            Timestamp::now().duration_since(t.0).unsigned_abs()
-        });
-    Action::requeue(
-        settings
-            .refresh_interval
-            .saturating_sub(age)
-            .max(Duration::from_secs(1)),
-    )
+    let age = status.completion_time.as_ref().map_or(Duration::ZERO, |t| {
+        Timestamp::now().duration_since(t.0).unsigned_abs()
+    });
+    Action::requeue(good_for.saturating_sub(age).max(Duration::from_secs(1)))
 }
 
 async fn write_status(
@@ -176,8 +209,8 @@ async fn write_status(
         })
 }
 
-/// Runs the suite for one object and records its result.
-async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
+/// Runs the suite for one object and records its result, which it returns.
+async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<UpdatePreflightStatus, Error> {
     let api: Api<UpdatePreflight> = Api::all(ctx.client.clone());
     let name = object.name_any();
     let started = Instant::now();
@@ -252,7 +285,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<(), Error> {
     if let Err(e) = ctx.recorder.publish(&event, &object.object_ref(&())).await {
         warn!(error = %e, "cannot publish the run's Event");
     }
-    Ok(())
+    Ok(status)
 }
 
 /// Adds the cluster's alerts to `view`, from the configured source; when

@@ -226,6 +226,58 @@ fn refresh_zero_never_reruns_for_age() {
     );
 }
 
+/// An errored run, or a run with an errored check, is run again within
+/// minutes: a drained extraction pod or a restarting querier must not
+/// block every update until the next refresh.
+#[rstest]
+#[case::errored_run_two_minutes_on(
+    Some("Error"),
+    None,
+    "2026-11-30T11:58:00Z",
+    Some("the last run errored")
+)]
+#[case::errored_run_just_now(Some("Error"), None, "2026-11-30T11:59:00Z", None)]
+#[case::an_errored_check(
+    Some("Failed"),
+    Some("Error"),
+    "2026-11-30T11:57:00Z",
+    Some("the last run errored")
+)]
+#[case::a_failing_check_waits_for_the_refresh(
+    Some("Failed"),
+    Some("Fail"),
+    "2026-11-30T11:57:00Z",
+    None
+)]
+fn errored_runs_are_run_again_within_minutes(
+    #[case] phase: Option<&str>,
+    #[case] check: Option<&str>,
+    #[case] completed: &str,
+    #[case] due: Option<&str>,
+) {
+    let now: Timestamp = "2026-11-30T12:00:00Z".parse().unwrap();
+    let mut o = object(phase, "2026-11-30T11:56:00Z", Some(completed), 1, 1, None);
+    if let Some(outcome) = check {
+        o.status.as_mut().unwrap().results = vec![
+            serde_json::from_value(json!({"name": "ReleaseDeclaredChecks", "outcome": outcome}))
+                .unwrap(),
+        ];
+    }
+    for refresh in [Duration::from_secs(1800), Duration::ZERO] {
+        assert_eq!(
+            run_due(
+                &o,
+                refresh,
+                Duration::from_secs(300),
+                "2026-11-30T11:00:00Z".parse().unwrap(),
+                now
+            ),
+            due,
+            "refresh {refresh:?}"
+        );
+    }
+}
+
 #[test]
 fn offered_targets_come_from_available_and_conditional_updates() {
     let cv: ClusterVersion = serde_json::from_value(json!({
@@ -239,4 +291,12 @@ fn offered_targets_come_from_available_and_conditional_updates() {
     .unwrap();
     let images: Vec<String> = offered(&cv).into_iter().map(|r| r.image).collect();
     assert_eq!(images, ["q@sha256:11", "q@sha256:33"]);
+}
+
+#[test]
+fn the_denial_says_the_rerun_interval_the_controller_keeps() {
+    assert_eq!(
+        super::reconcile::ERRORED_RERUN,
+        Duration::from_secs(60 * crate::admission::message::ERRORED_RERUN_MINUTES)
+    );
 }
