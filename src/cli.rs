@@ -182,13 +182,9 @@ pub struct ControllerArgs {
     /// Run PreflightChecks as Jobs beside the built-in checks.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "PREFLIGHT_GATE_EXTERNAL_CHECKS")]
     pub external_checks: bool,
-    /// Namespace the check Jobs run in (never an operator's).
-    #[arg(
-        long,
-        default_value = "preflight-gate",
-        env = "PREFLIGHT_GATE_JOBS_NAMESPACE"
-    )]
-    pub jobs_namespace: String,
+    /// Namespace the check Jobs run in (never an operator's); by default the gate's own (--namespace, the pod's namespace in a cluster), wherever it is installed.
+    #[arg(long, env = "PREFLIGHT_GATE_JOBS_NAMESPACE")]
+    pub jobs_namespace: Option<String>,
     /// ServiceAccount of the check Jobs, bound to the read-only preflight-check ClusterRole.
     #[arg(
         long,
@@ -250,7 +246,10 @@ impl ControllerArgs {
             jobs: self
                 .external_checks
                 .then(|| crate::preflight::jobs::JobSettings {
-                    namespace: self.jobs_namespace.clone(),
+                    namespace: self
+                        .jobs_namespace
+                        .clone()
+                        .unwrap_or_else(|| self.namespace.clone()),
                     service_account: self.check_service_account.clone(),
                     schedule_timeout: self.check_schedule_timeout,
                     release_checks: self.release_checks,
@@ -423,5 +422,35 @@ impl PolicyArgs {
             require_distinct_approver: self.require_distinct_approver,
             max_override_duration: self.max_override_duration,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jobs_namespace(args: &[&str]) -> String {
+        let cli = Cli::try_parse_from(["preflight-gate", "serve"].iter().chain(args)).unwrap();
+        let Command::Serve(serve) = cli.command else {
+            unreachable!()
+        };
+        let settings = serve.controller.settings(Default::default());
+        settings.jobs.unwrap().namespace
+    }
+
+    /// Installed elsewhere (OLM's suggested namespace, a namespace of the
+    /// administrator's choosing), the Jobs run beside the gate, where its
+    /// Role lets it make them.
+    #[test]
+    fn check_jobs_run_in_the_gates_own_namespace_unless_told_otherwise() {
+        assert_eq!(jobs_namespace(&[]), "preflight-gate");
+        assert_eq!(
+            jobs_namespace(&["--namespace", "openshift-preflight-gate"]),
+            "openshift-preflight-gate"
+        );
+        assert_eq!(
+            jobs_namespace(&["--namespace", "a", "--jobs-namespace", "b"]),
+            "b"
+        );
     }
 }

@@ -156,8 +156,11 @@ version, certificates, critical alerts, and checks the release or you declare. T
 Administrators with the `override` verb can override, and every override is recorded. \
 The ClusterRole `preflight-gate-updater` lets people update without being able to override.
 
-The webhook fails closed: while the gate is down, changes of the update target are refused. \
-Break-glass: `oc delete validatingwebhookconfiguration -l olm.owner=preflight-gate.v<version>`.
+The webhook fails closed, and OLM's webhooks carry no match conditions: while the gate is down, \
+every change of the ClusterVersion's spec is refused, `oc adm upgrade --clear` included. OLM puts \
+back a webhook configuration that is deleted, so the break-glass is to remove the operator, which \
+removes its webhook and keeps the CRDs and results: `oc delete subscription preflight-gate -n <namespace>`, \
+then `oc delete csv preflight-gate.v<version> -n <namespace>`. Reinstall it to restore the gate.
 
 Documentation: https://github.com/preflight-gate/preflight-gate/blob/main/docs/install.md";
 
@@ -520,6 +523,120 @@ fn the_bundle_keeps_the_overlays_promises() {
 }
 
 /// tests/olm/build's validator, built once (cached outside the repository).
+/// The `job` label the Prometheus Operator gives the targets of a
+/// ServiceMonitor that selects `service`: the value of the Service's label
+/// named by `spec.jobLabel`, else the Service's name.
+fn scrape_job(monitor: &Value, service: &Value) -> String {
+    monitor["spec"]["jobLabel"]
+        .as_str()
+        .and_then(|label| service["metadata"]["labels"][label].as_str())
+        .unwrap_or_else(|| service["metadata"]["name"].as_str().unwrap())
+        .to_owned()
+}
+
+/// Whether `monitor` selects `service` (matchLabels, the only kind used).
+fn selects(monitor: &Value, service: &Value) -> bool {
+    monitor["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .all(|(k, v)| &service["metadata"]["labels"][k] == v)
+        && service["spec"]["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == monitor["spec"]["endpoints"][0]["port"])
+}
+
+/// Every series selector in the rule's expressions, as (metric, the value
+/// of its `label="…"` matcher), for the selectors that have one.
+fn matchers(rule: &Value, label: &str) -> Vec<(String, String)> {
+    let needle = format!("{label}=\"");
+    let mut found = Vec::new();
+    let groups = rule["spec"]["groups"].as_array().unwrap();
+    for expr in groups
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap())
+        .map(|r| r["expr"].as_str().unwrap())
+    {
+        for (before, after) in expr.split('{').zip(expr.split('{').skip(1)) {
+            let metric: String = before
+                .chars()
+                .rev()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let selector = after.split('}').next().unwrap();
+            if let Some(value) = selector.split(needle.as_str()).nth(1) {
+                found.push((metric, value.split('"').next().unwrap().to_owned()));
+            }
+        }
+    }
+    found
+}
+
+/// A ServiceMonitor's targets get the job its Service makes, and every
+/// alert selects that job: otherwise PreflightGateDown (critical) fires
+/// from the first minute and CriticalAlertsFiring blocks every update.
+/// Checked for the bundle (its metrics Service is not the webhook's, and
+/// OLM installs it in a namespace of the administrator's choosing) and
+/// the openshift overlay.
+#[test]
+fn every_alert_selects_the_job_and_namespace_its_scrape_makes() {
+    let files = generate();
+    let parse = |path: &str| -> Value { serde_saphyr::from_str(&files[path]).unwrap() };
+    let mut setups = vec![(
+        "bundle".to_owned(),
+        parse("manifests/preflight-gate.servicemonitor.yaml"),
+        vec![parse("manifests/preflight-gate-metrics.service.yaml")],
+        parse("manifests/preflight-gate.prometheusrule.yaml"),
+    )];
+    // The one overlay that ships monitoring; the others leave it to
+    // deploy/monitoring/, applied as it is.
+    let objects = rendered("openshift");
+    setups.push((
+        "openshift".to_owned(),
+        find(&objects, "ServiceMonitor", "preflight-gate").clone(),
+        objects
+            .iter()
+            .filter(|o| o["kind"] == "Service")
+            .cloned()
+            .collect(),
+        find(&objects, "PrometheusRule", "preflight-gate").clone(),
+    ));
+    for (name, monitor, services, rule) in setups {
+        let scraped: Vec<&Value> = services.iter().filter(|s| selects(&monitor, s)).collect();
+        assert_eq!(
+            scraped.len(),
+            1,
+            "{name}: the ServiceMonitor scrapes one Service"
+        );
+        let job = scrape_job(&monitor, scraped[0]);
+        // The gate's own series and its targets' `up` come from the scrape;
+        // others (kube-state-metrics' `kube_…`) from their own job.
+        let jobs: Vec<(String, String)> = matchers(&rule, "job")
+            .into_iter()
+            .filter(|(metric, _)| metric.starts_with("preflight_gate_") || metric == "up")
+            .collect();
+        assert!(jobs.len() >= 8, "{name}: {jobs:?}");
+        for (metric, selected) in jobs {
+            assert_eq!(
+                selected, job,
+                "{name}: an alert selects {metric} of job {selected:?}, the scrape makes {job:?}"
+            );
+        }
+        // No series is pinned to a namespace, and the bundle's monitor looks
+        // in its own: the alerts hold wherever the gate is installed.
+        let pinned = matchers(&rule, "namespace");
+        assert!(pinned.is_empty(), "{name}: {pinned:?}");
+        if name == "bundle" {
+            assert!(monitor["spec"].get("namespaceSelector").is_none());
+        }
+    }
+}
+
 fn validator() -> &'static str {
     static BIN: OnceLock<String> = OnceLock::new();
     BIN.get_or_init(|| {

@@ -174,7 +174,10 @@ async fn a_new_target_is_marked_running_read_checked_written_and_evented() {
     .await;
     // The mock cluster is empty, so some checks error ("no Nodes in the
     // cluster data"): the run is back within minutes, not at the refresh.
-    assert_eq!(action, Action::requeue(super::super::reconcile::ERRORED_RERUN));
+    assert_eq!(
+        action,
+        Action::requeue(super::super::reconcile::ERRORED_RERUN)
+    );
 
     assert_eq!(run.running["status"]["phase"], "Running");
     let started: Timestamp = run.running["status"]["startTime"]
@@ -272,7 +275,10 @@ async fn a_run_requested_after_the_last_one_started_runs_again() {
         serve_run(&mut api, &object, None).await
     })
     .await;
-    assert_eq!(action, Action::requeue(super::super::reconcile::ERRORED_RERUN));
+    assert_eq!(
+        action,
+        Action::requeue(super::super::reconcile::ERRORED_RERUN)
+    );
     assert_eq!(run.running["status"]["phase"], "Running");
     let restarted: Timestamp = run.running["status"]["startTime"]
         .as_str()
