@@ -209,13 +209,15 @@ pub struct PendingOverride {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Asked {
     Override,
+    /// `spec.desiredUpdate.force` set: its refusal says why first.
+    Force,
     ClaimWrite,
 }
 
 impl PendingOverride {
     pub(crate) fn resolve(self, authorization: Authorization) -> Verdict {
         let (lead, what) = match self.asked {
-            Asked::Override => ("Override ignored", "the override"),
+            Asked::Override | Asked::Force => ("Override ignored", "the override"),
             Asked::ClaimWrite => ("Write refused", "the write"),
         };
         let why = match authorization {
@@ -229,7 +231,11 @@ impl PendingOverride {
             }
         };
         let mut verdict = self.refused;
-        message::add_note(&mut verdict.message, &format!("{lead}: {why}."));
+        let note = format!("{lead}: {why}.");
+        match self.asked {
+            Asked::Override => message::lead_with(&mut verdict.message, &note),
+            Asked::Force | Asked::ClaimWrite => message::add_note(&mut verdict.message, &note),
+        }
         verdict
     }
 }
@@ -309,7 +315,7 @@ fn force_write(request: &Request, decision: Decision) -> Decision {
         user: request.user.clone(),
         granted: granted_if_authorized(decision),
         refused,
-        asked: Asked::Override,
+        asked: Asked::Force,
     }))
 }
 
@@ -656,11 +662,12 @@ fn gate(
         ignored.push(why);
         None
     });
-    for why in ignored {
+    // Why a claim was ignored leads the denial, in the order found.
+    for why in ignored.iter().rev() {
         if base.allowed {
-            base.warnings.push(format!("preflight-gate: {why}"));
+            base.warnings.insert(0, format!("preflight-gate: {why}"));
         } else {
-            message::add_note(&mut base.message, &format!("Override ignored: {why}."));
+            message::lead_with(&mut base.message, &format!("Override ignored: {why}."));
         }
     }
     match (claim, accept_pending) {

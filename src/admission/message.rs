@@ -78,6 +78,16 @@ pub(crate) fn first_line(message: &str) -> &str {
     message.lines().next().unwrap_or("")
 }
 
+/// Puts a note line before a message: why an override was ignored comes
+/// first, since it is what the person who wrote it is looking for.
+pub(crate) fn lead_with(message: &mut String, note: &str) {
+    if message.is_empty() {
+        message.push_str(note);
+    } else {
+        *message = format!("{note}\n{message}");
+    }
+}
+
 /// Appends a note line to a message.
 pub(crate) fn add_note(message: &mut String, note: &str) {
     if !message.is_empty() {
