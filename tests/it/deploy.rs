@@ -344,6 +344,67 @@ fn the_deployment_survives_drains_and_its_own_updates() {
     }
 }
 
+/// Single-node OpenShift: the component docs/install.md tells such a
+/// cluster to add, on top of the openshift overlay, leaves one replica and
+/// no PodDisruptionBudget, and changes nothing else.
+#[test]
+fn the_single_replica_component_leaves_one_replica_and_no_budget() {
+    // kustomize takes relative paths only: the overlay of a user's own
+    // repository, placed in the target directory.
+    let dir = Path::new(ROOT).join("target/single-replica-overlay");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../../deploy/overlays/openshift\ncomponents:\n  - ../../deploy/components/single-replica\n",
+    )
+    .unwrap();
+    let out = Command::new(kubectl())
+        .arg("kustomize")
+        .arg(&dir)
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let single = objects(&String::from_utf8(out.stdout).unwrap());
+    let openshift = rendered("openshift");
+    let kinds = |objects: &[Value]| -> Vec<(String, String)> {
+        objects
+            .iter()
+            .map(|o| {
+                (
+                    o["kind"].as_str().unwrap().to_owned(),
+                    o["metadata"]["name"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let mut expected = kinds(&openshift);
+    expected.retain(|(kind, _)| kind != "PodDisruptionBudget");
+    assert_eq!(
+        kinds(&single),
+        expected,
+        "only the PodDisruptionBudget goes"
+    );
+    let deployment = |objects: &[Value]| -> Value {
+        objects
+            .iter()
+            .find(|o| o["kind"] == "Deployment")
+            .unwrap()
+            .clone()
+    };
+    let mut one = deployment(&single);
+    assert_eq!(one["spec"]["replicas"], 1);
+    assert_eq!(
+        one["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"],
+        0
+    );
+    one["spec"]["replicas"] = 2.into();
+    assert_eq!(one, deployment(&openshift), "only the replicas change");
+}
+
 #[test]
 fn the_api_server_reaches_the_gate_and_trusts_its_certificate() {
     for overlay in ["openshift", "kubernetes"] {
