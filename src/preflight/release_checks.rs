@@ -6,6 +6,13 @@
 //! between markers, and ends; the gate reads its log (or, where no log can
 //! be read, its termination message). Answers are cached per digest.
 //!
+//! The pod is owned by the run's `UpdatePreflight` (as its controller), so
+//! `oc adm drain` evicts it like any managed pod and the garbage collector
+//! removes it with its owner. An extraction that a drain or the API server
+//! cut short is started again within the run, with backoff; the pods an
+//! earlier leader left are deleted when a replica starts leading
+//! ([`collect_orphans`]).
+//!
 //! The pure parts: the pod ([`extraction_pod`]), reading its output
 //! ([`parse_extraction`]) and turning a declared Job into a
 //! [`PreflightCheck`] ([`declared_check`]).
@@ -14,9 +21,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use backon::{ExponentialBuilder, Retryable};
 use k8s_openapi::api::core::v1::Pod;
-use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, LogParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
+use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
@@ -24,6 +32,7 @@ use super::jobs::settings::JobSettings;
 use crate::model::EnvVar;
 use crate::model::FailurePolicy;
 use crate::model::Severity;
+use crate::model::UpdatePreflight;
 use crate::model::preflight_check::{PreflightCheck, PreflightCheckSpec};
 use crate::model::release::ReleaseKey;
 
@@ -70,6 +79,10 @@ pub enum DiscoveryError {
     #[error("the extraction pod failed: {0}")]
     Pod(String),
     #[error(
+        "the extraction pod was deleted before it finished (a node drain, say), and so was its replacement"
+    )]
+    Gone,
+    #[error(
         "the release printed more than {limit} bytes of image-references and declared checks, more than the gate reads"
     )]
     TooLong { limit: usize },
@@ -92,18 +105,46 @@ done; }} | tee "$out""#
     )
 }
 
-/// The pod that lists what the release at `image` declares.
+impl DiscoveryError {
+    /// A failure that another extraction may mend: the pod deleted under
+    /// it (a drain), or the API server not answering for a moment. A pull
+    /// failure, a bad answer or a pod that failed is not.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Gone | Self::Api(_))
+    }
+}
+
+/// How an extraction cut short is started again within the run: after
+/// about 2 and 4 s (with jitter), while the run has time left.
+fn backoff() -> ExponentialBuilder {
+    ExponentialBuilder::default()
+        .with_min_delay(Duration::from_secs(2))
+        .with_max_times(2)
+        .with_jitter()
+}
+
+/// The pod that lists what the release at `image` declares, owned (as its
+/// controller) by `owner`, the run's `UpdatePreflight`.
 pub(crate) fn extraction_pod(
     image: &str,
     settings: &JobSettings,
+    owner: Option<&UpdatePreflight>,
 ) -> Result<Pod, serde_json::Error> {
     let label = ReleaseKey::from_image(image).label_value();
+    // Deleting the owner never waits for the pod.
+    let owner_ref = owner
+        .and_then(|o| o.controller_owner_ref(&()))
+        .map(|mut r| {
+            r.block_owner_deletion = Some(false);
+            r
+        });
     serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
             "generateName": "pfx-release-",
             "namespace": settings.namespace,
             "labels": {"app.kubernetes.io/managed-by": "preflight-gate", EXTRACTION: label},
+            "ownerReferences": owner_ref.into_iter().collect::<Vec<_>>(),
         },
         "spec": {
             "serviceAccountName": settings.service_account,
@@ -357,12 +398,15 @@ impl Default for Cache {
 
 impl Cache {
     /// What the release at `image` declares: from the cache, else from an
-    /// extraction pod, one at a time.
+    /// extraction pod owned by `owner`, one at a time, started again with
+    /// [`backoff`] while a failure [`is_transient`](DiscoveryError::is_transient)
+    /// and the run has time left.
     pub async fn declared(
         &self,
         client: &kube::Client,
         image: &str,
         settings: &JobSettings,
+        owner: Option<&UpdatePreflight>,
         deadline: Instant,
     ) -> Result<Declared, DiscoveryError> {
         if let Some(found) = self.get(image) {
@@ -379,8 +423,21 @@ impl Cache {
         if let Some(found) = self.get(image) {
             return Ok(found);
         }
-        let limit = deadline.saturating_duration_since(Instant::now());
-        let found = discover(client, image, settings, limit).await?;
+        let found = (|| {
+            discover(
+                client,
+                image,
+                settings,
+                owner,
+                deadline.saturating_duration_since(Instant::now()),
+            )
+        })
+        .retry(backoff())
+        .when(|e| e.is_transient() && deadline > Instant::now() + Duration::from_secs(10))
+        .notify(|error, after| {
+            warn!(%error, ?after, "the release extraction was cut short; starting it again")
+        })
+        .await?;
         self.insert(image, found.clone());
         Ok(found)
     }
@@ -402,11 +459,12 @@ pub(crate) async fn discover(
     client: &kube::Client,
     image: &str,
     settings: &JobSettings,
+    owner: Option<&UpdatePreflight>,
     timeout: Duration,
 ) -> Result<Declared, DiscoveryError> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), &settings.namespace);
     let manifest =
-        extraction_pod(image, settings).map_err(|e| DiscoveryError::Api(e.to_string()))?;
+        extraction_pod(image, settings, owner).map_err(|e| DiscoveryError::Api(e.to_string()))?;
     let pod = pods
         .create(&PostParams::default(), &manifest)
         .await
@@ -419,7 +477,7 @@ pub(crate) async fn discover(
     let answer = loop {
         let pod = match pods.get_opt(&name).await {
             Ok(Some(pod)) => pod,
-            Ok(None) => break Err(DiscoveryError::Pod("it was deleted".into())),
+            Ok(None) => break Err(DiscoveryError::Gone),
             Err(e) => break Err(DiscoveryError::Api(e.to_string())),
         };
         let status = pod.status.as_ref();
@@ -484,10 +542,37 @@ pub(crate) async fn discover(
         }
         tokio::time::sleep(settings.poll).await;
     };
-    if let Err(e) = pods.delete(&name, &DeleteParams::default()).await {
+    if let Err(e) = pods.delete(&name, &DeleteParams::default()).await
+        && !matches!(answer, Err(DiscoveryError::Gone))
+    {
         warn!(error = %e, pod = %name, "cannot delete the extraction pod");
     }
     answer
+}
+
+/// Deletes the extraction pods in the jobs namespace: called when a
+/// replica starts leading, before it starts any, so every one found was
+/// left by an earlier leader (which lost the Lease or died mid-run).
+/// Returns how many were deleted.
+pub async fn collect_orphans(
+    client: &kube::Client,
+    settings: &JobSettings,
+) -> Result<usize, kube::Error> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &settings.namespace);
+    let left = pods.list(&ListParams::default().labels(EXTRACTION)).await?;
+    let mut deleted = 0;
+    for pod in left {
+        let name = pod.name_any();
+        match pods.delete(&name, &DeleteParams::background()).await {
+            Ok(_) => {
+                info!(pod = %name, "an extraction pod an earlier leader left was deleted");
+                deleted += 1;
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => warn!(error = %e, pod = %name, "cannot delete an orphaned extraction pod"),
+        }
+    }
+    Ok(deleted)
 }
 
 #[cfg(test)]

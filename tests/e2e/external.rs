@@ -762,20 +762,34 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                 let cache = Cache::default();
                 let deadline = || Instant::now() + Duration::from_secs(40);
                 // Neither offered by the graph nor listed: nothing runs.
-                let unverified =
-                    jobs::release_declared(&client, &update, false, &settings, deadline(), &cache)
-                        .await
-                        .expect_err("an unverified release is not run");
+                let unverified = jobs::release_declared(
+                    &client,
+                    &owner,
+                    &update,
+                    false,
+                    &settings,
+                    deadline(),
+                    &cache,
+                )
+                .await
+                .expect_err("an unverified release is not run");
                 // Listed by its repository: it runs.
                 let settings = JobSettings {
                     trusted_releases: vec!["ocp-release".into()],
                     ..settings
                 };
-                let declared =
-                    jobs::release_declared(&client, &update, false, &settings, deadline(), &cache)
-                        .await
-                        .unwrap()
-                        .unwrap();
+                let declared = jobs::release_declared(
+                    &client,
+                    &owner,
+                    &update,
+                    false,
+                    &settings,
+                    deadline(),
+                    &cache,
+                )
+                .await
+                .unwrap()
+                .unwrap();
                 let both = [
                     "E2EFromRelease".to_owned(),
                     "StorageCsiMigration".to_owned(),
@@ -791,10 +805,17 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                 )
                 .await;
                 // Asked again for the same digest: the cache answers, no pod runs.
-                let again =
-                    jobs::release_declared(&client, &update, false, &settings, deadline(), &cache)
-                        .await
-                        .unwrap();
+                let again = jobs::release_declared(
+                    &client,
+                    &owner,
+                    &update,
+                    false,
+                    &settings,
+                    deadline(),
+                    &cache,
+                )
+                .await
+                .unwrap();
                 let none = ["NoSuchCheck".to_owned()];
                 let second = jobs::run_external(
                     &client,
@@ -946,6 +967,7 @@ fn the_gate_runs_external_checks_with_the_deployed_rbac_and_the_check_rbac() {
                 let deadline = Instant::now() + Duration::from_secs(40);
                 let declared = jobs::release_declared(
                     &client,
+                    &owner,
                     &update,
                     true,
                     &settings,

@@ -19,7 +19,7 @@ use kube::api::Api;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher;
-use tracing::{Instrument, info_span, warn};
+use tracing::{Instrument, info, info_span, warn};
 
 use crate::cluster::live;
 use crate::metrics::Metrics;
@@ -102,16 +102,37 @@ pub async fn start(client: kube::Client, settings: Settings, metrics: Metrics, i
     let concurrency = settings.concurrency;
     let ctx = Arc::new(Ctx::new(client.clone(), settings, metrics, instance));
     let api: Api<UpdatePreflight> = Api::all(client);
-    let refresher =
-        tokio::spawn(refresh::refresh_loop(ctx.clone()).instrument(info_span!("refresh")));
+    // Aborted when this future is dropped (leadership lost), not detached:
+    // only the Lease holder may write.
+    let _refresher = AbortOnDrop(tokio::spawn(
+        refresh::refresh_loop(ctx.clone()).instrument(info_span!("refresh")),
+    ));
     // The leader alone exports results; they go when it stops leading.
     let _results = ClearResults(ctx.metrics.clone());
+    if let Some(jobs) = &ctx.settings.jobs {
+        match super::release_checks::collect_orphans(&ctx.client, jobs).await {
+            Ok(0) => {}
+            Ok(n) => info!(
+                deleted = n,
+                "extraction pods an earlier leader left were deleted"
+            ),
+            Err(e) => warn!(error = %e, "cannot look for extraction pods an earlier leader left"),
+        }
+    }
     Controller::new(api, watcher::Config::default())
         .with_config(Config::default().concurrency(concurrency))
         .run(reconcile::reconcile, error_policy, ctx)
         .for_each(|_| async {})
         .await;
-    refresher.abort();
+}
+
+/// Aborts a spawned task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Stops exporting results when dropped (the controller is aborted when

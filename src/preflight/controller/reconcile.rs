@@ -328,14 +328,20 @@ async fn run_checks(
     let (mut update, offered) = update_of(view.cluster_version.as_ref(), &object.spec.image);
     let mut results = Vec::new();
     let declared = match &ctx.settings.jobs {
-        Some(jobs) => {
-            jobs::release_declared(&ctx.client, &update, offered, jobs, deadline, &ctx.releases)
-                .await
-                .unwrap_or_else(|not_run| {
-                    results.push(not_run);
-                    None
-                })
-        }
+        Some(jobs) => jobs::release_declared(
+            &ctx.client,
+            object,
+            &update,
+            offered,
+            jobs,
+            deadline,
+            &ctx.releases,
+        )
+        .await
+        .unwrap_or_else(|not_run| {
+            results.push(not_run);
+            None
+        }),
         None => None,
     };
     if update.target_version.is_none() {

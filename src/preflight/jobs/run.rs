@@ -44,6 +44,7 @@ pub(super) fn selected<'a>(
 /// (`verified`); otherwise a result that says why they were not run.
 pub async fn release_declared(
     client: &kube::Client,
+    owner: &UpdatePreflight,
     update: &Update,
     offered: bool,
     settings: &JobSettings,
@@ -65,7 +66,13 @@ pub async fn release_declared(
         ));
     }
     match releases
-        .declared(client, &update.target_image, settings, deadline)
+        .declared(
+            client,
+            &update.target_image,
+            settings,
+            Some(owner),
+            deadline,
+        )
         .await
     {
         Ok(found) => {

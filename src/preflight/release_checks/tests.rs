@@ -106,13 +106,27 @@ fn a_manifest_that_is_not_yaml_is_an_error_naming_the_file() {
 
 #[test]
 fn the_extraction_pod_runs_the_release_image_restricted_and_without_a_token() {
+    let owner: crate::model::UpdatePreflight = serde_json::from_value(json!({
+        "apiVersion": "preflight.dev/v1alpha1", "kind": "UpdatePreflight",
+        "metadata": {"name": "release-sha256-aa", "uid": "0b7c1e0e-6a0f-4a57-9c3a-5d1e2f3a4b5c"},
+        "spec": {"image": "example.com/ocp-release@sha256:aa"},
+    }))
+    .unwrap();
     let pod = extraction_pod(
         "example.com/ocp-release@sha256:aa",
         &crate::preflight::jobs::settings::JobSettings::default(),
+        Some(&owner),
     )
     .unwrap();
     let p = serde_json::to_value(&pod).unwrap();
     assert_eq!(p["metadata"]["namespace"], "preflight-gate");
+    // A controller, so `oc adm drain` evicts it as a managed pod, and the
+    // garbage collector removes it with the run's UpdatePreflight.
+    let owner_ref = &p["metadata"]["ownerReferences"][0];
+    assert_eq!(owner_ref["kind"], "UpdatePreflight");
+    assert_eq!(owner_ref["name"], "release-sha256-aa");
+    assert_eq!(owner_ref["controller"], true);
+    assert_eq!(owner_ref["blockOwnerDeletion"], false);
     assert_eq!(p["metadata"]["labels"][EXTRACTION], "release-sha256-aa");
     assert_eq!(p["spec"]["automountServiceAccountToken"], false);
     assert_eq!(p["spec"]["restartPolicy"], "Never");
@@ -129,7 +143,7 @@ fn the_extraction_pod_runs_the_release_image_restricted_and_without_a_token() {
 fn extraction_pods_of_two_tags_that_differ_only_in_case_are_labelled_apart() {
     let settings = crate::preflight::jobs::settings::JobSettings::default();
     let label = |image: &str| {
-        let pod = serde_json::to_value(extraction_pod(image, &settings).unwrap()).unwrap();
+        let pod = serde_json::to_value(extraction_pod(image, &settings, None).unwrap()).unwrap();
         pod["metadata"]["labels"][EXTRACTION]
             .as_str()
             .unwrap()
@@ -265,10 +279,9 @@ async fn discover_with_log(log: Vec<u8>) -> (Result<Declared, DiscoveryError>, S
     let (client, mut api) = api_mock::client();
     let settings = crate::preflight::jobs::settings::JobSettings::default();
     let image = "example.com/ocp-release@sha256:aa";
-    let run =
-        tokio::spawn(
-            async move { discover(&client, image, &settings, Duration::from_secs(30)).await },
-        );
+    let run = tokio::spawn(async move {
+        discover(&client, image, &settings, None, Duration::from_secs(30)).await
+    });
     let mut created = api.next().await;
     assert_eq!(created.method, Method::POST);
     let mut pod = created.body.clone();
@@ -333,4 +346,74 @@ async fn an_extraction_log_at_the_limit_is_read() {
     let (answer, _) = discover_with_log(log).await;
     let declared = answer.unwrap();
     assert_eq!(declared.checks.len(), 1);
+}
+
+/// A drain deletes the extraction pod: the run starts another (which the
+/// scheduler puts on a node that is not cordoned) and reads its answer,
+/// instead of an error that would block every update until the next
+/// refresh.
+#[tokio::test]
+async fn an_extraction_pod_deleted_by_a_drain_is_started_again_within_the_run() {
+    use crate::preflight::api_mock;
+    use http::Method;
+
+    let (client, mut api) = api_mock::client();
+    let settings = crate::preflight::jobs::settings::JobSettings::default();
+    let image = "example.com/ocp-release@sha256:aa";
+    let cache = Cache::default();
+    let run = tokio::spawn(async move {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        cache
+            .declared(&client, image, &settings, None, deadline)
+            .await
+    });
+    // The first pod: created, then gone (evicted and deleted).
+    let mut created = api.next().await;
+    assert_eq!(created.method, Method::POST);
+    let mut pod = created.body.clone();
+    pod["metadata"]["name"] = json!("pfx-release-x1");
+    created.ok(&pod);
+    let mut get = api.next().await;
+    assert_eq!(
+        get.path,
+        "/api/v1/namespaces/preflight-gate/pods/pfx-release-x1"
+    );
+    get.fail(404, "NotFound", "pods \"pfx-release-x1\" not found");
+    let mut deleted = api.next().await;
+    assert_eq!(deleted.method, Method::DELETE);
+    deleted.fail(404, "NotFound", "pods \"pfx-release-x1\" not found");
+    // After the backoff, a second pod, which finishes.
+    let mut again = api
+        .next_within(Duration::from_secs(20))
+        .await
+        .expect("a second pod");
+    assert_eq!(again.method, Method::POST);
+    let mut pod = again.body.clone();
+    pod["metadata"]["name"] = json!("pfx-release-x2");
+    again.ok(&pod);
+    let mut get = api.next().await;
+    pod["status"] = json!({"containerStatuses": [{
+        "name": "extract", "image": image, "imageID": "", "ready": false, "restartCount": 0,
+        "state": {"terminated": {"exitCode": 0, "message": OUTPUT}},
+    }]});
+    get.ok(&pod);
+    let mut logs = api.next().await;
+    assert_eq!(
+        logs.path,
+        "/api/v1/namespaces/preflight-gate/pods/pfx-release-x2/log"
+    );
+    logs.text(OUTPUT.as_bytes().to_vec());
+    let mut deleted = api.next().await;
+    assert_eq!(deleted.method, Method::DELETE);
+    deleted.ok(&pod);
+    let declared = run.await.unwrap().expect("read from the second pod");
+    assert_eq!(declared.checks.len(), 1);
+}
+
+#[test]
+fn only_a_pod_cut_short_or_a_silent_api_is_worth_another_extraction() {
+    assert!(DiscoveryError::Gone.is_transient());
+    assert!(DiscoveryError::Api("connection reset".into()).is_transient());
+    assert!(!DiscoveryError::Pod("cannot pull the release image".into()).is_transient());
+    assert!(!DiscoveryError::NoImageReferences.is_transient());
 }
