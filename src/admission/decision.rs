@@ -545,6 +545,10 @@ fn gate(
         })
         .unwrap_or(now);
     let (accepted, unbound) = overrides::accepted_checks(cv, target, now, max);
+    // An accept by annotation gives its reason; acceptRisks has none.
+    let accept_reason = (!accepted.in_annotation.is_empty())
+        .then(|| overrides::accept_reason(cv))
+        .flatten();
     let (accepted, mut ignored) = approval.accepted(accepted);
     ignored.extend(unbound);
     let force = overrides::force_claim(cv, target, policy.honor_desired_update_force, now, max)
@@ -616,19 +620,26 @@ fn gate(
                     granted
                         .audit
                         .insert("override-by".into(), request.user.username.clone());
-                    granted
-                        .audit
-                        .insert("override-reason".into(), "accepted risks".into());
+                    granted.audit.insert(
+                        "override-reason".into(),
+                        accept_reason
+                            .clone()
+                            .unwrap_or_else(|| "accepted risks".into()),
+                    );
                     approval.record(&mut granted);
                     granted.override_kind = Some(OverrideKind::AcceptRisks);
                     granted.effects.push(Effect::Event(EventNote {
                         warning: true,
                         reason: "PreflightChecksAccepted",
                         message: format!(
-                            "{} accepted failing preflight checks {} for {}",
+                            "{} accepted failing preflight checks {} for {}{}",
                             request.user.username,
                             names.join(", "),
-                            target.display()
+                            target.display(),
+                            accept_reason
+                                .as_deref()
+                                .map(|r| format!(": {r}"))
+                                .unwrap_or_default()
                         ),
                         related: target.key.object_name(),
                     }));

@@ -13,7 +13,8 @@ use jiff::Timestamp;
 pub use crate::model::text::clean;
 
 use super::overrides::{
-    ACCEPT, ACCEPT_FOR, ACCEPT_UNTIL, CLAIMED_BY, OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL,
+    ACCEPT, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL, CLAIMED_BY, OVERRIDE, OVERRIDE_REASON,
+    OVERRIDE_UNTIL,
 };
 use crate::model::{CheckResult, Outcome, UpdatePreflight};
 
@@ -134,30 +135,37 @@ fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) ->
         .partition(|c| c.outcome == Outcome::Error);
     let to = target.display();
     let mut hint = String::new();
-    if !failed.is_empty() {
-        let names: Vec<&str> = failed.iter().map(|c| c.name.as_str()).collect();
-        let _ = writeln!(
-            hint,
-            "To accept single checks: oc annotate --overwrite clusterversion version {ACCEPT}={} {ACCEPT_FOR}={to} {ACCEPT_UNTIL}={until} {CLAIMED_BY}=$(oc whoami)",
-            names.join(",")
-        );
-    }
-    // When every failure carries OpenShift's names, those accept them too.
-    if !failed.is_empty() && failed.iter().all(|c| !c.risks.is_empty()) {
-        let mut risks: Vec<&str> = Vec::new();
-        for name in failed
-            .iter()
-            .flat_map(|c| crate::model::risks::to_accept(&c.risks))
-        {
-            if !risks.contains(&name) {
-                risks.push(name);
+    // The narrowest names: OpenShift's for a finding that carries them (an
+    // alert, a conditional-update risk), else the check's own; accepting
+    // `KubeContainerWaiting` leaves the next critical alert blocking, where
+    // accepting `CriticalAlertsFiring` would not.
+    let mut names: Vec<&str> = Vec::new();
+    for check in &failed {
+        let narrow = crate::model::risks::to_accept(&check.risks);
+        let chosen = if narrow.is_empty() {
+            vec![check.name.as_str()]
+        } else {
+            narrow
+        };
+        for name in chosen {
+            if !names.contains(&name) {
+                names.push(name);
             }
         }
+    }
+    if !names.is_empty() {
+        let names = clean(&names.join(","), MAX_LINE);
         let _ = writeln!(
             hint,
-            "Or by the names OpenShift gives them, in spec.desiredUpdate.acceptRisks (oc adm upgrade accept) or {ACCEPT}: {}",
-            clean(&risks.join(","), MAX_LINE)
+            "To accept them: oc annotate --overwrite clusterversion version {ACCEPT}={names} {ACCEPT_FOR}={to} {ACCEPT_REASON}='<why>' {ACCEPT_UNTIL}={until} {CLAIMED_BY}=$(oc whoami)"
         );
+        // OpenShift's own field takes OpenShift's names (and the gate's).
+        if failed.iter().all(|c| !c.risks.is_empty()) {
+            let _ = writeln!(
+                hint,
+                "Or: oc adm upgrade accept {names} (spec.desiredUpdate.acceptRisks, where the cluster's ClusterVersion has it)"
+            );
+        }
     }
     if !errored.is_empty() {
         let names: Vec<String> = errored.iter().map(|c| clean(&c.name, 80)).collect();

@@ -18,6 +18,9 @@ pub(crate) const ACCEPT: &str = "preflight.dev/accept";
 /// The target an accept claim is for, as an override names its own.
 pub(crate) const ACCEPT_FOR: &str = "preflight.dev/accept-for";
 pub(crate) const ACCEPT_UNTIL: &str = "preflight.dev/accept-until";
+/// Why the checks in `preflight.dev/accept` are accepted: required, as an
+/// override's reason is, and recorded in the audit and the Event.
+pub(crate) const ACCEPT_REASON: &str = "preflight.dev/accept-reason";
 /// Who wrote the claims beside it. Every write that adds or changes a
 /// `preflight.dev/` annotation must set it to the writer's own name, so it
 /// always names whoever last wrote a claim.
@@ -61,8 +64,9 @@ pub(crate) struct ForceClaim {
 }
 
 /// What is wrong with the bounds of the claims a write adds or changes:
-/// an override needs its `override-until`, an accept its `accept-for` and
-/// `accept-until`, each within `max`. `None` when all hold.
+/// an override needs its `override-until`, an accept its `accept-for`,
+/// `accept-reason` and `accept-until`, each within `max`. `None` when all
+/// hold.
 pub(crate) fn unbounded_claim(
     cv: &ClusterVersion,
     written: &[&str],
@@ -77,11 +81,14 @@ pub(crate) fn unbounded_claim(
     {
         return Some(why);
     }
-    if present(ACCEPT) && touches(&[ACCEPT, ACCEPT_FOR, ACCEPT_UNTIL]) {
+    if present(ACCEPT) && touches(&[ACCEPT, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL]) {
         if !present(ACCEPT_FOR) {
             return Some(format!(
                 "{ACCEPT} needs the target it is for in {ACCEPT_FOR}"
             ));
+        }
+        if accept_reason(cv).is_none() {
+            return Some(format!("{ACCEPT} needs a reason in {ACCEPT_REASON}"));
         }
         if let Err(why) = claim_until(cv, ACCEPT_UNTIL, now, max) {
             return Some(why);
@@ -201,6 +208,9 @@ pub(crate) fn accepted_checks(
             "{ACCEPT} is for {named} ({ACCEPT_FOR}), not this target {}",
             target.display()
         )),
+        Some(_) if accept_reason(cv).is_none() => {
+            Err(format!("{ACCEPT} needs a reason in {ACCEPT_REASON}"))
+        }
         Some(_) => claim_until(cv, ACCEPT_UNTIL, now, max).map(|_| ()),
     };
     match bound {
@@ -210,6 +220,14 @@ pub(crate) fn accepted_checks(
             (accepted, Some(why))
         }
     }
+}
+
+/// Why `preflight.dev/accept`'s checks are accepted, if a reason is given.
+pub(crate) fn accept_reason(cv: &ClusterVersion) -> Option<String> {
+    cv.annotation(ACCEPT_REASON)
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned)
 }
 
 /// Every name `cv` accepts, wherever it was written, bound or not.

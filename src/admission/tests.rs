@@ -289,13 +289,14 @@ fn a_failing_target_is_denied_with_each_reason_and_the_way_out() {
         v.message
             .contains("oc get updatepreflight release-sha256-2222 -o yaml")
     );
+    // The narrowest names: OpenShift's, which each finding carries.
     assert!(
         v.message
-            .contains("preflight.dev/accept=ClusterOperatorsHealthy,NodesReady")
+            .contains("preflight.dev/accept=ClusterOperatorDown,KubeNodeNotReady ")
     );
     assert!(
         v.message.contains(
-            "Or by the names OpenShift gives them, in spec.desiredUpdate.acceptRisks (oc adm upgrade accept) or preflight.dev/accept: ClusterOperatorDown,KubeNodeNotReady\n"
+            "Or: oc adm upgrade accept ClusterOperatorDown,KubeNodeNotReady (spec.desiredUpdate.acceptRisks, where the cluster's ClusterVersion has it)\n"
         ),
         "{}",
         v.message
@@ -505,6 +506,7 @@ fn an_errored_check_counts_as_failed_unless_fail_open(
 
 #[test]
 fn only_checks_that_failed_are_offered_for_acceptance_beside_an_errored_one() {
+    // NodesReady here carries no OpenShift name: its own is offered.
     let s = source();
     s.cache.apply(result(
         IMG_COND,
@@ -589,6 +591,7 @@ fn accepting(review: Review, names: &str) -> Review {
         .annotate("preflight.dev/accept", names)
         .annotate("preflight.dev/accept-for", "4.15.3")
         .annotate("preflight.dev/accept-until", UNTIL)
+        .annotate("preflight.dev/accept-reason", "known issue, tracked")
 }
 
 #[test]
@@ -715,6 +718,15 @@ fn accepting_every_failing_check_allows_when_authorized(#[case] review: Review) 
         "ClusterOperatorsHealthy,NodesReady"
     );
     assert_eq!(v.audit["override-by"], "alice");
+    // The annotation's reason is the audit's and the Event's; acceptRisks
+    // has none.
+    let by_annotation = p.clone().resolve(Authorization::Allowed).audit["override-reason"]
+        == "known issue, tracked";
+    let evented = v.effects.iter().any(|e| {
+        matches!(e, Effect::Event(n) if n.reason == "PreflightChecksAccepted"
+            && n.message.ends_with(": known issue, tracked") == by_annotation)
+    });
+    assert!(evented, "{:?}", v.effects);
     assert_eq!(
         v.warnings
             .iter()
@@ -744,7 +756,8 @@ fn accepting_some_failing_checks_still_denies_the_rest() {
             .version("4.15.3")
             .annotate("preflight.dev/accept", "NodesReady")
             .annotate("preflight.dev/accept-for", "4.15.3")
-            .annotate("preflight.dev/accept-until", UNTIL),
+            .annotate("preflight.dev/accept-until", UNTIL)
+            .annotate("preflight.dev/accept-reason", "known issue, tracked"),
     );
     assert!(!v.allowed);
     assert!(v.message.starts_with(
@@ -948,6 +961,7 @@ fn a_claim_written_with_the_target_is_one_question_for_both() {
         .write("preflight.dev/accept", "NodesReady,ClusterOperatorsHealthy")
         .write("preflight.dev/accept-for", "4.15.3")
         .write("preflight.dev/accept-until", UNTIL)
+        .write("preflight.dev/accept-reason", "known issue, tracked")
         .write("preflight.dev/claimed-by", "alice");
     let p = pending_override(review, &Policy::default());
     let granted = p.clone().resolve(Authorization::Allowed);
@@ -1023,6 +1037,7 @@ fn four_eyes_counts_accept_annotations_by_another_identity_only() {
             .annotate("preflight.dev/accept", "NodesReady,ClusterOperatorsHealthy")
             .annotate("preflight.dev/accept-for", "4.15.3")
             .annotate("preflight.dev/accept-until", UNTIL)
+            .annotate("preflight.dev/accept-reason", "known issue, tracked")
     };
     let by_bob = accept().annotate("preflight.dev/claimed-by", "bob");
     let v = pending_override(by_bob, &four_eyes()).resolve(Authorization::Allowed);
@@ -1204,8 +1219,9 @@ fn a_change_of_mode_or_architecture_is_a_target_change(#[case] from: Value, #[ca
 #[rstest]
 #[case::no_target(&[], "preflight.dev/accept needs the target it is for in preflight.dev/accept-for")]
 #[case::another_target(&[("preflight.dev/accept-for", "4.14.12"), ("preflight.dev/accept-until", UNTIL)], "preflight.dev/accept is for 4.14.12 (preflight.dev/accept-for), not this target 4.15.3")]
-#[case::no_until(&[("preflight.dev/accept-for", "4.15.3")], "preflight.dev/accept-until is required")]
-#[case::expired(&[("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-until", "2026-11-30T11:00:00Z")], "preflight.dev/accept-until 2026-11-30T11:00:00Z has passed")]
+#[case::no_reason(&[("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-until", UNTIL)], "preflight.dev/accept needs a reason in preflight.dev/accept-reason")]
+#[case::no_until(&[("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "r")], "preflight.dev/accept-until is required")]
+#[case::expired(&[("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "r"), ("preflight.dev/accept-until", "2026-11-30T11:00:00Z")], "preflight.dev/accept-until 2026-11-30T11:00:00Z has passed")]
 fn a_leftover_accept_weakens_no_later_update(#[case] bounds: &[(&str, &str)], #[case] says: &str) {
     let mut review = Review::new()
         .version("4.15.3")
@@ -1228,7 +1244,8 @@ fn a_leftover_accept_weakens_no_later_update(#[case] bounds: &[(&str, &str)], #[
 #[case::override_without_until(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r")], "preflight.dev/override-until is required")]
 #[case::override_too_far(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r"), ("preflight.dev/override-until", "2026-12-02T12:00:01Z")], "is more than 1day ahead")]
 #[case::accept_without_target(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-until", UNTIL)], "needs the target it is for in preflight.dev/accept-for")]
-#[case::accept_without_until(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-for", "4.15.3")], "preflight.dev/accept-until is required")]
+#[case::accept_without_reason(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-until", UNTIL)], "preflight.dev/accept needs a reason in preflight.dev/accept-reason")]
+#[case::accept_without_until(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "r")], "preflight.dev/accept-until is required")]
 fn a_claim_is_refused_as_written_when_its_bounds_are_wrong(
     #[case] written: &[(&str, &str)],
     #[case] says: &str,
@@ -1247,7 +1264,7 @@ fn a_claim_is_refused_as_written_when_its_bounds_are_wrong(
 fn the_denial_gives_commands_with_a_time_limit_to_copy() {
     let v = verdict(Review::new().version("4.15.3"));
     assert!(
-        v.message.contains("preflight.dev/accept=ClusterOperatorsHealthy,NodesReady preflight.dev/accept-for=4.15.3 preflight.dev/accept-until=2026-11-30T16:00:00Z preflight.dev/claimed-by=$(oc whoami)"),
+        v.message.contains("preflight.dev/accept=ClusterOperatorDown,KubeNodeNotReady preflight.dev/accept-for=4.15.3 preflight.dev/accept-reason='<why>' preflight.dev/accept-until=2026-11-30T16:00:00Z preflight.dev/claimed-by=$(oc whoami)"),
         "{}",
         v.message
     );

@@ -25,10 +25,11 @@ fn now() -> f64 {
 }
 
 /// The claim that accepts 4.15.3's two failing checks for four hours.
-fn accept_4153() -> [String; 3] {
+fn accept_4153() -> [String; 4] {
     [
         "preflight.dev/accept=ClusterOperatorsHealthy,MachineConfigPoolsHealthy".to_owned(),
         "preflight.dev/accept-for=4.15.3".to_owned(),
+        "preflight.dev/accept-reason=machine-config degradation understood".to_owned(),
         format!("preflight.dev/accept-until={}", crate::flows::in_hours(4)),
     ]
 }
@@ -97,6 +98,7 @@ impl Drop for Tidy {
                 "preflight.dev/override-reason-",
                 "preflight.dev/override-until-",
                 "preflight.dev/accept-for-",
+                "preflight.dev/accept-reason-",
                 "preflight.dev/accept-until-",
                 "preflight.dev/claimed-by-",
             ],
