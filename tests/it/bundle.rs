@@ -247,9 +247,27 @@ pub fn generate() -> BTreeMap<String, String> {
             })
         })
         .collect();
+    // OperatorHub's architecture and OS filters: what the Deployment's node
+    // affinity admits, which is what the release image is built for.
     let mut labels = deployment["metadata"]["labels"].clone();
-    labels["operatorframework.io/arch.amd64"] = "supported".into();
-    labels["operatorframework.io/os.linux"] = "supported".into();
+    let admitted = |key: &str| -> Vec<String> {
+        deployment["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+            ["matchExpressions"]
+            .as_array()
+            .expect("the Deployment admits named architectures")
+            .iter()
+            .filter(|e| e["key"] == key && e["operator"] == "In")
+            .flat_map(|e| e["values"].as_array().unwrap().iter())
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    for arch in admitted("kubernetes.io/arch") {
+        labels[format!("operatorframework.io/arch.{arch}")] = "supported".into();
+    }
+    for os in admitted("kubernetes.io/os") {
+        labels[format!("operatorframework.io/os.{os}")] = "supported".into();
+    }
     let csv = json!({
         "apiVersion": "operators.coreos.com/v1alpha1",
         "kind": "ClusterServiceVersion",
