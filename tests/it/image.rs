@@ -245,4 +245,41 @@ fn the_built_image_runs_as_the_containerfile_says() {
         passwd.lines().any(|l| l.split(':').nth(2) == Some(uid)),
         "{passwd}"
     );
+    // It says what it is, and carries the licence as the release image does.
+    assert_eq!(config["Labels"]["preflight-gate.image"], "test", "{config}");
+    assert_eq!(
+        paths["licenses/LICENSE"],
+        std::fs::read(format!("{ROOT}/LICENSE")).unwrap()
+    );
+}
+
+/// The release image carries the labels Red Hat's container certification
+/// asks for, and the licence under /licenses.
+#[test]
+fn the_release_image_has_the_certification_labels_and_its_licence() {
+    let stage = containerfile();
+    let labels = instruction(&stage, "LABEL").expect("a LABEL instruction");
+    for key in [
+        "name=",
+        "vendor=",
+        "version=",
+        "release=",
+        "summary=",
+        "description=",
+        "url=",
+        "io.k8s.display-name=",
+        "io.k8s.description=",
+        "maintainer=",
+    ] {
+        assert!(
+            labels.split_whitespace().any(|w| w.starts_with(key)),
+            "the release image has no {key} label: {labels}"
+        );
+    }
+    assert!(
+        stage
+            .iter()
+            .any(|(op, rest)| op == "COPY" && rest == "LICENSE /licenses/LICENSE"),
+        "no /licenses/LICENSE"
+    );
 }
