@@ -561,8 +561,43 @@ fn with_the_gate_down_updates_fail_closed_until_break_glass() {
         "the update is cancelled"
     );
 
-    // Break-glass: delete the webhook configuration.
-    world.admin(&["delete", "validatingwebhookconfiguration", "preflight-gate"]);
+    // Break-glass as docs/install.md says it, word for word: its first
+    // shell block backs the configuration up and deletes it (`oc` is the
+    // admin's kubectl here, or the real oc where ../shared has it).
+    let install =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/install.md")).unwrap();
+    let section = install.split("\n## Break-glass\n").nth(1).unwrap();
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    assert!(block.contains("oc delete validatingwebhookconfiguration preflight-gate"));
+    let client = crate::oc::oc().map_or_else(
+        || world.var("KUBECTL").to_owned(),
+        |p| p.display().to_string(),
+    );
+    let shell = |script: &str| {
+        std::process::Command::new("bash")
+            .arg("-euo")
+            .arg("pipefail")
+            .arg("-c")
+            .arg(format!(
+                "oc() {{ {client:?} --kubeconfig {:?} \"$@\"; }}\n{script}",
+                world.var("ADMIN_KUBECONFIG")
+            ))
+            .current_dir(world.dir())
+            .output()
+            .unwrap()
+    };
+    let broke = shell(block);
+    assert!(
+        broke.status.success(),
+        "{}",
+        String::from_utf8_lossy(&broke.stderr)
+    );
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let out = world.kubectl(User::Admin, &merge_patch_args("4.15.3", &[]));
@@ -579,6 +614,31 @@ fn with_the_gate_down_updates_fail_closed_until_break_glass() {
     assert_eq!(
         world.cluster_version()["spec"]["desiredUpdate"]["version"],
         "4.15.3"
+    );
+
+    // The configuration comes back in another shape (a GitOps sync, say: a
+    // new object, another uid), and the backup still applies over it.
+    let mut other = dead.clone();
+    other["webhooks"][0]["timeoutSeconds"] = 7.into();
+    world.apply_json(&other);
+    let restored = shell("oc apply -f preflight-gate-webhook-*.yaml");
+    assert!(
+        restored.status.success(),
+        "the backup does not apply: {}",
+        String::from_utf8_lossy(&restored.stderr)
+    );
+    let back: serde_json::Value = serde_json::from_str(&world.admin(&[
+        "get",
+        "validatingwebhookconfiguration",
+        "preflight-gate",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    assert_ne!(back["webhooks"][0]["timeoutSeconds"], 7, "{back}");
+    assert_eq!(
+        back["webhooks"][0]["clientConfig"]["url"],
+        dead["webhooks"][0]["clientConfig"]["url"]
     );
     // The next test's turn re-registers the gate.
 }
