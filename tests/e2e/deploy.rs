@@ -718,3 +718,117 @@ fn an_updater_asks_for_runs_with_the_guides_oc_commands() {
     world.admin(&["delete", "updatepreflight", &name]);
     world.admin(&["delete", "updatepreflight", &own, "--ignore-not-found"]);
 }
+
+/// Uninstalling leaves nothing of the gate's behind: the guide's clean-up
+/// block, run word for word (with `oc` the admin's kubectl), removes the
+/// bindings made to the gate's roles as the guide shows, the gate's Events
+/// and every claim on the ClusterVersion.
+#[test]
+fn the_guides_uninstall_leaves_no_binding_event_or_claim_behind() {
+    let (_turn, world) = lock();
+    for (name, role) in [
+        (
+            "preflight-gate-override-platform-admins",
+            "preflight-gate-override",
+        ),
+        ("e2e-updaters", "preflight-gate-updater"),
+    ] {
+        let _ = world.kubectl(User::Admin, &["delete", "clusterrolebinding", name]);
+        world.admin(&[
+            "create",
+            "clusterrolebinding",
+            name,
+            &format!("--clusterrole={role}"),
+            "--group=platform-admins",
+        ]);
+    }
+    world.admin(&[
+        "annotate",
+        "--overwrite",
+        "clusterversion",
+        "version",
+        "preflight.dev/override-reason=left over",
+        "preflight.dev/claimed-by=admin",
+    ]);
+    // An Event of the gate's, as its recorder writes them.
+    world.admin(&[
+        "create",
+        "-f",
+        write_list(
+            world.dir(),
+            "event",
+            &[&json!({
+                "apiVersion": "events.k8s.io/v1", "kind": "Event",
+                "metadata": {"generateName": "e2e-uninstall-", "namespace": "default"},
+                "eventTime": "2026-12-02T08:00:00.000000Z",
+                "reportingController": "preflight-gate", "reportingInstance": "e2e",
+                "action": "Run", "reason": "PreflightPassed", "type": "Normal",
+                "note": "left over",
+                "regarding": {"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "name": "version"},
+            })],
+        )
+        .as_str(),
+    ]);
+
+    let block = guide_block("Then what the manifests did not make", "sh");
+    let bin = world.dir().join("uninstall-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let oc = bin.join("oc");
+    std::fs::write(
+        &oc,
+        format!(
+            "#!/bin/sh\nexec {:?} --kubeconfig {:?} \"$@\"\n",
+            world.var("KUBECTL"),
+            world.var("ADMIN_KUBECONFIG")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&oc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &block])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the guide's clean-up failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let bindings: Value =
+        serde_json::from_str(&world.admin(&["get", "clusterrolebindings", "-o", "json"])).unwrap();
+    let left: Vec<&Value> = bindings["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| {
+            ["preflight-gate-override", "preflight-gate-updater"]
+                .contains(&b["roleRef"]["name"].as_str().unwrap_or(""))
+        })
+        .collect();
+    assert!(left.is_empty(), "bindings left: {left:?}");
+    let events = world.admin(&[
+        "get",
+        "events",
+        "--all-namespaces",
+        "--field-selector",
+        "reportingComponent=preflight-gate",
+        "-o",
+        "name",
+    ]);
+    assert!(events.trim().is_empty(), "events left: {events}");
+    let annotations = &world.cluster_version()["metadata"]["annotations"];
+    let claims: Vec<&String> = annotations
+        .as_object()
+        .into_iter()
+        .flat_map(|a| a.keys())
+        .filter(|k| k.starts_with("preflight.dev/"))
+        .collect();
+    assert!(claims.is_empty(), "claims left: {claims:?}");
+}
