@@ -199,6 +199,13 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
         let url = rule["annotations"]["runbook_url"].as_str().unwrap_or("");
         let runbook = format!("docs/runbooks/{alert}.md");
         assert!(url.ends_with(&runbook), "{alert}: runbook_url {url}");
+        // The release's own runbook, not a branch that moves on (and that
+        // a disconnected cluster reads from the release's tarball).
+        let tag = format!("/blob/v{}/", env!("CARGO_PKG_VERSION"));
+        assert!(
+            url.contains(&tag),
+            "{alert}: runbook_url {url} is not at {tag}"
+        );
         let text = std::fs::read_to_string(root().join(&runbook))
             .unwrap_or_else(|_| panic!("{alert}: no {runbook}"));
         assert!(

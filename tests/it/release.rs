@@ -407,6 +407,11 @@ fn the_release_script_cuts_a_release() {
     let out = cut(&args, Some(kubectl()));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "deploy/release/cut failed:\n{stderr}");
+    // --binary is the image's binary too: nothing is built.
+    assert!(
+        !stderr.contains("building the binary") && !stderr.contains("building the release binary"),
+        "cut built a binary although --binary named one:\n{stderr}"
+    );
     let image = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     let (named, digest) = image.split_once('@').unwrap();
     assert_eq!(named, repository);
@@ -458,7 +463,13 @@ fn the_release_script_cuts_a_release() {
         .output()
         .unwrap();
     let listing = String::from_utf8_lossy(&listing.stdout);
-    for file in ["preflight-gate", "LICENSE", "README.md", "CHANGELOG.md"] {
+    for file in [
+        "preflight-gate",
+        "LICENSE",
+        "README.md",
+        "CHANGELOG.md",
+        "docs/runbooks/PreflightGateDown.md",
+    ] {
         assert!(
             listing
                 .lines()
