@@ -269,6 +269,25 @@ fn a_log_within_the_limit_is_read_and_one_past_it_is_refused() {
     );
 }
 
+/// The scripted API server's answer to the creation of the extraction pod,
+/// named `name`: the pod, and the first request for it.
+async fn pod_created(
+    api: &mut crate::preflight::api_mock::ApiServer,
+    name: &str,
+) -> (serde_json::Value, crate::preflight::api_mock::Seen) {
+    let mut created = api.next().await;
+    assert_eq!(created.method, http::Method::POST);
+    let mut pod = created.body.clone();
+    pod["metadata"]["name"] = json!(name);
+    created.ok(&pod);
+    let get = api.next().await;
+    assert_eq!(
+        get.path,
+        format!("/api/v1/namespaces/preflight-gate/pods/{name}")
+    );
+    (pod, get)
+}
+
 /// `discover` against a scripted API server, up to the log: the extraction
 /// pod is created and has finished, and its log is answered with `log`.
 /// Returns the answer and the log request's query.
@@ -282,16 +301,7 @@ async fn discover_with_log(log: Vec<u8>) -> (Result<Declared, DiscoveryError>, S
     let run = tokio::spawn(async move {
         discover(&client, image, &settings, None, Duration::from_secs(30)).await
     });
-    let mut created = api.next().await;
-    assert_eq!(created.method, Method::POST);
-    let mut pod = created.body.clone();
-    pod["metadata"]["name"] = json!("pfx-release-x1");
-    created.ok(&pod);
-    let mut get = api.next().await;
-    assert_eq!(
-        get.path,
-        "/api/v1/namespaces/preflight-gate/pods/pfx-release-x1"
-    );
+    let (mut pod, mut get) = pod_created(&mut api, "pfx-release-x1").await;
     // The termination message holds a good answer: a log refused for its
     // length must not fall back to it.
     pod["status"] = json!({"containerStatuses": [{
@@ -368,30 +378,13 @@ async fn an_extraction_pod_deleted_by_a_drain_is_started_again_within_the_run() 
             .await
     });
     // The first pod: created, then gone (evicted and deleted).
-    let mut created = api.next().await;
-    assert_eq!(created.method, Method::POST);
-    let mut pod = created.body.clone();
-    pod["metadata"]["name"] = json!("pfx-release-x1");
-    created.ok(&pod);
-    let mut get = api.next().await;
-    assert_eq!(
-        get.path,
-        "/api/v1/namespaces/preflight-gate/pods/pfx-release-x1"
-    );
+    let (mut pod, mut get) = pod_created(&mut api, "pfx-release-x1").await;
     get.fail(404, "NotFound", "pods \"pfx-release-x1\" not found");
     let mut deleted = api.next().await;
     assert_eq!(deleted.method, Method::DELETE);
     deleted.fail(404, "NotFound", "pods \"pfx-release-x1\" not found");
     // After the backoff, a second pod, which finishes.
-    let mut again = api
-        .next_within(Duration::from_secs(20))
-        .await
-        .expect("a second pod");
-    assert_eq!(again.method, Method::POST);
-    let mut pod = again.body.clone();
-    pod["metadata"]["name"] = json!("pfx-release-x2");
-    again.ok(&pod);
-    let mut get = api.next().await;
+    let (mut pod, mut get) = pod_created(&mut api, "pfx-release-x2").await;
     pod["status"] = json!({"containerStatuses": [{
         "name": "extract", "image": image, "imageID": "", "ready": false, "restartCount": 0,
         "state": {"terminated": {"exitCode": 0, "message": OUTPUT}},
