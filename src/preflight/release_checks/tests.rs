@@ -378,7 +378,7 @@ async fn an_extraction_pod_deleted_by_a_drain_is_started_again_within_the_run() 
             .await
     });
     // The first pod: created, then gone (evicted and deleted).
-    let (mut pod, mut get) = pod_created(&mut api, "pfx-release-x1").await;
+    let (_, mut get) = pod_created(&mut api, "pfx-release-x1").await;
     get.fail(404, "NotFound", "pods \"pfx-release-x1\" not found");
     let mut deleted = api.next().await;
     assert_eq!(deleted.method, Method::DELETE);
