@@ -463,11 +463,39 @@ fn the_release_script_cuts_a_release() {
         .output()
         .unwrap();
     let listing = String::from_utf8_lossy(&listing.stdout);
+    // The SBOM: CycloneDX, naming the binary's crate and what it is built
+    // from, as Cargo.lock pins it.
+    let sbom: Value = serde_json::from_slice(
+        &std::fs::read(path(&format!("preflight-gate-{VERSION}.cdx.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(sbom["bomFormat"], "CycloneDX");
+    assert_eq!(sbom["metadata"]["component"]["name"], "preflight-gate");
+    assert_eq!(sbom["metadata"]["component"]["version"], VERSION);
+    let lock = std::fs::read_to_string(format!("{ROOT}/Cargo.lock")).unwrap();
+    for name in ["kube", "rustls", "axum", "tokio"] {
+        let component = sbom["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not in the SBOM"));
+        let pinned = format!(
+            "name = \"{name}\"\nversion = \"{}\"",
+            component["version"].as_str().unwrap()
+        );
+        assert!(
+            lock.contains(&pinned),
+            "{name} {} is not Cargo.lock's",
+            component["version"]
+        );
+    }
     for file in [
         "preflight-gate",
         "LICENSE",
         "README.md",
         "CHANGELOG.md",
+        "sbom.cdx.json",
         "docs/runbooks/PreflightGateDown.md",
     ] {
         assert!(
