@@ -174,7 +174,7 @@ fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) ->
             "{} errored and cannot be accepted: the gate runs {} again within {} minutes; to go ahead before then, override the gate for this target",
             crate::model::text::list(&names, MAX_LISTED),
             if names.len() == 1 { "it" } else { "them" },
-            ERRORED_RERUN_MINUTES,
+            errored_rerun_minutes(),
         );
     }
     let _ = write!(
@@ -185,9 +185,10 @@ fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) ->
     hint
 }
 
-/// How soon the controller runs an errored run again, in the words of a
-/// denial (`preflight::controller::ERRORED_RERUN`, which a test keeps equal).
-pub const ERRORED_RERUN_MINUTES: u64 = 2;
+/// How soon an errored run is run again, in minutes, as a denial says it.
+fn errored_rerun_minutes() -> u64 {
+    crate::model::status::ERRORED_RERUN.as_secs() / 60
+}
 
 /// The denial of a target whose blocking checks fail.
 pub fn failed(
@@ -239,8 +240,9 @@ pub(crate) fn run_error(target: &Target, result: &UpdatePreflight, until: Timest
             |m| clean(m, MAX_LINE),
         );
     format!(
-        "preflight for {} errored: {detail}\nThe gate runs it again within {ERRORED_RERUN_MINUTES} minutes; retry then.\n{}\n{}",
+        "preflight for {} errored: {detail}\nThe gate runs it again within {} minutes; retry then.\n{}\n{}",
         target.display(),
+        errored_rerun_minutes(),
         report_hint(result),
         override_hint(target, &[], until)
     )

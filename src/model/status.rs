@@ -8,6 +8,35 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use super::policy::Blocking;
 use super::results::{CheckResult, Phase, UpdatePreflightStatus};
 
+/// How soon a run that errored, or has a check that errored, is run again:
+/// an error is most often a passing glitch (a drained extraction pod, a
+/// querier restarting), and waiting for the next refresh would block every
+/// update on it for half an hour. The controller keeps to it and the
+/// denial of an errored run says it.
+pub const ERRORED_RERUN: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Whether the last run errored, as a whole or in one of its checks.
+pub fn errored(status: &UpdatePreflightStatus) -> bool {
+    status.phase == Some(Phase::Error)
+        || status
+            .results
+            .iter()
+            .any(|r| r.outcome == super::Outcome::Error)
+}
+
+/// How long results stay good: the refresh interval (zero: until something
+/// changes), or at most [`ERRORED_RERUN`] when the last run errored.
+pub fn good_for(
+    status: &UpdatePreflightStatus,
+    refresh: std::time::Duration,
+) -> std::time::Duration {
+    match (errored(status), refresh.is_zero()) {
+        (false, _) => refresh,
+        (true, true) => ERRORED_RERUN,
+        (true, false) => refresh.min(ERRORED_RERUN),
+    }
+}
+
 /// How a finished suite concludes: its phase, the condition's reason and
 /// its message.
 pub fn conclusion(results: &[CheckResult], policy: &Blocking) -> (Phase, &'static str, String) {

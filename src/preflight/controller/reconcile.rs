@@ -18,42 +18,13 @@ use super::{Ctx, Error, Settings};
 use crate::admission::ports::RunRequest;
 use crate::cluster::live;
 use crate::model::release::{ReleaseKey, Version};
-use crate::model::status::{self, Ending};
+use crate::model::status::{self, Ending, errored, good_for};
 use crate::model::{
     CheckResult, ClusterVersion, Phase, Target, UpdatePreflight, UpdatePreflightStatus,
 };
 use crate::preflight::jobs;
 use crate::preflight::live::{REQUESTED_AT, trigger};
 use crate::suite::{self, Limits};
-
-/// How soon a run that errored, or has a check that errored, is run again:
-/// an error is most often a passing glitch (a drained extraction pod, a
-/// querier restarting), and waiting for the next refresh would block every
-/// update on it for half an hour.
-pub const ERRORED_RERUN: Duration = Duration::from_secs(120);
-
-/// Whether the last run errored, as a whole or in one of its checks.
-fn errored(status: &UpdatePreflightStatus) -> bool {
-    status.phase == Some(Phase::Error)
-        || status
-            .results
-            .iter()
-            .any(|r| r.outcome == crate::model::Outcome::Error)
-}
-
-/// How long results stay good: the refresh interval, or [`ERRORED_RERUN`]
-/// when the last run errored. Zero: until something changes.
-fn good_for(status: &UpdatePreflightStatus, refresh: Duration) -> Duration {
-    if errored(status) {
-        if refresh.is_zero() {
-            ERRORED_RERUN
-        } else {
-            refresh.min(ERRORED_RERUN)
-        }
-    } else {
-        refresh
-    }
-}
 
 /// Why a run is due, if one is. `leading_since` is when this replica became
 /// the leader.

@@ -292,11 +292,3 @@ fn offered_targets_come_from_available_and_conditional_updates() {
     let images: Vec<String> = offered(&cv).into_iter().map(|r| r.image).collect();
     assert_eq!(images, ["q@sha256:11", "q@sha256:33"]);
 }
-
-#[test]
-fn the_denial_says_the_rerun_interval_the_controller_keeps() {
-    assert_eq!(
-        super::reconcile::ERRORED_RERUN,
-        Duration::from_secs(60 * crate::admission::message::ERRORED_RERUN_MINUTES)
-    );
-}

@@ -269,6 +269,15 @@ fn a_log_within_the_limit_is_read_and_one_past_it_is_refused() {
     );
 }
 
+/// The status of an extraction pod of `image` that ended well, with
+/// [`OUTPUT`] as its termination message.
+fn finished(image: &str) -> serde_json::Value {
+    json!({"containerStatuses": [{
+        "name": "extract", "image": image, "imageID": "", "ready": false, "restartCount": 0,
+        "state": {"terminated": {"exitCode": 0, "message": OUTPUT}},
+    }]})
+}
+
 /// The scripted API server's answer to the creation of the extraction pod,
 /// named `name`: the pod, and the first request for it.
 async fn pod_created(
@@ -304,10 +313,7 @@ async fn discover_with_log(log: Vec<u8>) -> (Result<Declared, DiscoveryError>, S
     let (mut pod, mut get) = pod_created(&mut api, "pfx-release-x1").await;
     // The termination message holds a good answer: a log refused for its
     // length must not fall back to it.
-    pod["status"] = json!({"containerStatuses": [{
-        "name": "extract", "image": image, "imageID": "", "ready": false, "restartCount": 0,
-        "state": {"terminated": {"exitCode": 0, "message": OUTPUT}},
-    }]});
+    pod["status"] = finished(image);
     get.ok(&pod);
     let mut logs = api.next().await;
     assert_eq!(
@@ -385,10 +391,7 @@ async fn an_extraction_pod_deleted_by_a_drain_is_started_again_within_the_run() 
     deleted.fail(404, "NotFound", "pods \"pfx-release-x1\" not found");
     // After the backoff, a second pod, which finishes.
     let (mut pod, mut get) = pod_created(&mut api, "pfx-release-x2").await;
-    pod["status"] = json!({"containerStatuses": [{
-        "name": "extract", "image": image, "imageID": "", "ready": false, "restartCount": 0,
-        "state": {"terminated": {"exitCode": 0, "message": OUTPUT}},
-    }]});
+    pod["status"] = finished(image);
     get.ok(&pod);
     let mut logs = api.next().await;
     assert_eq!(

@@ -174,10 +174,7 @@ async fn a_new_target_is_marked_running_read_checked_written_and_evented() {
     .await;
     // The mock cluster is empty, so some checks error ("no Nodes in the
     // cluster data"): the run is back within minutes, not at the refresh.
-    assert_eq!(
-        action,
-        Action::requeue(super::super::reconcile::ERRORED_RERUN)
-    );
+    assert_eq!(action, Action::requeue(crate::model::status::ERRORED_RERUN));
 
     assert_eq!(run.running["status"]["phase"], "Running");
     let started: Timestamp = run.running["status"]["startTime"]
@@ -275,10 +272,7 @@ async fn a_run_requested_after_the_last_one_started_runs_again() {
         serve_run(&mut api, &object, None).await
     })
     .await;
-    assert_eq!(
-        action,
-        Action::requeue(super::super::reconcile::ERRORED_RERUN)
-    );
+    assert_eq!(action, Action::requeue(crate::model::status::ERRORED_RERUN));
     assert_eq!(run.running["status"]["phase"], "Running");
     let restarted: Timestamp = run.running["status"]["startTime"]
         .as_str()
@@ -330,10 +324,7 @@ async fn an_unreadable_cluster_ends_the_run_in_error_written_and_evented() {
     })
     .await;
     // An errored run is back within minutes, not at the refresh.
-    assert_eq!(
-        action,
-        Action::requeue(super::super::reconcile::ERRORED_RERUN)
-    );
+    assert_eq!(action, Action::requeue(crate::model::status::ERRORED_RERUN));
     assert_eq!(
         run.listed.len(),
         1,
