@@ -129,9 +129,12 @@ fn report_hint(result: &UpdatePreflight) -> String {
 /// and failed are offered for acceptance: an errored check found nothing to
 /// accept, and is run again within minutes.
 fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) -> String {
+    // An admin ack is given in openshift-config/admin-acks, never accepted:
+    // its finding says how, and no hint offers it.
     let (errored, failed): (Vec<&CheckResult>, Vec<&CheckResult>) = failing
         .iter()
         .copied()
+        .filter(|c| crate::model::policy::acceptable(c))
         .partition(|c| c.outcome == Outcome::Error);
     let to = target.display();
     let mut hint = String::new();

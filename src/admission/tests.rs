@@ -325,6 +325,48 @@ fn a_passing_target_carries_warnings_for_warning_findings() {
     assert!(v.effects.is_empty());
 }
 
+/// An admin ack is given in openshift-config/admin-acks: the denial lists
+/// it with the command its finding gives, and offers only the others for
+/// acceptance.
+#[test]
+fn the_denial_never_offers_an_admin_ack_for_acceptance() {
+    let source = source();
+    source.cache.apply(result(
+        IMG_FAIL,
+        "Failed",
+        "2026-11-30T11:00:00Z",
+        json!([
+            carrying(
+                check("AdminAcksMissing", "Blocking", "Fail"),
+                &["AdminAck-ack-4.14-kube-1.28-api-removals-in-4.15"]
+            ),
+            carrying(
+                check("NodesReady", "Blocking", "Fail"),
+                &["KubeNodeNotReady"]
+            ),
+        ]),
+    ));
+    let v = decide_with(
+        &Review::new().version("4.15.3"),
+        &source,
+        &Policy::default(),
+    )
+    .into_final()
+    .unwrap();
+    assert!(!v.allowed);
+    assert!(v.message.contains("- AdminAcksMissing ["), "{}", v.message);
+    assert!(
+        v.message.contains("preflight.dev/accept=KubeNodeNotReady "),
+        "{}",
+        v.message
+    );
+    assert!(
+        !v.message.contains("accept=AdminAck") && !v.message.contains(",AdminAck"),
+        "{}",
+        v.message
+    );
+}
+
 #[test]
 fn many_failures_are_cut_to_the_first_few() {
     let source = source();
@@ -1203,17 +1245,46 @@ fn force_left_as_it_was_asks_nothing() {
 }
 
 #[rstest]
-#[case::mode_dropped(json!({"version": "4.15.3", "mode": "Preflight"}), json!({"version": "4.15.3"}))]
-#[case::architecture_multi(json!({"version": "4.15.3"}), json!({"version": "4.15.3", "architecture": "Multi"}))]
-fn a_change_of_mode_or_architecture_is_a_target_change(#[case] from: Value, #[case] to: Value) {
+#[case::mode_dropped(json!({"version": "4.15.3", "mode": "Preflight"}), json!({"version": "4.15.3"}), "4.15.3")]
+#[case::architecture_multi(json!({"version": "4.15.3"}), json!({"version": "4.15.3", "architecture": "Multi"}), "4.15.3 (multi-architecture)")]
+fn a_change_of_mode_or_architecture_is_a_target_change(
+    #[case] from: Value,
+    #[case] to: Value,
+    #[case] named: &str,
+) {
     let v = verdict(Review::new().to(to).from(from));
     assert!(!v.allowed, "{v:?}");
     assert_eq!(v.reason, Reason::Failed);
     assert!(
-        v.message.starts_with("preflight for 4.15.3 failed"),
+        v.message
+            .starts_with(&format!("preflight for {named} failed")),
         "{}",
         v.message
     );
+}
+
+/// What `oc adm upgrade --to-multi-arch` writes: the version the cluster
+/// runs, on the multi-architecture payload. A whole payload change, judged
+/// by the results for this version's release (none yet: a run is asked
+/// for), never "the release it runs".
+#[test]
+fn a_migration_to_multi_architecture_is_judged_not_waved_through() {
+    let v = verdict(Review::new().to(json!({"version": "4.14.1", "architecture": "Multi"})));
+    assert!(!v.allowed, "{v:?}");
+    assert_ne!(v.reason, Reason::NoTargetChange);
+    assert_eq!(v.target.as_deref(), Some("4.14.1 (multi-architecture)"));
+    assert!(
+        v.message.contains("4.14.1 (multi-architecture)"),
+        "{}",
+        v.message
+    );
+    // The CVO took it: the cluster now runs Multi, and asking again is no
+    // change.
+    let mut review = Review::new().to(json!({"version": "4.14.1", "architecture": "Multi"}));
+    review.new_obj()["status"]["desired"]["architecture"] = json!("Multi");
+    let again = verdict(review);
+    assert!(again.allowed, "{again:?}");
+    assert_eq!(again.reason, Reason::NoTargetChange);
 }
 
 #[rstest]

@@ -2,14 +2,16 @@
 //! (`ack-<current minor>-...` in the `admin-gates` ConfigMap of
 //! `openshift-config-managed`) has been acknowledged with `"true"` in the
 //! `admin-acks` ConfigMap of `openshift-config`. The CVO holds minor
-//! updates until it has. Without the ConfigMaps, the ClusterVersion's own
-//! `Upgradeable=False` with reason `AdminAckRequired` is read instead.
+//! updates until it has. Without the admin-gates ConfigMap, the
+//! ClusterVersion's own `Upgradeable=False` with reason `AdminAckRequired`
+//! is read instead; without either, the check warns that it could not look.
 //!
 //! Its finding carries the CVO's risk name of each missing ack,
 //! `AdminAck-<gate>`, and with the ClusterVersion's `Upgradeable=False`
 //! oc's `ConditionalUpdateRisk` (oc makes that condition a risk of every
-//! minor or major target). The ClusterVersion's condition alone names no
-//! gate, so then only oc's name and the check's accept it.
+//! minor or major target), as OpenShift shows them. None of them, nor the
+//! check's own name, accepts it ([`crate::model::policy::acceptable`]):
+//! the CVO waits for the ack itself, so the finding says how to give it.
 
 use super::{Check, Context};
 use crate::cluster::ClusterView;
@@ -28,6 +30,21 @@ const URL: &str = "https://docs.openshift.com/container-platform/latest/updating
 pub(crate) const GATES: (&str, &str) = ("openshift-config-managed", "admin-gates");
 pub(crate) const ACKS: (&str, &str) = ("openshift-config", "admin-acks");
 
+/// The command that gives the acks `keys` (a JSON merge patch of
+/// `admin-acks`, as OpenShift's documentation gives it).
+pub(crate) fn ack_command<S: AsRef<str>>(keys: &[S]) -> String {
+    let data: Vec<String> = keys
+        .iter()
+        .map(|k| format!("{}:\"true\"", serde_json::Value::from(k.as_ref())))
+        .collect();
+    format!(
+        "oc -n {} patch cm {} --patch '{{\"data\":{{{}}}}}' --type=merge",
+        ACKS.0,
+        ACKS.1,
+        data.join(",")
+    )
+}
+
 /// The minor version an admin gate applies to: `ack-4.12-kube-...` → `4.12`.
 pub(crate) fn gate_version(key: &str) -> Option<&str> {
     let rest = key.strip_prefix("ack-")?;
@@ -45,7 +62,7 @@ pub(crate) fn acknowledged(view: &ClusterView, gate: &str) -> bool {
 
 impl Check for AdminAcksMissing {
     fn name(&self) -> &'static str {
-        "AdminAcksMissing"
+        crate::model::policy::ADMIN_ACKS_MISSING
     }
 
     fn severity(&self) -> Severity {
@@ -77,11 +94,13 @@ impl Check for AdminAcksMissing {
                 .iter()
                 .map(|(key, description)| format!("{key} ({})", description.trim()))
                 .collect();
+            let keys: Vec<&str> = missing.iter().map(|(key, _)| key.as_str()).collect();
             Finding::fail(format!(
-                "admin acks missing in {}/{}: {}",
+                "admin acks missing in {}/{}: {}; the CVO waits for them whatever is accepted, so give them: {}",
                 ACKS.0,
                 ACKS.1,
-                list(&described, 5)
+                list(&described, 5),
+                ack_command(&keys)
             ))
             .with_items(&described, 5)
             .with_url(URL)
@@ -97,26 +116,37 @@ fn upgradeable_false<'a>(ctx: &Context<'a>) -> Option<&'a Condition> {
     condition(&cv.status.conditions, "Upgradeable").filter(|c| c.status == "False")
 }
 
+/// Without the admin-gates ConfigMap: the ClusterVersion's
+/// `Upgradeable=False` for `AdminAckRequired` fails; anything else is a
+/// check that could not look, as every check says it (the ClusterVersion
+/// raises that condition only once the CVO has read the gates, so its
+/// absence proves nothing).
 fn from_cluster_version(ctx: &Context) -> Finding {
-    if ctx.view.cluster_version.is_none() {
-        return Finding::skipped("no admin-gates ConfigMap or ClusterVersion in the cluster data");
-    }
-    match upgradeable_false(ctx).filter(|c| c.reason.as_deref() == Some("AdminAckRequired")) {
-        Some(c) => Finding::fail(format!(
-            "the ClusterVersion requires an admin ack: {}",
+    if let Some(c) =
+        upgradeable_false(ctx).filter(|c| c.reason.as_deref() == Some("AdminAckRequired"))
+    {
+        return Finding::fail(format!(
+            "the ClusterVersion requires an admin ack: {}; the CVO waits for it whatever is accepted, so give it (the keys are in {}/{}): {}",
             c.message
                 .as_deref()
                 .unwrap_or("no message")
                 .split_whitespace()
                 .collect::<Vec<_>>()
-                .join(" ")
+                .join(" "),
+            GATES.0,
+            GATES.1,
+            ack_command(&["<key>"])
         ))
         .with_url(URL)
-        .with_risks([risks::CONDITIONAL_UPDATE_RISK]),
-        None => Finding::pass(
-            "the ClusterVersion requires no admin ack (no admin-gates ConfigMap in the cluster data)",
-        ),
+        .with_risks([risks::CONDITIONAL_UPDATE_RISK]);
     }
+    if let Err(cannot) = super::require(ctx.view, &["ConfigMap"]) {
+        return cannot;
+    }
+    Finding::warn(format!(
+        "no {}/{} ConfigMap in the cluster data: this check could not look",
+        GATES.0, GATES.1
+    ))
 }
 
 #[cfg(test)]
@@ -195,6 +225,85 @@ mod tests {
                 .contains("requires an admin ack: Kubernetes 1.26"),
             "{}",
             finding.message
+        );
+    }
+
+    fn other_config_map() -> Value {
+        json!({"kind": "ConfigMap", "metadata": {"name": "admin-acks", "namespace": "openshift-config"}, "data": {}})
+    }
+
+    /// Without the admin-gates ConfigMap: what the ClusterVersion says, else
+    /// a warning that the check could not look, never a pass.
+    #[rstest]
+    #[case::no_config_maps_read(false, vec![], Outcome::Fail, Some(Severity::Warning),
+        "no ConfigMap objects in the cluster data: this check could not look")]
+    #[case::no_admin_gates(false, vec![other_config_map()], Outcome::Fail, Some(Severity::Warning),
+        "no openshift-config-managed/admin-gates ConfigMap in the cluster data: this check could not look")]
+    #[case::the_cvo_requires_one(true, vec![], Outcome::Fail, None,
+        r#"give it (the keys are in openshift-config-managed/admin-gates): oc -n openshift-config patch cm admin-acks --patch '{"data":{"<key>":"true"}}' --type=merge"#)]
+    fn without_the_gates(
+        #[case] cvo_says: bool,
+        #[case] objects: Vec<Value>,
+        #[case] outcome: Outcome,
+        #[case] severity: Option<Severity>,
+        #[case] says: &str,
+    ) {
+        let mut cv = fixture::cluster_version("4.12.16");
+        if cvo_says {
+            cv["status"]["conditions"] = json!([{"type": "Upgradeable", "status": "False",
+                "reason": "AdminAckRequired", "message": "Kubernetes 1.26 removes APIs"}]);
+        }
+        let mut all = vec![cv];
+        all.extend(objects);
+        let finding = fixture::evaluate(&AdminAcksMissing, &fixture::view(all), "4.13.1");
+        assert_eq!(
+            (finding.outcome, finding.severity),
+            (outcome, severity),
+            "{}",
+            finding.message
+        );
+        assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    #[rstest]
+    #[case::one(&[GATE], r#"oc -n openshift-config patch cm admin-acks --patch '{"data":{"ack-4.12-kube-1.26-api-removals-in-4.13":"true"}}' --type=merge"#)]
+    #[case::two(&["ack-4.12-a", "ack-4.12-b"], r#"--patch '{"data":{"ack-4.12-a":"true","ack-4.12-b":"true"}}'"#)]
+    #[case::quoted(&[r#"ack-4.12-"odd""#], r#"{"data":{"ack-4.12-\"odd\"":"true"}}"#)]
+    fn the_finding_says_how_to_give_the_ack(#[case] keys: &[&str], #[case] says: &str) {
+        assert!(ack_command(keys).contains(says), "{}", ack_command(keys));
+    }
+
+    #[test]
+    fn a_missing_ack_says_the_command_and_no_name_accepts_it() {
+        let view = fixture::view(vec![fixture::cluster_version("4.12.16"), gates()]);
+        let finding = fixture::evaluate_accepting(
+            &AdminAcksMissing,
+            &view,
+            "4.13.1",
+            &["AdminAcksMissing", "ConditionalUpdateRisk"],
+        );
+        assert!(
+            finding.message.contains(&ack_command(&[GATE])),
+            "{}",
+            finding.message
+        );
+        let mut result = crate::model::CheckResult::new(
+            AdminAcksMissing.name(),
+            Severity::Blocking,
+            finding.outcome,
+            &finding.message,
+        );
+        result.risks = finding.risks.clone();
+        let policy = crate::model::policy::Blocking {
+            accepted: [AdminAcksMissing.name().to_owned()]
+                .into_iter()
+                .chain(finding.risks)
+                .collect(),
+            ..Default::default()
+        };
+        assert_eq!(
+            policy.standing(&result),
+            crate::model::policy::Standing::Blocks
         );
     }
 

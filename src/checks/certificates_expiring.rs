@@ -2,9 +2,11 @@
 //! Secret) that a person must renew expires within the update window, when
 //! operators restart and nodes reboot and a rotation is most likely to be
 //! missed. Certificates something renews by itself (the service CA
-//! operator, an OpenShift operator's certificate rotation, cert-manager:
-//! see `ROTATION_ANNOTATIONS`) are counted, not listed. Expiry is judged at
-//! the time of the data.
+//! operator, an OpenShift operator's certificate rotation, a platform
+//! component that owns the certificate, cert-manager: see
+//! `ROTATION_ANNOTATIONS`, and `PLATFORM_ROTATED` for the platform's own
+//! that older releases ship unannotated, such as OLM's daily `pprof-cert`)
+//! are counted, not listed. Expiry is judged at the time of the data.
 
 use std::time::Duration;
 
@@ -68,7 +70,7 @@ impl Check for CertificatesExpiringSoon {
         let by_operators = match rotated {
             0 => String::new(),
             n => format!(
-                "; {n} that operators renew by themselves (service CA, certificate rotation, cert-manager) also expire within it and need no action"
+                "; {n} that operators renew by themselves (service CA, certificate rotation, platform components, cert-manager) also expire within it and need no action"
             ),
         };
         if expiring.is_empty() {
@@ -130,6 +132,40 @@ mod tests {
         let pem = params.self_signed(&key).unwrap().pem();
         json!({"kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": "serving", "namespace": "app"},
                "data": {"tls.crt": base64::engine::general_purpose::STANDARD.encode(pem)}})
+    }
+
+    /// What the platform renews by itself, by its annotations or, for the
+    /// platform's own that older releases leave unannotated, by name.
+    #[rstest]
+    #[case::owned_by_a_platform_component("openshift-operator-lifecycle-manager", "pprof-cert",
+        json!({"openshift.io/owning-component": "Operator Framework / operator-lifecycle-manager"}), Outcome::Pass)]
+    #[case::olms_pprof_cert_unannotated("openshift-operator-lifecycle-manager", "pprof-cert", json!({}), Outcome::Pass)]
+    #[case::the_csr_signer("openshift-kube-controller-manager-operator", "csr-signer", json!({}), Outcome::Pass)]
+    #[case::the_csr_signers_copy("openshift-kube-controller-manager", "csr-signer", json!({}), Outcome::Pass)]
+    #[case::a_rotated_signer_by_its_issuer("openshift-kube-apiserver-operator", "node-system-admin-signer",
+        json!({"auth.openshift.io/certificate-issuer": "openshift-kube-apiserver-operator_node-system-admin-signer@1700000000"}), Outcome::Pass)]
+    #[case::the_same_name_elsewhere("shop", "pprof-cert", json!({}), Outcome::Fail)]
+    #[case::a_platform_namespace_is_not_enough("openshift-ingress", "custom-certs", json!({}), Outcome::Fail)]
+    fn what_the_platform_renews_itself(
+        #[case] namespace: &str,
+        #[case] name: &str,
+        #[case] annotations: serde_json::Value,
+        #[case] outcome: Outcome,
+    ) {
+        let mut s = secret((2026, 12, 1));
+        s["metadata"] = json!({"name": name, "namespace": namespace, "annotations": annotations});
+        let finding =
+            fixture::evaluate(&CertificatesExpiringSoon, &fixture::view(vec![s]), "4.15.4");
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        if outcome == Outcome::Pass {
+            assert!(
+                finding
+                    .message
+                    .contains("1 that operators renew by themselves"),
+                "{}",
+                finding.message
+            );
+        }
     }
 
     #[rstest]

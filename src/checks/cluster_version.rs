@@ -1,15 +1,24 @@
-//! ClusterVersionState: the cluster-version operator is not Failing, the
-//! cluster is not still being installed, and an update in progress is only
-//! retargeted within its minor version. Its findings carry OpenShift's
-//! names: `Failing` (`oc adm upgrade recommend` names a `Failing` that is
-//! not `False`), `Progressing` (oc's name for an update in progress) and
-//! `ClusterVersionUpdating` (the CVO's risk of a minor or major target
-//! while an update is in progress).
+//! ClusterVersionState: the guards `oc adm upgrade` keeps before it writes
+//! a new target, and what the cluster-version operator would refuse. Each
+//! finding carries OpenShift's name for it, by which it is accepted:
+//! - `Failing` (a `Failing` that is not `False`), `Invalid` (`Invalid=True`)
+//!   and `Progressing` (an update in progress, which a new target would
+//!   replace before it completes): oc refuses all three unless told
+//!   `--allow-upgrade-with-warnings`, so they block here until accepted;
+//!   `ClusterVersionUpdating` beside `Progressing` is the CVO's name when
+//!   the target leaves the minor version of the update in progress;
+//! - a cluster still being installed;
+//! - a release the CVO refused when it was last asked for;
+//! - a move from the multi-architecture payload back to a single
+//!   architecture, which OpenShift does not support.
+//!
+//! The update in progress, asked for again, changes nothing and passes.
 
 use super::{Check, Context};
 use crate::cluster::openshift::condition;
 use crate::model::Finding;
 use crate::model::Severity;
+use crate::model::cluster_version::ArchitectureChange;
 use crate::model::release::Version;
 use crate::model::risks;
 use crate::model::text::EXCERPT;
@@ -19,6 +28,7 @@ use crate::model::text::since;
 pub struct ClusterVersionState;
 
 const URL: &str = "https://docs.openshift.com/container-platform/latest/updating/troubleshooting_updates/gathering-data-cluster-update.html";
+const MULTI_URL: &str = "https://docs.openshift.com/container-platform/latest/updating/updating_a_cluster/migrating-to-multi-payload.html";
 
 impl Check for ClusterVersionState {
     fn name(&self) -> &'static str {
@@ -34,6 +44,34 @@ impl Check for ClusterVersionState {
             return Finding::error("no ClusterVersion in the cluster data");
         };
         let conditions = &cv.status.conditions;
+        if ctx.target.architecture == Some(ArchitectureChange::FromMulti) {
+            return Finding::fail(format!(
+                "the cluster runs the multi-architecture payload, and {} is a single-architecture one: moving back from multi-architecture is unsupported",
+                ctx.target_name()
+            ))
+            .with_url(MULTI_URL);
+        }
+        let update = cv.update_in_progress();
+        if let Some(update) = update.filter(|_| ctx.reasks_running_update) {
+            return Finding::pass(format!(
+                "{} is the update in progress{}: asking for it again changes nothing",
+                update.version,
+                progress(conditions)
+            ));
+        }
+        if cv.installing() {
+            let install = &cv.status.history[0];
+            return Finding::fail(format!(
+                "the cluster is still being installed ({}, started {} ago): an update can start once the install has completed",
+                install.version,
+                since(install.started_time, ctx.now)
+            ))
+            .with_url(URL);
+        }
+        // oc's guards, each with its name: all of them are said, and each
+        // must be accepted.
+        let mut guards = Vec::new();
+        let mut names = Vec::new();
         // oc counts a Failing that is not False, Unknown too: the CVO
         // could not say the cluster reached its desired state.
         if let Some(failing) = condition(conditions, "Failing").filter(|c| c.status != "False") {
@@ -42,16 +80,62 @@ impl Check for ClusterVersionState {
             } else {
                 format!("Failing={}", failing.status)
             };
-            return Finding::fail(format!(
+            guards.push(format!(
                 "the ClusterVersion is {state} for {}: {}",
                 since(failing.last_transition_time, ctx.now),
                 excerpt(
                     failing.message.as_deref().or(failing.reason.as_deref()),
                     EXCERPT
                 )
-            ))
-            .with_url(URL)
-            .with_risks([risks::FAILING]);
+            ));
+            names.push(risks::FAILING);
+        }
+        if let Some(invalid) = condition(conditions, "Invalid").filter(|c| c.status == "True") {
+            guards.push(format!(
+                "the ClusterVersion is Invalid: {}; correct it before asking for an update",
+                excerpt(
+                    invalid.message.as_deref().or(invalid.reason.as_deref()),
+                    EXCERPT
+                )
+            ));
+            names.push(risks::INVALID);
+        }
+        let progressing = condition(conditions, "Progressing").filter(|c| c.status == "True");
+        match (update, progressing) {
+            (Some(update), _) => {
+                let updating_to = Version::parse(&update.version);
+                let leaves_its_minor = match (&updating_to, &ctx.target_version) {
+                    (Some(from), Some(to)) => from.minor_line() != to.minor_line(),
+                    _ => true,
+                };
+                guards.push(format!(
+                    "an update to {} is in progress{}, since {}: {} would replace it before it completes; oc refuses a new target until then (\"the cluster is already upgrading\"). Let it complete, or accept Progressing to leave a stuck update for a fixed release",
+                    update.version,
+                    progress(conditions),
+                    since(update.started_time, ctx.now),
+                    ctx.target_name()
+                ));
+                names.push(risks::PROGRESSING);
+                if leaves_its_minor {
+                    names.push(risks::CLUSTER_VERSION_UPDATING);
+                }
+            }
+            // Progressing with no update under way: the CVO is still
+            // reconciling its release (`Working towards …`).
+            (None, Some(c)) if c.message.as_deref().is_some_and(|m| !m.is_empty()) => {
+                guards.push(format!(
+                    "the ClusterVersion is Progressing for {}: {}; oc refuses a new target until it settles",
+                    since(c.last_transition_time, ctx.now),
+                    excerpt(c.message.as_deref(), EXCERPT)
+                ));
+                names.push(risks::PROGRESSING);
+            }
+            _ => {}
+        }
+        if !guards.is_empty() {
+            return Finding::fail(guards.join("; "))
+                .with_url(URL)
+                .with_risks(names);
         }
         // The CVO could not load or verify the release an earlier change
         // asked for (its message names it: `Retrieving payload failed
@@ -75,60 +159,21 @@ impl Check for ClusterVersionState {
             ))
             .with_url(URL);
         }
-        // oc names an update in progress (Progressing=True with a message).
-        let progressing = condition(conditions, "Progressing").is_some_and(|c| {
-            c.status == "True" && c.message.as_deref().is_some_and(|m| !m.is_empty())
-        });
-        let progressing = progressing.then_some(risks::PROGRESSING);
-        if cv.installing() {
-            let install = &cv.status.history[0];
-            return Finding::fail(format!(
-                "the cluster is still being installed ({}, started {} ago): an update can start once the install has completed",
-                install.version,
-                since(install.started_time, ctx.now)
-            ))
-            .with_url(URL)
-            .with_risks(progressing);
-        }
-        if let Some(update) = cv.update_in_progress() {
-            let updating_to = Version::parse(&update.version);
-            // How far it got, in the CVO's words ("Working towards 4.14.11:
-            // 106 of 863 done (12% complete)").
-            let progress = condition(conditions, "Progressing")
-                .and_then(|c| c.message.as_deref())
-                .map(|m| format!(" ({})", excerpt(Some(m), EXCERPT)))
-                .unwrap_or_default();
-            return match (&updating_to, &ctx.target_version) {
-                (Some(from), Some(to)) if from == to => Finding::pass(format!(
-                    "{to} is the update in progress{progress}: asking for it again changes nothing"
-                )),
-                (Some(from), Some(to)) if from.minor_line() == to.minor_line() => Finding::warn(format!(
-                    "an update to {from} is in progress{progress}, since {}: retargeting to {to} within {} replaces it before it completes. oc says to let an update complete first; retarget only to leave a stuck update for a fixed release",
-                    since(update.started_time, ctx.now),
-                    from.minor_line()
-                ))
-                .with_url(URL)
-                .with_risks(progressing),
-                (Some(from), Some(to)) => Finding::fail(format!(
-                    "an update to {from} is in progress (since {}); retargeting within {} is allowed, but moving to {to} changes the minor version mid-update: let the update finish first",
-                    since(update.started_time, ctx.now),
-                    from.minor_line()
-                ))
-                .with_url(URL)
-                .with_risks(progressing.into_iter().chain([risks::CLUSTER_VERSION_UPDATING])),
-                _ => Finding::fail(format!(
-                    "an update to {} is in progress; the target's minor version cannot be compared",
-                    update.version
-                ))
-                .with_url(URL)
-                .with_risks(progressing.into_iter().chain([risks::CLUSTER_VERSION_UPDATING])),
-            };
-        }
         Finding::pass(format!(
-            "the ClusterVersion is at {} and not Failing",
+            "the ClusterVersion is at {}, not Failing and no update in progress",
             cv.status.desired.version
         ))
     }
+}
+
+/// How far the update got, in the CVO's words (` (Working towards
+/// 4.14.11: 106 of 863 done (12% complete))`), or nothing.
+fn progress(conditions: &[crate::model::meta::Condition]) -> String {
+    condition(conditions, "Progressing")
+        .and_then(|c| c.message.as_deref())
+        .filter(|m| !m.is_empty())
+        .map(|m| format!(" ({})", excerpt(Some(m), EXCERPT)))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -156,8 +201,12 @@ mod tests {
     #[case::at_rest(json!([condition("Failing", "False", "")]), false, "4.14.3", Outcome::Pass, &[])]
     #[case::failing(json!([condition("Failing", "True", "Cluster operator monitoring is not available")]), false, "4.14.3", Outcome::Fail, &["Failing"])]
     #[case::failing_unknown(json!([condition("Failing", "Unknown", "")]), false, "4.14.3", Outcome::Fail, &["Failing"])]
+    #[case::invalid(json!([condition("Failing", "False", ""), condition("Invalid", "True", "spec.desiredUpdate.version: Invalid value")]), false, "4.14.3", Outcome::Fail, &["Invalid"])]
     #[case::retarget_within_the_minor(json!([condition("Failing", "False", ""), condition("Progressing", "True", "Working towards 4.14.3")]), true, "4.14.5", Outcome::Fail, &["Progressing"])]
     #[case::another_minor_mid_update(json!([condition("Failing", "False", ""), condition("Progressing", "True", "Working towards 4.14.3")]), true, "4.15.2", Outcome::Fail, &["Progressing", "ClusterVersionUpdating"])]
+    #[case::a_stuck_update_retargeted(json!([condition("Failing", "True", "Cluster operator etcd is degraded"), condition("Progressing", "True", "Unable to apply 4.14.3")]), true, "4.14.5", Outcome::Fail, &["Failing", "Progressing"])]
+    #[case::the_update_in_progress_again(json!([condition("Failing", "True", "Cluster operator etcd is degraded"), condition("Progressing", "True", "Working towards 4.14.3")]), true, "4.14.3", Outcome::Pass, &[])]
+    #[case::still_reconciling(json!([condition("Failing", "False", ""), condition("Progressing", "True", "Working towards 4.14.1: 700 of 859 done")]), false, "4.14.3", Outcome::Fail, &["Progressing"])]
     fn findings_carry_openshifts_names(
         #[case] conditions: Value,
         #[case] updating: bool,

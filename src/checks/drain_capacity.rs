@@ -1,6 +1,14 @@
 //! DrainCapacity: for each MachineConfigPool, the pods of its busiest node
 //! can be rescheduled on the pool's other Ready, schedulable nodes. Only
-//! requests count; DaemonSet and static (mirror) pods stay where they are.
+//! requests count; DaemonSet and static (mirror) pods stay where they are,
+//! and terminating pods (a rollout under way) are gone before the drain.
+//!
+//! Without MachineConfigPool data, nodes are grouped by their node-role
+//! labels as OpenShift's default pools select them (`master`, and
+//! `control-plane` since 4.12, in the master pool; every other node in the
+//! worker pool), and the message says so: masters and workers never drain
+//! onto each other, so one pool of all nodes would find room that is not
+//! there. Custom pools cannot be told apart then and count as workers.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -24,6 +32,8 @@ struct Load {
     moving: Resources,
 }
 
+const SINGLE_NODE_URL: &str = "https://docs.openshift.com/container-platform/latest/installing/installing_sno/install-sno-preparing-to-install-sno.html";
+
 impl Check for DrainCapacity {
     fn name(&self) -> &'static str {
         "DrainCapacity"
@@ -34,18 +44,21 @@ impl Check for DrainCapacity {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
+        let view = ctx.view;
+        // Nothing to drain onto, and nothing keeps serving: an outage the
+        // administrator plans for, whatever the pods.
+        if view.single_node() {
+            return Finding::warn(
+                "a single-node cluster (Infrastructure topology SingleReplica): its API and every workload are down while its one node reboots; nothing is drained onto another node. Plan the update for a maintenance window",
+            )
+            .with_url(SINGLE_NODE_URL);
+        }
         if let Err(skip) = require(ctx.view, &["Node", "Pod"]) {
             return skip;
         }
-        let view = ctx.view;
-        if view.single_node() {
-            return Finding::pass(
-                "a single-node cluster (Infrastructure topology SingleReplica): nothing is drained onto another node; workloads stop while the node reboots",
-            );
-        }
         let mut load: HashMap<&str, Load> = HashMap::with_capacity(view.nodes.len());
         for pod in &view.pods {
-            if pod.node_name.is_empty() {
+            if pod.node_name.is_empty() || pod.terminating {
                 continue;
             }
             let l = load.entry(pod.node_name.as_str()).or_default();
@@ -55,9 +68,10 @@ impl Check for DrainCapacity {
             }
         }
         let mut pools: BTreeMap<String, Vec<&Node>> = BTreeMap::new();
+        let inferred = view.machine_config_pools.is_empty();
         for node in &view.nodes {
-            let pool = if view.machine_config_pools.is_empty() {
-                Some("all nodes".to_owned())
+            let pool = if inferred {
+                Some(role_pool(node).to_owned())
             } else {
                 view.pool_of(node)
                     .filter(|p| !p.spec.paused)
@@ -99,12 +113,30 @@ impl Check for DrainCapacity {
             if message.is_empty() {
                 message = "no node is drained: no pool that is not paused has a node".to_owned();
             }
+            if inferred {
+                message.push_str(INFERRED);
+            }
             Finding::pass(message)
         } else {
-            Finding::fail(list(&short, 5))
-                .with_items(&short, 5)
-                .with_url(URL)
+            let message = list(&short, 5) + if inferred { INFERRED } else { "" };
+            Finding::fail(message).with_items(&short, 5).with_url(URL)
         }
+    }
+}
+
+/// What a finding says when the pools were told apart by node roles.
+const INFERRED: &str = " (no MachineConfigPool data: pools told apart by the nodes' node-role labels, as the default master and worker pools select them)";
+
+/// The default pool that selects `node`, by its node-role labels: the
+/// master pool wins over the worker pool, as the MCO has it for a node
+/// with both (a compact cluster's).
+fn role_pool(node: &Node) -> &'static str {
+    let labels = &node.metadata.labels;
+    let has = |role: &str| labels.contains_key(&format!("node-role.kubernetes.io/{role}"));
+    if has("master") || has("control-plane") {
+        "master"
+    } else {
+        "worker"
     }
 }
 
@@ -188,8 +220,57 @@ mod tests {
         assert!(finding.message.contains(says), "{}", finding.message);
     }
 
+    fn labelled(name: &str, roles: &[&str]) -> Value {
+        let mut n = node(name, "4", "True");
+        n["metadata"]["labels"] = roles
+            .iter()
+            .map(|r| (format!("node-role.kubernetes.io/{r}"), json!("")))
+            .collect();
+        n
+    }
+
+    fn terminating(mut pod: Value) -> Value {
+        pod["metadata"]["deletionTimestamp"] = json!("2026-11-30T11:58:00Z");
+        pod
+    }
+
+    /// No MachineConfigPool data: masters and workers are told apart by
+    /// their roles, never lumped into one pool whose room is not there.
+    #[rstest]
+    #[case::masters_never_take_a_workers_pods(vec![
+        labelled("m0", &["master"]), labelled("m1", &["master"]), labelled("w0", &["worker"]), labelled("w1", &["worker"]),
+        pod("p", "w0", "3", "ReplicaSet"), pod("q", "w1", "3", "ReplicaSet")],
+        Outcome::Fail, "needs 3000m CPU requested elsewhere, the other 1 nodes have 1000m free (no MachineConfigPool data: pools told apart")]
+    #[case::control_plane_label(vec![
+        labelled("m0", &["control-plane"]), labelled("w0", &["worker"]), labelled("w1", &["worker"]),
+        pod("p", "w0", "3", "ReplicaSet")],
+        Outcome::Pass, "pool master (m0) is of a single node")]
+    #[case::a_compact_cluster(vec![
+        labelled("m0", &["master", "worker"]), labelled("m1", &["master", "worker"]), labelled("m2", &["master", "worker"]),
+        pod("p", "m0", "3", "ReplicaSet")],
+        Outcome::Pass, "in each of 1 pools the busiest node can be drained onto the others (no MachineConfigPool data")]
+    fn without_pools_the_roles_tell_them_apart(
+        #[case] objects: Vec<Value>,
+        #[case] outcome: Outcome,
+        #[case] says: &str,
+    ) {
+        let finding = fixture::evaluate(&DrainCapacity, &fixture::view(objects), "4.15.4");
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    #[rstest]
+    #[case::a_terminating_pod_is_gone_before_the_drain(vec![terminating(pod("p", "a", "3", "ReplicaSet"))], Outcome::Pass)]
+    #[case::its_replacement_counts(vec![terminating(pod("p", "a", "3", "ReplicaSet")), pod("p2", "a", "3", "ReplicaSet")], Outcome::Fail)]
+    fn terminating_pods_are_left_out(#[case] pods: Vec<Value>, #[case] outcome: Outcome) {
+        let mut all = vec![pool(), node("a", "4", "True"), node("b", "2", "True")];
+        all.extend(pods);
+        let finding = fixture::evaluate(&DrainCapacity, &fixture::view(all), "4.15.4");
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+    }
+
     #[test]
-    fn a_single_node_cluster_passes_and_says_why() {
+    fn a_single_node_cluster_warns_of_its_outage() {
         let infrastructure = json!({"kind": "Infrastructure", "metadata": {"name": "cluster"},
             "status": {"controlPlaneTopology": "SingleReplica", "infrastructureTopology": "SingleReplica"}});
         let view = fixture::view(vec![
@@ -198,9 +279,16 @@ mod tests {
             pod("p", "sno", "3", "ReplicaSet"),
         ]);
         let finding = fixture::evaluate(&DrainCapacity, &view, "4.15.4");
-        assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
+        assert_eq!(
+            (finding.outcome, finding.severity),
+            (Outcome::Fail, Some(Severity::Warning)),
+            "{}",
+            finding.message
+        );
         assert!(
-            finding.message.contains("single-node cluster"),
+            finding
+                .message
+                .contains("its API and every workload are down while its one node reboots"),
             "{}",
             finding.message
         );

@@ -1,11 +1,16 @@
 //! EtcdHealthy: the etcd ClusterOperator is Available and not Degraded,
 //! and its members report healthy. An update rolls etcd members one at a
 //! time, so it needs every member healthy to keep quorum.
+//!
+//! As for every operator, a state younger than `oc adm upgrade status`'s
+//! threshold ([`grace`]) is settling (etcd members restart while a rollout
+//! passes) and warns; an older one blocks.
 
 use super::{Check, Context, require};
 use crate::cluster::openshift::condition;
 use crate::model::Finding;
 use crate::model::Severity;
+use crate::model::grace;
 use crate::model::text::EXCERPT;
 use crate::model::text::excerpt;
 use crate::model::text::since;
@@ -37,13 +42,17 @@ impl Check for EtcdHealthy {
         };
         let conditions = &etcd.status.conditions;
         let mut problems = Vec::new();
+        // Whether every problem is younger than its threshold.
+        let mut settling = true;
         if let Some(c) = condition(conditions, "Available").filter(|c| c.status != "True") {
+            settling &= grace::settling(c.last_transition_time, ctx.now, grace::UNAVAILABLE);
             problems.push(format!(
                 "etcd is not Available for {}",
                 since(c.last_transition_time, ctx.now)
             ));
         }
         if let Some(c) = condition(conditions, "Degraded").filter(|c| c.status == "True") {
+            settling &= grace::settling(c.last_transition_time, ctx.now, grace::DEGRADED);
             // The operator's message has one line per controller; keep those that complain.
             let lines: Vec<String> = c
                 .message
@@ -81,6 +90,13 @@ impl Check for EtcdHealthy {
                 Some(m) => format!("etcd is Available and not Degraded; {m}"),
                 None => "etcd is Available and not Degraded".to_owned(),
             })
+        } else if settling {
+            Finding::warn(format!(
+                "settling, younger than {}: {}; check again in a few minutes",
+                crate::model::text::short_duration(grace::DEGRADED),
+                problems.join("; ")
+            ))
+            .with_url(URL)
         } else {
             Finding::fail(problems.join("; ")).with_url(URL)
         }
@@ -116,6 +132,25 @@ mod tests {
     )]
     fn etcd_health(#[case] co: serde_json::Value, #[case] outcome: Outcome, #[case] says: &str) {
         etcd_health_of(co, outcome, says);
+    }
+
+    /// `4.15.0-ec2-unavailable-mco-20m`: etcd Degraded for seconds while
+    /// its members roll warns; for ten minutes it blocks.
+    #[rstest]
+    #[case::seconds("5s", Some(Severity::Warning))]
+    #[case::ten_minutes("10m", None)]
+    fn a_degraded_etcd_settles_first(#[case] ago: &str, #[case] severity: Option<Severity>) {
+        let now: jiff::Timestamp = fixture::NOW.parse().unwrap();
+        let mut co = etcd("True", "True");
+        co["status"]["conditions"][1]["lastTransitionTime"] =
+            json!((now - ago.parse::<jiff::Span>().unwrap()).to_string());
+        let finding = fixture::evaluate(&EtcdHealthy, &fixture::view(vec![co]), "4.15.4");
+        assert_eq!(
+            (finding.outcome, finding.severity),
+            (Outcome::Fail, severity),
+            "{}",
+            finding.message
+        );
     }
 
     #[test]

@@ -3,11 +3,21 @@
 //! is the EUS practice (update the control plane across two minor
 //! versions, then unpause the workers once), but paused nodes do not
 //! update, and certificates on them can expire if they stay paused.
+//!
+//! A pool still rolling is judged as the CVO and oc judge it: the update
+//! in progress rolls its pools, so a retarget within its minor (or the
+//! same update asked for again) only warns; with no update in progress a
+//! rolling pool (a MachineConfig applied by hand) warns for a target in
+//! the same minor, which neither the CVO nor oc hold, and blocks a minor
+//! one, for which the machine-config operator is not Upgradeable. A pool
+//! that reports neither `Updated` nor `Updating` is not taken for an
+//! updated one.
 
 use super::{Check, Context, require};
-use crate::cluster::openshift::{Condition, condition, is_true};
+use crate::cluster::openshift::{Condition, condition};
 use crate::model::Finding;
 use crate::model::Severity;
+use crate::model::release::UpdateKind;
 use crate::model::text::EXCERPT;
 use crate::model::text::excerpt;
 use crate::model::text::list;
@@ -37,6 +47,16 @@ impl Check for MachineConfigPoolsHealthy {
         // Pools the update in progress is rolling, when the target stays
         // within its minor: its doing, not a reason to stay on it.
         let mut by_update = Vec::new();
+        // Pools rolling with no update in progress, for a target within
+        // the minor: to settle before the update starts.
+        let mut to_settle = Vec::new();
+        let settles = !ctx.retarget_within_minor
+            && matches!(ctx.kind, Some(UpdateKind::Patch))
+            && ctx
+                .view
+                .cluster_version
+                .as_ref()
+                .is_none_or(|cv| cv.update_in_progress().is_none());
         let mut paused = Vec::new();
         for pool in pools {
             let name = &pool.metadata.name;
@@ -52,13 +72,21 @@ impl Check for MachineConfigPoolsHealthy {
                     degraded_message(&status.conditions, c)
                 ));
             }
-            if is_true(&status.conditions, "Updating") {
+            let updated = condition(&status.conditions, "Updated");
+            let updating = condition(&status.conditions, "Updating");
+            if updated.is_none() && updating.is_none() {
+                problems.push(format!(
+                    "{name} reports neither Updated nor Updating: whether its machines run their rendered config is unknown"
+                ));
+            } else if updating.is_some_and(|c| c.status == "True") {
                 let updating = format!(
                     "{name} is Updating ({} of {} machines updated)",
                     status.updated_machine_count, status.machine_count
                 );
                 if ctx.retarget_within_minor {
                     by_update.push(updating);
+                } else if settles {
+                    to_settle.push(updating);
                 } else {
                     problems.push(updating);
                 }
@@ -79,10 +107,17 @@ impl Check for MachineConfigPoolsHealthy {
                 list(&by_update, 5)
             )
         });
-        let paused_note = match (update_note, paused_note) {
-            (Some(u), Some(p)) => Some(format!("{u}; {p}")),
-            (u, p) => u.or(p),
-        };
+        let settle_note = (!to_settle.is_empty()).then(|| {
+            format!(
+                "{} with no update in progress: let it settle before the update starts, so that its nodes are not drained twice",
+                list(&to_settle, 5)
+            )
+        });
+        let notes: Vec<String> = [update_note, settle_note, paused_note]
+            .into_iter()
+            .flatten()
+            .collect();
+        let paused_note = (!notes.is_empty()).then(|| notes.join("; "));
         match (problems.is_empty(), paused_note) {
             (true, None) => Finding::pass(format!(
                 "all {} MachineConfigPools are updated and not paused",
@@ -169,36 +204,56 @@ mod tests {
     #[rstest]
     #[case::healthy(
         pool("worker", false, "False", "False"),
+        "4.15.4",
         Outcome::Pass,
         None,
         "all 1 MachineConfigPools"
     )]
     #[case::degraded(
         pool("worker", false, "True", "False"),
+        "4.15.4",
         Outcome::Fail,
         None,
         "worker is Degraded for 2h0m (1 of 3 machines degraded): Node w1 is reporting: drain failed"
     )]
-    #[case::updating(
+    #[case::rolling_before_a_patch_update(
         pool("worker", false, "False", "True"),
+        "4.15.4",
+        Outcome::Fail,
+        Some(Severity::Warning),
+        "worker is Updating (1 of 3 machines updated) with no update in progress: let it settle"
+    )]
+    #[case::rolling_before_a_minor_update(
+        pool("worker", false, "False", "True"),
+        "4.16.0",
         Outcome::Fail,
         None,
         "worker is Updating (1 of 3 machines updated)"
     )]
     #[case::paused(
         pool("worker", true, "False", "False"),
+        "4.15.4",
         Outcome::Fail,
         Some(Severity::Warning),
         "EUS practice"
     )]
-    #[case::paused_and_updating(
+    #[case::paused_and_rolling_before_a_minor_update(
         pool("worker", true, "False", "True"),
+        "4.16.0",
         Outcome::Fail,
         None,
         "worker paused"
     )]
+    #[case::no_updated_condition(
+        json!({"kind": "MachineConfigPool", "metadata": {"name": "worker"}, "status": {"machineCount": 3}}),
+        "4.15.4",
+        Outcome::Fail,
+        None,
+        "worker reports neither Updated nor Updating"
+    )]
     fn pools(
         #[case] pool: serde_json::Value,
+        #[case] to: &str,
         #[case] outcome: Outcome,
         #[case] severity: Option<Severity>,
         #[case] says: &str,
@@ -206,7 +261,7 @@ mod tests {
         let finding = fixture::evaluate(
             &MachineConfigPoolsHealthy,
             &fixture::view(vec![fixture::cluster_version("4.15.3"), pool]),
-            "4.15.4",
+            to,
         );
         assert_eq!(
             (finding.outcome, finding.severity),

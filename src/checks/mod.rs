@@ -32,7 +32,8 @@ use jiff::Timestamp;
 use crate::cluster::ClusterView;
 use crate::model::Finding;
 use crate::model::Target;
-use crate::model::release::{UpdateKind, Version};
+use crate::model::cluster_version::ArchitectureChange;
+use crate::model::release::{ReleaseKey, UpdateKind, Version, describe_move};
 use crate::model::{CheckResult, Severity};
 
 /// What every check is given.
@@ -41,7 +42,8 @@ pub struct Context<'a> {
     pub target: &'a Target,
     /// The target's version, when known.
     pub target_version: Option<Version>,
-    /// The version the cluster last completed, else the one it is moving to.
+    /// The version the cluster last completed, else the one it is moving to
+    /// (during an install, `status.desired`: the version being installed).
     pub current: Option<Version>,
     /// Patch, minor or major, when both versions are known.
     pub kind: Option<UpdateKind>,
@@ -55,6 +57,9 @@ pub struct Context<'a> {
     /// Pools Updating and nodes cordoned by that update are then its
     /// doing, and warn rather than block.
     pub retarget_within_minor: bool,
+    /// The target is the update in progress, asked for again: the CVO
+    /// accepted it already and reads nothing anew (not `Upgradeable`).
+    pub reasks_running_update: bool,
     /// The names accepted for this update, where they are known when the
     /// checks run (`check --accept`); empty for a run whose results are
     /// kept, which the policy weighs against each review's names.
@@ -68,12 +73,12 @@ impl<'a> Context<'a> {
     /// A context for checking `view`; `clock` is the time to judge by when
     /// the data carries none of its own (live data).
     pub fn new(view: &'a ClusterView, target: &'a Target, clock: Timestamp) -> Self {
-        // An install in progress has no current version: its one Partial
-        // history entry is where it is going, not where it is.
-        let current = view.cluster_version.as_ref().and_then(|cv| {
-            cv.completed_version()
-                .or_else(|| (!cv.installing()).then(|| cv.desired_version()).flatten())
-        });
+        // An install in progress has completed no version: the one it
+        // installs (`status.desired`) is what an update starts from.
+        let current = view
+            .cluster_version
+            .as_ref()
+            .and_then(|cv| cv.completed_version().or_else(|| cv.desired_version()));
         let (now, now_source) = match &view.as_of {
             Some(as_of) => (as_of.time, as_of.source.as_str()),
             None => (clock, "the clock"),
@@ -83,13 +88,23 @@ impl<'a> Context<'a> {
             (Some(current), Some(target)) => Some(UpdateKind::between(current, target)),
             _ => None,
         };
-        let retarget_within_minor = view
+        let update = view
             .cluster_version
             .as_ref()
-            .and_then(|cv| cv.update_in_progress())
-            .and_then(|update| Version::parse(&update.version))
+            .and_then(|cv| cv.update_in_progress());
+        let updating_to = update.and_then(|update| Version::parse(&update.version));
+        let retarget_within_minor = updating_to
+            .as_ref()
             .zip(target_version.as_ref())
             .is_some_and(|(updating, target)| updating.minor_line() == target.minor_line());
+        // The same release by its image, or by its version where the
+        // image is not known; on the same architecture.
+        let reasks_running_update = update.is_some_and(|update| {
+            target.architecture.is_none()
+                && ((!update.image.is_empty()
+                    && ReleaseKey::from_image(&update.image) == target.key)
+                    || (updating_to.is_some() && updating_to == target_version))
+        });
         Self {
             view,
             target,
@@ -99,6 +114,7 @@ impl<'a> Context<'a> {
             now,
             now_source,
             retarget_within_minor,
+            reasks_running_update,
             accepted: &NONE_ACCEPTED,
         }
     }
@@ -110,7 +126,21 @@ impl<'a> Context<'a> {
 
     /// The target as a person names it.
     pub(crate) fn target_name(&self) -> String {
-        self.target.display().to_owned()
+        self.target.display()
+    }
+
+    /// How a person names the move to the target (`patch`, `minor`,
+    /// `pre-release step`, `rollback`, `same`, a change of architecture),
+    /// when both versions are known.
+    pub fn move_name(&self) -> Option<&'static str> {
+        match self.target.architecture {
+            Some(ArchitectureChange::ToMulti) => Some("multi-architecture migration"),
+            Some(ArchitectureChange::FromMulti) => Some("single-architecture move"),
+            None => {
+                let (current, target) = self.current.as_ref().zip(self.target_version.as_ref())?;
+                Some(describe_move(current, target))
+            }
+        }
     }
 }
 

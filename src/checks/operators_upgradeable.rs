@@ -11,6 +11,11 @@
 //! `oc adm upgrade recommend` makes it a risk of every minor or major
 //! target. A reason the CVO has no risk name for leaves the finding to be
 //! accepted by the check's name alone.
+//!
+//! The CVO reads `Upgradeable` when it accepts a new target, never again
+//! for the update it runs: asking for the update in progress again is not
+//! held by the `Upgradeable=False` that update causes (`PoolUpdating`
+//! while its pools roll), which only warns.
 
 use super::{Check, Context, require};
 use crate::cluster::openshift::condition;
@@ -92,6 +97,15 @@ impl Check for ClusterOperatorsUpgradeable {
         });
         let own = own.filter(|_| operators.is_empty() || !sums_up_operators);
         let blocked: Vec<String> = own.into_iter().chain(operators).collect();
+        if ctx.reasks_running_update && !blocked.is_empty() {
+            return Finding::warn(format!(
+                "{} is the update in progress: the CVO read Upgradeable when it accepted it, and does not again; now Upgradeable=False: {}",
+                ctx.target_name(),
+                list(&blocked, 5)
+            ))
+            .with_items(&blocked, 5)
+            .with_url(URL);
+        }
         if blocked.is_empty() {
             Finding::pass(format!(
                 "no ClusterOperator blocks an update to {}",
@@ -222,6 +236,35 @@ mod tests {
                 finding.message
             );
         }
+    }
+
+    /// `4.15.0-ec2-unavailable-mco-20m`: the update's own pools roll, so
+    /// machine-config says `PoolUpdating`; asking for that update again is
+    /// not held by it, while a new minor target still is.
+    #[rstest]
+    #[case::the_update_in_progress_again("4.16.2", Outcome::Fail, Some(Severity::Warning))]
+    #[case::another_minor_target("4.17.1", Outcome::Fail, None)]
+    fn the_update_in_progress_is_not_held_by_its_own_upgradeable_false(
+        #[case] to: &str,
+        #[case] outcome: Outcome,
+        #[case] severity: Option<Severity>,
+    ) {
+        let mco = json!({"kind": "ClusterOperator", "metadata": {"name": "machine-config"},
+            "status": {"conditions": [{"type": "Upgradeable", "status": "False", "reason": "PoolUpdating",
+                "message": "One or more machine config pools are updating, please see `oc get mcp` for further details"}]}});
+        let view = fixture::view(vec![fixture::updating("4.15.9", "4.16.2"), mco]);
+        let finding = fixture::evaluate(&ClusterOperatorsUpgradeable, &view, to);
+        assert_eq!(
+            (finding.outcome, finding.severity),
+            (outcome, severity),
+            "{}",
+            finding.message
+        );
+        assert!(
+            finding.message.contains("machine-config (PoolUpdating"),
+            "{}",
+            finding.message
+        );
     }
 
     #[test]

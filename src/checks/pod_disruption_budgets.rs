@@ -4,6 +4,12 @@
 //! finding carries the alerts OpenShift raises for such a PDB:
 //! `PodDisruptionBudgetAtLimit` (as many healthy pods as it needs), which
 //! `oc adm upgrade recommend` names, and `PodDisruptionBudgetLimit` (fewer).
+//!
+//! Terminating pods (`deletionTimestamp`) are left out: a drain does not
+//! wait for them. A PDB at zero while some of its pods terminate is a
+//! rollout under way (the API server counts a terminating pod unhealthy,
+//! so the budget is spent until the replacement is Ready): it warns to
+//! check again after the rollout, rather than blocks.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -59,6 +65,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
             .map(|n| n.name())
             .collect();
         let mut blocking = Vec::new();
+        let mut rolling = Vec::new();
         let mut alerts = Vec::new();
         // The alert OpenShift raises for a PDB at zero allowed disruptions.
         let alert = |pdb: &crate::cluster::k8s::PodDisruptionBudget| {
@@ -87,16 +94,24 @@ impl Check for PodDisruptionBudgetsAllowDrain {
                 continue;
             }
             let ns = pdb.metadata.namespace.as_deref().unwrap_or("");
-            let nodes: BTreeSet<&str> = pods_by_namespace
+            let (leaving, staying): (Vec<&Pod>, Vec<&Pod>) = pods_by_namespace
                 .get(ns)
                 .into_iter()
                 .flatten()
-                .filter(|pod| {
-                    draining.contains(pod.node_name.as_str()) && selector.matches(&pod.labels)
-                })
+                .filter(|pod| selector.matches(&pod.labels))
+                .partition(|pod| pod.terminating);
+            let nodes: BTreeSet<&str> = staying
+                .iter()
+                .filter(|pod| draining.contains(pod.node_name.as_str()))
                 .map(|pod| pod.node_name.as_str())
                 .collect();
-            if !nodes.is_empty() {
+            if !leaving.is_empty() && !nodes.is_empty() {
+                rolling.push(format!(
+                    "{name} allows no disruption while {} of its pods terminate{}",
+                    leaving.len(),
+                    if leaving.len() == 1 { "s" } else { "" }
+                ));
+            } else if !nodes.is_empty() {
                 alerts.push(alert(pdb));
                 let nodes: Vec<String> = nodes.into_iter().map(str::to_owned).collect();
                 blocking.push(format!(
@@ -105,7 +120,13 @@ impl Check for PodDisruptionBudgetsAllowDrain {
                 ));
             }
         }
-        if blocking.is_empty() {
+        if blocking.is_empty() && !rolling.is_empty() {
+            Finding::warn(format!(
+                "a rollout is under way: {}; check again after the rollout",
+                list(&rolling, 5)
+            ))
+            .with_items(&rolling, 5)
+        } else if blocking.is_empty() {
             Finding::pass(format!(
                 "no PodDisruptionBudget blocks a drain ({} checked)",
                 view.pod_disruption_budgets.len()
@@ -171,6 +192,49 @@ mod tests {
             "4.15.4",
         );
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    fn pod_named(name: &str, node: &str, terminating: bool) -> Value {
+        let mut p = pod(node);
+        p["metadata"]["name"] = json!(name);
+        if terminating {
+            p["metadata"]["deletionTimestamp"] = json!("2026-11-30T11:58:00Z");
+        }
+        p
+    }
+
+    /// Terminating pods are on their way out: a PDB spent by them is a
+    /// rollout under way, which warns; one pod held by it still blocks.
+    #[rstest]
+    #[case::mid_rollout(vec![pdb(0, "db"), pod_named("db-0", "w1", true), pod_named("db-1", "w1", false)],
+        Outcome::Fail, Some(Severity::Warning), "a rollout is under way: shop/db allows no disruption while 1 of its pods terminates; check again after the rollout")]
+    #[case::only_terminating_pods_on_drained_nodes(vec![pdb(0, "db"), pod_named("db-0", "w1", true), pod_named("db-1", "i1", false)],
+        Outcome::Pass, Some(Severity::Warning), "no PodDisruptionBudget blocks")]
+    #[case::at_rest(vec![pdb(0, "db"), pod_named("db-0", "w1", false)],
+        Outcome::Fail, None, "shop/db allows no disruption and protects pods on w1")]
+    fn terminating_pods(
+        #[case] objects: Vec<Value>,
+        #[case] outcome: Outcome,
+        #[case] severity: Option<Severity>,
+        #[case] says: &str,
+    ) {
+        let mut all = vec![
+            node("w1", "worker"),
+            node("i1", "infra"),
+            pool("worker", false),
+            pool("infra", true),
+        ];
+        all.extend(objects);
+        let finding = fixture::evaluate(
+            &PodDisruptionBudgetsAllowDrain,
+            &fixture::view(all),
+            "4.15.4",
+        );
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        if outcome == Outcome::Fail {
+            assert_eq!(finding.severity, severity, "{}", finding.message);
+        }
         assert!(finding.message.contains(says), "{}", finding.message);
     }
 

@@ -6,7 +6,8 @@
 //! `UpdatePreflightFailing` carries that label for oc, and would otherwise
 //! keep every target blocked once one check failed). As oc does, a firing one blocks until
 //! it is accepted by its name; pending ones are ignored; no alert data at
-//! all is a warning. Each is quoted in its own words with its runbook.
+//! all is a warning. Each is quoted in its own words with its runbook, under
+//! the name of oc's class for it ([`oc_class`]).
 
 use super::critical_alerts::{firing_alerts, firing_of, no_alert_data, own_left_out};
 use super::{Check, Context};
@@ -23,6 +24,22 @@ pub(crate) fn is_precheck(alert: &Alert) -> bool {
     alert.severity() != "critical"
         && (risks::PRECHECK_ALERTS.contains(&alert.name())
             || alert.label(risks::PRECHECK_LABEL) == "true")
+}
+
+/// The class `oc adm upgrade recommend` reports an alert under (its
+/// conditions `recommended/<class>`): a PodDisruptionBudget at its limit
+/// slows drains, a container waiting is an image pull, node alerts are the
+/// nodes'; what else it names is an update precheck.
+pub(crate) fn oc_class(alert: &Alert) -> &'static str {
+    match alert.name() {
+        "PodDisruptionBudgetAtLimit" => "PodDisruptionBudgetAlerts",
+        "KubeContainerWaiting" => "PodImagePullAlerts",
+        "KubeNodeNotReady"
+        | "KubeNodeUnreachable"
+        | "KubeNodeReadinessFlapping"
+        | "KubeletHealthState" => "NodeAlerts",
+        _ => "UpdatePrecheckAlerts",
+    }
 }
 
 impl Check for PrecheckAlertsFiring {
@@ -45,7 +62,10 @@ impl Check for PrecheckAlertsFiring {
                 own_left_out(own)
             ))
         } else {
-            firing_alerts("update precheck alerts firing", &firing)
+            let mut classes: Vec<&str> = firing.iter().map(|a| oc_class(a)).collect();
+            classes.sort_unstable();
+            classes.dedup();
+            firing_alerts(&format!("oc's {} firing", classes.join(", ")), &firing)
         }
     }
 }
@@ -103,15 +123,15 @@ mod tests {
     }
 
     #[rstest]
-    #[case::pdb_at_limit(alert("PodDisruptionBudgetAtLimit", false, "firing"), Outcome::Fail, "PodDisruptionBudgetAtLimit (node=w1): PodDisruptionBudgetAtLimit is firing. Runbook: https://runbooks.example/PodDisruptionBudgetAtLimit.md", &["PodDisruptionBudgetAtLimit"])]
-    #[case::container_waiting(alert("KubeContainerWaiting", false, "firing"), Outcome::Fail, "KubeContainerWaiting (node=w1)", &["KubeContainerWaiting"])]
-    #[case::node_not_ready(alert("KubeNodeNotReady", false, "firing"), Outcome::Fail, "KubeNodeNotReady (node=w1)", &["KubeNodeNotReady"])]
+    #[case::pdb_at_limit(alert("PodDisruptionBudgetAtLimit", false, "firing"), Outcome::Fail, "oc's PodDisruptionBudgetAlerts firing: PodDisruptionBudgetAtLimit (node=w1): PodDisruptionBudgetAtLimit is firing. Runbook: https://runbooks.example/PodDisruptionBudgetAtLimit.md", &["PodDisruptionBudgetAtLimit"])]
+    #[case::container_waiting(alert("KubeContainerWaiting", false, "firing"), Outcome::Fail, "oc's PodImagePullAlerts firing: KubeContainerWaiting (node=w1)", &["KubeContainerWaiting"])]
+    #[case::node_not_ready(alert("KubeNodeNotReady", false, "firing"), Outcome::Fail, "oc's NodeAlerts firing: KubeNodeNotReady (node=w1)", &["KubeNodeNotReady"])]
     #[case::node_unreachable(alert("KubeNodeUnreachable", false, "firing"), Outcome::Fail, "KubeNodeUnreachable", &["KubeNodeUnreachable"])]
     #[case::node_flapping(alert("KubeNodeReadinessFlapping", false, "firing"), Outcome::Fail, "KubeNodeReadinessFlapping", &["KubeNodeReadinessFlapping"])]
     #[case::kubelet_health(alert("KubeletHealthState", false, "firing"), Outcome::Fail, "KubeletHealthState", &["KubeletHealthState"])]
     #[case::virt_handler(alert("VirtHandlerDaemonSetRolloutFailing", false, "firing"), Outcome::Fail, "VirtHandlerDaemonSetRolloutFailing", &["VirtHandlerDaemonSetRolloutFailing"])]
     #[case::vm_not_evictable(alert("VMCannotBeEvicted", false, "firing"), Outcome::Fail, "VMCannotBeEvicted", &["VMCannotBeEvicted"])]
-    #[case::labelled(alert("MyStorageBusy", true, "firing"), Outcome::Fail, "MyStorageBusy", &["MyStorageBusy"])]
+    #[case::labelled(alert("MyStorageBusy", true, "firing"), Outcome::Fail, "oc's UpdatePrecheckAlerts firing: MyStorageBusy", &["MyStorageBusy"])]
     #[case::class_pending(alert("KubeNodeNotReady", false, "pending"), Outcome::Pass, "no update precheck", &[])]
     #[case::similar_name(alert("PodDisruptionBudgetAtLimitWithMessage", false, "firing"), Outcome::Pass, "no update", &[])]
     #[case::critical_is_the_critical_checks(alert_of("KubeNodeNotReady", "critical", false, "firing"), Outcome::Pass, "no update", &[])]

@@ -2,14 +2,22 @@
 //! `removedInRelease` after the current Kubernetes minor, up to the
 //! target's) and that were called in the last 24 hours by someone other
 //! than the platform's own components (`PLATFORM_CALLERS`), whose calls
-//! are counted and said but need no action. The message names the
-//! busiest callers. An API removed at or before the current minor is gone
+//! are counted and said but need no action. Calls the installer's
+//! bootstrap API server served are counted with them: `system:admin` with a
+//! kube-controller-manager or cluster-policy-controller user agent (the
+//! bootstrap controllers), or any call served by a host that is none of the
+//! cluster's Nodes (by name or address) while the install began within the
+//! last day the counts cover (the bootstrap host is removed once the
+//! install is done; later, or without Node data, every host counts).
+//! A fresh cluster is not held back by its own install. The message names
+//! the busiest callers. An API removed at or before the current minor is gone
 //! already and its count is stale. APIs whose removal the administrator
 //! has acknowledged (the admin gate `ack-...-kube-<release>-api-removals-...`)
 //! are left out.
 
 use super::admin_acks::{GATES, acknowledged};
 use super::{Check, Context, require};
+use crate::cluster::openshift::{ApiRequestCount, Caller};
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::release::{UpdateKind, Version};
@@ -77,12 +85,17 @@ impl Check for RemovedApisInUse {
                     .then_some((a, release))
             })
             .collect();
+        let hosts = Hosts::of(ctx);
         let platform_calls: u64 = removed_by_update
             .iter()
-            .map(|(a, _)| a.platform_request_count)
+            .map(|(a, _)| {
+                a.platform_request_count
+                    .saturating_add(hosts.bootstrap_calls(a))
+            })
             .sum();
         let mut in_use: Vec<_> = removed_by_update
             .into_iter()
+            .map(|(a, release)| (hosts.without_bootstrap(a), release))
             .filter(|(a, _)| a.user_request_count() > 0)
             .collect();
         in_use.sort_by(|(a, _), (b, _)| {
@@ -99,7 +112,9 @@ impl Check for RemovedApisInUse {
         };
         let left_out = match platform_calls {
             0 => String::new(),
-            n => format!(" ({n} calls by platform components, which need no action, left out)"),
+            n => format!(
+                " ({n} calls by platform components or the install's bootstrap, which need no action, left out)"
+            ),
         };
         if in_use.is_empty() {
             return Finding::pass(format!(
@@ -137,6 +152,87 @@ impl Check for RemovedApisInUse {
     }
 }
 
+/// How far back an APIRequestCount's counts go (`last24h`), and an hour
+/// for the one under way.
+const COUNTED_HOURS: i64 = 25;
+
+/// The hosts of the cluster's own API servers: every Node's name and
+/// addresses; `None` when no bootstrap host can have served a counted
+/// request (the install began before the counts do, or is not known) or
+/// none can be told apart (no Node data).
+struct Hosts<'a>(Option<std::collections::HashSet<&'a str>>);
+
+impl<'a> Hosts<'a> {
+    fn of(ctx: &Context<'a>) -> Self {
+        let nodes = &ctx.view.nodes;
+        let installed = ctx.view.cluster_version.as_ref().and_then(|cv| {
+            cv.status
+                .history
+                .last()
+                .and_then(|h| h.started_time)
+                .or(cv.metadata.creation_timestamp)
+        });
+        let recent = installed.is_some_and(|t| {
+            ctx.now.duration_since(t) < jiff::SignedDuration::from_hours(COUNTED_HOURS)
+        });
+        if !recent || !ctx.view.has("Node") || nodes.is_empty() {
+            return Self(None);
+        }
+        Self(Some(
+            nodes
+                .iter()
+                .flat_map(|n| {
+                    std::iter::once(n.name())
+                        .chain(n.status.addresses.iter().map(|a| a.address.as_str()))
+                })
+                .filter(|h| !h.is_empty())
+                .collect(),
+        ))
+    }
+
+    /// Whether `host` served a request for the bootstrap API server: it
+    /// is named and is no Node of the cluster.
+    fn bootstrap(&self, host: &str) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|nodes| !host.is_empty() && !nodes.contains(host))
+    }
+
+    fn bootstrap_calls_of(&self, caller: &Caller) -> u64 {
+        caller
+            .served_by
+            .iter()
+            .filter(|(host, _)| self.bootstrap(host))
+            .map(|(_, n)| *n)
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Requests of `api`'s callers that the bootstrap API server served.
+    fn bootstrap_calls(&self, api: &ApiRequestCount) -> u64 {
+        api.callers
+            .iter()
+            .map(|c| self.bootstrap_calls_of(c))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// `api` with the bootstrap API server's requests counted as the
+    /// platform's, and callers that only called it left out.
+    fn without_bootstrap(&self, api: &ApiRequestCount) -> ApiRequestCount {
+        let mut api = api.clone();
+        api.platform_request_count = api
+            .platform_request_count
+            .saturating_add(self.bootstrap_calls(&api));
+        for caller in &mut api.callers {
+            caller.request_count = caller
+                .request_count
+                .saturating_sub(self.bootstrap_calls_of(caller));
+            caller.served_by.retain(|host, _| !self.bootstrap(host));
+        }
+        api.callers.retain(|c| c.request_count > 0);
+        api
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,7 +264,7 @@ mod tests {
     #[case::platform_callers_left_out("4.8.40", "4.9.0", vec![
         called_by("ingresses.v1beta1.extensions", "1.22", "system:kube-controller-manager", "kube-controller-manager/v1.21.1", 30),
         called_by("ingresses.v1beta1.networking.k8s.io", "1.22", "system:serviceaccount:openshift-infra:default", "cluster-policy-controller/v0.0.0", 12)],
-        Outcome::Pass, "(42 calls by platform components, which need no action, left out)")]
+        Outcome::Pass, "(42 calls by platform components or the install's bootstrap, which need no action, left out)")]
     #[case::a_person_among_platform_callers("4.8.40", "4.9.0", vec![
         called_by("ingresses.v1beta1.extensions", "1.22", "system:kube-controller-manager", "kube-controller-manager/v1.21.1", 30),
         count("ingresses.v1beta1.networking.k8s.io", "1.22", 5)],
@@ -185,6 +281,82 @@ mod tests {
         let finding = fixture::evaluate(&RemovedApisInUse, &fixture::view(all), to);
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    fn served(user: &str, agent: &str, host: &str, requests: u64) -> Value {
+        json!({"kind": "APIRequestCount", "metadata": {"name": "ingresses.v1beta1.extensions"},
+               "status": {"removedInRelease": "1.22", "requestCount": requests,
+                          "last24h": [{"byNode": [{"nodeName": host, "byUser": [
+                              {"username": user, "userAgent": agent, "requestCount": requests}]}]}]}})
+    }
+
+    fn node(name: &str, ip: &str) -> Value {
+        json!({"kind": "Node", "metadata": {"name": name},
+               "status": {"addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}]}})
+    }
+
+    /// A 4.8 cluster whose install began `hours` before the data's time.
+    fn installed(hours: i64) -> Value {
+        let mut cv = fixture::cluster_version("4.8.40");
+        let started = fixture::NOW.parse::<jiff::Timestamp>().unwrap()
+            - jiff::SignedDuration::from_hours(hours);
+        cv["status"]["history"][0]["startedTime"] = json!(started.to_string());
+        cv
+    }
+
+    /// The installer's bootstrap API server is no node of the cluster; its
+    /// controllers run as `system:admin`. Their calls are the install's.
+    #[rstest]
+    #[case::bootstrap_controllers_as_system_admin(2, vec![
+        served("system:admin", "kube-controller-manager/v1.21.1 (linux/amd64) kubernetes/4b2b6ff", "10.0.0.10", 40)],
+        Outcome::Pass, "(40 calls by platform components or the install's bootstrap")]
+    #[case::cluster_policy_controller_as_system_admin(200, vec![
+        served("system:admin", "cluster-policy-controller/v0.0.0", "10.0.0.10", 7)],
+        Outcome::Pass, "(7 calls")]
+    #[case::served_by_the_bootstrap_host(2, vec![
+        served("system:serviceaccount:openshift-x:installer", "cluster-bootstrap/v0.0.0", "10.0.0.99", 12)],
+        Outcome::Pass, "(12 calls")]
+    #[case::served_by_a_node_by_address(2, vec![
+        served("system:serviceaccount:ci:deployer", "helm/3.12", "10.0.0.10", 12)],
+        Outcome::Fail, "12 requests, by system:serviceaccount:ci:deployer (helm/3.12) 12")]
+    #[case::served_by_a_node_by_name(2, vec![
+        served("system:serviceaccount:ci:deployer", "helm/3.12", "master-0", 12)],
+        Outcome::Fail, "12 requests")]
+    #[case::an_unknown_host_long_after_the_install(200, vec![
+        served("system:serviceaccount:ci:deployer", "helm/3.12", "10.0.0.99", 12)],
+        Outcome::Fail, "12 requests")]
+    #[case::system_admin_by_hand(2, vec![
+        served("system:admin", "oc/4.8.0 (linux/amd64) kubernetes/abcdef", "10.0.0.10", 3)],
+        Outcome::Fail, "3 requests, by system:admin (oc/4.8.0")]
+    fn the_installs_own_calls_are_left_out(
+        #[case] hours_since_install: i64,
+        #[case] objects: Vec<Value>,
+        #[case] outcome: Outcome,
+        #[case] says: &str,
+    ) {
+        let mut all = vec![
+            installed(hours_since_install),
+            node("master-0", "10.0.0.10"),
+        ];
+        all.extend(objects);
+        let finding = fixture::evaluate(&RemovedApisInUse, &fixture::view(all), "4.9.0");
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    #[test]
+    fn without_nodes_no_host_is_the_bootstraps() {
+        let all = vec![
+            installed(2),
+            served(
+                "system:serviceaccount:ci:deployer",
+                "helm/3.12",
+                "10.0.0.99",
+                12,
+            ),
+        ];
+        let finding = fixture::evaluate(&RemovedApisInUse, &fixture::view(all), "4.9.0");
+        assert_eq!(finding.outcome, Outcome::Fail, "{}", finding.message);
     }
 
     fn ack(value: &str) -> Vec<Value> {

@@ -1,7 +1,10 @@
 //! TargetRecommended: the update service recommends the target for this
 //! cluster. In `availableUpdates` passes; in `conditionalUpdates` with
 //! `Recommended` not True fails with the reason, message, risk names and
-//! URLs; in neither warns (an explicit update the graph does not know).
+//! URLs; in neither warns (an explicit update the graph does not know),
+//! unless it is the release the cluster runs or is updating to, which the
+//! graph never offers. A recommendation the CVO could not evaluate reads as
+//! oc says it: "recommendation unknown: risk evaluation failed".
 //!
 //! A conditional update's finding carries oc's `ConditionalUpdateRisk` and
 //! the name of each risk that applies, the names `acceptRisks` takes; when
@@ -56,6 +59,13 @@ impl Check for TargetRecommended {
             .find(|u| matches(&u.release))
         {
             return conditional(&name, update, &cv.status, ctx.accepted);
+        }
+        // The graph offers moves away from the release the cluster runs or
+        // is updating to, never that release itself.
+        if ctx.reasks_running_update || cv.is_desired(ctx.target) {
+            return Finding::pass(format!(
+                "{name} is the release the cluster runs or is updating to, which the update graph does not offer again"
+            ));
         }
         // Where the graph is: the channel, and why the CVO could not read it.
         let graph = match cv.spec.channel.as_deref().filter(|c| !c.is_empty()) {
@@ -130,8 +140,16 @@ fn conditional(
         .map(|r| format!("{} ({})", r.name, r.url))
         .collect();
     let first = applying.first().map(|r| r.url.clone());
+    // oc's words for a recommendation the CVO could not make.
+    let verdict = match (status_word, reason) {
+        ("Unknown", "EvaluationFailed") => {
+            ": recommendation unknown: risk evaluation failed".to_owned()
+        }
+        ("Unknown", reason) => format!(": recommendation unknown ({reason})"),
+        (status, reason) => format!(" is not recommended (Recommended={status}, {reason})"),
+    };
     let mut finding = Finding::fail(format!(
-        "{name} is not recommended (Recommended={status_word}, {reason}): {}; risks: {}",
+        "{name}{verdict}: {}; risks: {}",
         message.split_whitespace().collect::<Vec<_>>().join(" "),
         if described.is_empty() {
             "none named".to_owned()
@@ -339,6 +357,39 @@ mod tests {
             finding.message.contains("AllExposedRisksAccepted"),
             "{}",
             finding.message
+        );
+    }
+
+    #[test]
+    fn a_recommendation_the_cvo_could_not_evaluate_reads_as_oc_says_it() {
+        let cv = graph_with_evaluated_risks(json!({"type": "Recommended", "status": "Unknown",
+            "reason": "EvaluationFailed", "message": "Could not evaluate exposure to update risk TestAlert"}));
+        let finding = fixture::evaluate(&TargetRecommended, &fixture::view(vec![cv]), "5.0.0-ec.5");
+        assert_eq!((finding.outcome, finding.severity), (Outcome::Fail, None));
+        assert!(
+            finding.message.starts_with(
+                "5.0.0-ec.5: recommendation unknown: risk evaluation failed: Could not evaluate exposure"
+            ),
+            "{}",
+            finding.message
+        );
+    }
+
+    /// The graph offers moves away from `status.desired`, never it:
+    /// `4.14.1-all-recommended` asked for the 4.14.1 it is updating to.
+    #[test]
+    fn the_release_the_cluster_runs_or_updates_to_is_not_said_to_be_unoffered() {
+        let mut cv = fixture::updating("4.14.0", "4.14.1");
+        cv["spec"] = json!({"channel": "candidate-4.14"});
+        let view = fixture::view(vec![cv]);
+        let finding = fixture::evaluate(&TargetRecommended, &view, "4.14.1");
+        assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
+        let other = fixture::evaluate(&TargetRecommended, &view, "4.14.2");
+        assert_eq!(
+            (other.outcome, other.severity),
+            (Outcome::Fail, Some(Severity::Warning)),
+            "{}",
+            other.message
         );
     }
 

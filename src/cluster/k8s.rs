@@ -33,6 +33,16 @@ pub struct NodeStatus {
     pub conditions: Vec<Condition>,
     #[serde(deserialize_with = "deserialize_resources")]
     pub allocatable: Resources,
+    /// The node's host names and IPs, as an APIRequestCount names the API
+    /// server that served a request.
+    #[serde(deserialize_with = "null_as_default")]
+    pub addresses: Vec<NodeAddress>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct NodeAddress {
+    pub address: String,
 }
 
 /// The annotation the machine-config daemon sets while it drains a node for
@@ -69,6 +79,9 @@ pub struct Pod {
     /// Requests of the pod: the sum over containers, or the largest init
     /// container if that is more.
     pub requests: Resources,
+    /// Being deleted (`metadata.deletionTimestamp`): on its way out, as a
+    /// rollout replaces it, so no drain waits for it and no node keeps it.
+    pub terminating: bool,
 }
 
 impl Pod {
@@ -99,6 +112,7 @@ pub(crate) fn read_pod<'de, D: Deserializer<'de>>(
         labels: BTreeMap<String, String>,
         #[serde(deserialize_with = "null_as_default")]
         owner_references: Vec<Owner>,
+        deletion_timestamp: Option<String>,
     }
     #[derive(Deserialize, Default)]
     #[serde(default)]
@@ -159,6 +173,7 @@ pub(crate) fn read_pod<'de, D: Deserializer<'de>>(
         labels: raw.metadata.labels,
         owner_kind,
         requests: sum.max(init),
+        terminating: raw.metadata.deletion_timestamp.is_some(),
     }))
 }
 
@@ -224,7 +239,43 @@ pub(crate) const ROTATION_ANNOTATIONS: &[(&str, &str)] = &[
         "auth.openshift.io/certificate-not-after",
         "an OpenShift operator's certificate rotation",
     ),
+    (
+        "auth.openshift.io/certificate-issuer",
+        "an OpenShift operator's certificate rotation",
+    ),
     ("cert-manager.io/certificate-name", "cert-manager"),
+    // The platform's own certificates name the component that owns and
+    // renews them (the certificate ownership registry in openshift/origin,
+    // `tls/ownership`); OLM's `pprof-cert`, rewritten daily, carries it.
+    (
+        "openshift.io/owning-component",
+        "the OpenShift component that owns it",
+    ),
+];
+
+/// Platform certificates renewed by their operator that older releases
+/// ship without any of [`ROTATION_ANNOTATIONS`], by namespace and name:
+/// OLM's `pprof-cert`, which the `collect-profiles` CronJob rewrites daily
+/// (operator-framework-olm, `manifests/0000_50_olm_07-collect-profiles.*`),
+/// and the CSR signer the kube-controller-manager operator rotates
+/// (cluster-kube-controller-manager-operator, `pkg/operator/certrotationcontroller`)
+/// and copies to the controller manager's namespace.
+pub(crate) const PLATFORM_ROTATED: &[(&str, &str, &str)] = &[
+    (
+        "openshift-operator-lifecycle-manager",
+        "pprof-cert",
+        "OLM's collect-profiles job",
+    ),
+    (
+        "openshift-kube-controller-manager-operator",
+        "csr-signer",
+        "the kube-controller-manager operator",
+    ),
+    (
+        "openshift-kube-controller-manager",
+        "csr-signer",
+        "the kube-controller-manager operator",
+    ),
 ];
 
 /// Reads a Secret; returns `None` unless it is of type `kubernetes.io/tls`.
@@ -251,12 +302,19 @@ pub(crate) fn read_tls_secret<'de, D: Deserializer<'de>>(
         .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
         .and_then(|b| String::from_utf8(b).ok())
         .unwrap_or_default();
+    let namespace = raw.metadata.namespace.unwrap_or_default();
     let rotated_by = ROTATION_ANNOTATIONS
         .iter()
         .find(|(annotation, _)| raw.metadata.annotations.contains_key(*annotation))
-        .map(|(_, by)| *by);
+        .map(|(_, by)| *by)
+        .or_else(|| {
+            PLATFORM_ROTATED
+                .iter()
+                .find(|(ns, name, _)| *ns == namespace && *name == raw.metadata.name)
+                .map(|(_, _, by)| *by)
+        });
     Ok(Some(TlsSecret {
-        namespace: raw.metadata.namespace.unwrap_or_default(),
+        namespace,
         name: raw.metadata.name,
         certificate,
         rotated_by,

@@ -104,6 +104,13 @@ pub(crate) const PLATFORM_CALLERS: &[&str] = &[
 /// of an `openshift-` namespace.
 pub(crate) const PLATFORM_USER_AGENTS: &[&str] = &["cluster-policy-controller/"];
 
+/// User agents of the controllers the installer's bootstrap host runs as
+/// `system:admin` (its kubeconfig is the installer's admin one) while the
+/// cluster is installed: their calls are the install's, not anyone's to act
+/// on, so a fresh cluster is not held back by them.
+pub(crate) const BOOTSTRAP_USER_AGENTS: &[&str] =
+    &["kube-controller-manager/", "cluster-policy-controller/"];
+
 /// Whether a caller is a platform component whose calls need no action.
 /// The user agent is whatever the client sends, so it counts only beside an
 /// identity of the platform's own namespaces: a workload that claims a
@@ -112,7 +119,12 @@ pub(crate) fn is_platform_caller(username: &str, user_agent: &str) -> bool {
     let platform_account = username
         .strip_prefix("system:serviceaccount:")
         .is_some_and(|account| account.starts_with("openshift-"));
+    let bootstrap = username == "system:admin"
+        && BOOTSTRAP_USER_AGENTS
+            .iter()
+            .any(|prefix| user_agent.starts_with(prefix));
     PLATFORM_CALLERS.contains(&username)
+        || bootstrap
         || platform_account
             && PLATFORM_USER_AGENTS
                 .iter()
@@ -125,6 +137,9 @@ pub struct Caller {
     pub username: String,
     pub user_agent: String,
     pub request_count: u64,
+    /// The requests by the API server that served them (`byNode`'s
+    /// `nodeName`, a node's name or address; empty when not said).
+    pub served_by: BTreeMap<String, u64>,
 }
 
 /// How many callers each APIRequestCount keeps.
@@ -158,6 +173,7 @@ pub(crate) fn read_api_request_count<'de, D: Deserializer<'de>>(
     #[derive(Deserialize, Default)]
     #[serde(default, rename_all = "camelCase")]
     struct ByNode {
+        node_name: String,
         #[serde(deserialize_with = "null_as_default")]
         by_user: Vec<ByUser>,
     }
@@ -170,36 +186,42 @@ pub(crate) fn read_api_request_count<'de, D: Deserializer<'de>>(
     }
 
     let raw = Raw::deserialize(deserializer)?;
-    let mut totals: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut totals: BTreeMap<(String, String), (u64, BTreeMap<String, u64>)> = BTreeMap::new();
     let hours = if raw.status.last24h.is_empty() {
         std::slice::from_ref(&raw.status.current_hour)
     } else {
         &raw.status.last24h[..]
     };
-    for user in hours
+    for (node, user) in hours
         .iter()
         .flat_map(|h| &h.by_node)
-        .flat_map(|n| &n.by_user)
+        .flat_map(|n| n.by_user.iter().map(move |u| (&n.node_name, u)))
     {
-        *totals
+        let (total, by_node) = totals
             .entry((user.username.clone(), user.user_agent.clone()))
-            .or_default() += user.request_count;
+            .or_default();
+        *total = total.saturating_add(user.request_count);
+        let served = by_node.entry(node.clone()).or_default();
+        *served = served.saturating_add(user.request_count);
     }
     let mut platform_request_count = 0u64;
     let mut callers: Vec<Caller> = totals
         .into_iter()
-        .filter(|((username, user_agent), count)| {
+        .filter(|((username, user_agent), (count, _))| {
             let platform = is_platform_caller(username, user_agent);
             if platform {
                 platform_request_count = platform_request_count.saturating_add(*count);
             }
             !platform
         })
-        .map(|((username, user_agent), request_count)| Caller {
-            username,
-            user_agent,
-            request_count,
-        })
+        .map(
+            |((username, user_agent), (request_count, served_by))| Caller {
+                username,
+                user_agent,
+                request_count,
+                served_by,
+            },
+        )
         .collect();
     callers.sort_by_key(|c| std::cmp::Reverse(c.request_count));
     callers.truncate(CALLERS_KEPT);

@@ -66,8 +66,22 @@ pub fn kept(kind: &str, api_version: Option<&str>) -> bool {
 pub struct AsOf {
     pub time: Timestamp,
     /// How the time was found, in words: "the must-gather's timestamp
-    /// file", "the newest timestamp in the data", "--now".
+    /// file", "the newest time the ClusterVersion and ClusterOperators
+    /// record", "--now".
     pub source: String,
+    /// Objects whose own times run more than a day past it, in words: the
+    /// data may mix captures taken at different times.
+    pub disagreement: Option<String>,
+}
+
+impl AsOf {
+    pub fn new(time: Timestamp, source: &str) -> Self {
+        Self {
+            time,
+            source: source.to_owned(),
+            disagreement: None,
+        }
+    }
 }
 
 /// Everything the checks read.
@@ -103,8 +117,13 @@ pub struct ClusterView {
     /// When the data was taken; `None` for live data, which is judged by
     /// the clock.
     pub as_of: Option<AsOf>,
-    /// The newest timestamp among the objects read so far.
+    /// The newest time the ClusterVersion and the ClusterOperators record:
+    /// the clock `oc adm upgrade` judges a capture by.
     pub newest: Option<Timestamp>,
+    /// The newest time other objects record (nodes, pools, alerts), by
+    /// what they are: the time of the data when it has no ClusterVersion
+    /// and no ClusterOperators, and a check of the clocks when it has.
+    pub newest_elsewhere: BTreeMap<&'static str, Timestamp>,
     /// Objects a snapshot held that no check reads, by `kind (apiVersion)`.
     pub skipped: BTreeMap<String, u64>,
     /// Must-gather files not opened, since no check reads what they hold,
@@ -175,7 +194,7 @@ impl ClusterView {
             }
             "Node" => {
                 let node: Node = Deserialize::deserialize(object)?;
-                self.saw(newest_condition_time(&node.status.conditions));
+                self.saw_elsewhere("Node", newest_condition_time(&node.status.conditions));
                 push(&mut self.nodes, Some(node))
             }
             "Infrastructure" => {
@@ -192,7 +211,10 @@ impl ClusterView {
             ),
             "MachineConfigPool" => {
                 let pool: MachineConfigPool = Deserialize::deserialize(object)?;
-                self.saw(newest_condition_time(&pool.status.conditions));
+                self.saw_elsewhere(
+                    "MachineConfigPool",
+                    newest_condition_time(&pool.status.conditions),
+                );
                 push(&mut self.machine_config_pools, Some(pool))
             }
             "APIRequestCount" => push(
@@ -221,9 +243,60 @@ impl ClusterView {
         Ok(kept)
     }
 
-    /// Takes `time` into the newest timestamp of the data.
+    /// Takes a time the ClusterVersion or a ClusterOperator records into
+    /// the time of the data.
     pub(crate) fn saw(&mut self, time: Option<Timestamp>) {
         self.newest = self.newest.max(time);
+    }
+
+    /// Takes a time another object (`what`) records.
+    pub(crate) fn saw_elsewhere(&mut self, what: &'static str, time: Option<Timestamp>) {
+        if let Some(time) = time {
+            let newest = self.newest_elsewhere.entry(what).or_insert(time);
+            *newest = (*newest).max(time);
+        }
+    }
+
+    /// The time of the data without a timestamp file, as `oc adm upgrade`
+    /// takes it: the newest time the ClusterVersion and ClusterOperators
+    /// record, else the newest any object records. Other objects more than
+    /// a day past it are named.
+    pub(crate) fn time_of_the_data(&self) -> Option<AsOf> {
+        match self.newest {
+            Some(time) => Some(AsOf {
+                disagreement: self.clocks_past(time),
+                ..AsOf::new(
+                    time,
+                    "the newest time the ClusterVersion and ClusterOperators record",
+                )
+            }),
+            None => {
+                let time = self.newest_elsewhere.values().max()?;
+                Some(AsOf::new(*time, "the newest timestamp in the data"))
+            }
+        }
+    }
+
+    /// Objects whose newest time runs more than a day past `time`.
+    pub(crate) fn clocks_past(&self, time: Timestamp) -> Option<String> {
+        const DAY: jiff::SignedDuration = jiff::SignedDuration::from_hours(24);
+        let past: Vec<String> = self
+            .newest_elsewhere
+            .iter()
+            .filter(|(_, t)| t.duration_since(time) > DAY)
+            .map(|(what, t)| {
+                format!(
+                    "{what} times run {} past it",
+                    crate::model::text::since(Some(time), *t)
+                )
+            })
+            .collect();
+        (!past.is_empty()).then(|| {
+            format!(
+                "{}: the data may mix captures taken at different times",
+                past.join(", ")
+            )
+        })
     }
 
     /// Counts an object no check reads.

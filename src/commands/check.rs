@@ -118,10 +118,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         view.alerts = Some(runtime()?.block_on(prometheus.alerts())?);
     }
     if let Some(now) = args.now {
-        view.as_of = Some(crate::cluster::AsOf {
-            time: now,
-            source: "--now".to_owned(),
-        });
+        view.as_of = Some(crate::cluster::AsOf::new(now, "--now"));
     }
     let target = view.target(to);
     let view = std::sync::Arc::new(view);

@@ -74,7 +74,12 @@ pub struct Status {
 pub struct Release {
     pub version: String,
     pub image: String,
+    /// `Multi` for a multi-architecture payload, else empty.
+    pub architecture: String,
 }
+
+/// The value of `architecture` that names the multi-architecture payload.
+pub const MULTI: &str = "Multi";
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
@@ -84,6 +89,13 @@ pub struct UpdateHistory {
     pub image: String,
     pub started_time: Option<Timestamp>,
     pub completion_time: Option<Timestamp>,
+    /// Whether the CVO verified the release's signature before it applied
+    /// it; an update forced past a failed verification is not. (The
+    /// install's entry never is.)
+    pub verified: bool,
+    /// What the CVO let through for this update (`Forced through blocking
+    /// failures: …`), since 4.13.
+    pub accepted_risks: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -136,6 +148,22 @@ pub struct Target {
     pub image: String,
     pub version: Option<String>,
     pub key: ReleaseKey,
+    /// A change of the payload's architecture that the target asks for.
+    pub architecture: Option<ArchitectureChange>,
+}
+
+/// A move between a single-architecture payload and the multi-architecture
+/// one: a whole payload change, even at the same version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArchitectureChange {
+    /// To the multi-architecture payload (`oc adm upgrade --to-multi-arch`
+    /// writes `desiredUpdate: {architecture: Multi, version: <current>}`).
+    /// Its image is the update service's to give; the target keeps the
+    /// current release's, under which its results are kept.
+    ToMulti,
+    /// From the multi-architecture payload back to a single architecture,
+    /// which OpenShift does not support.
+    FromMulti,
 }
 
 impl Target {
@@ -145,6 +173,7 @@ impl Target {
             key: ReleaseKey::from_image(image),
             image: image.to_owned(),
             version,
+            architecture: None,
         }
     }
 
@@ -156,12 +185,19 @@ impl Target {
             key: ReleaseKey::from_image(""),
             image: String::new(),
             version: Some(version.to_owned()),
+            architecture: None,
         }
     }
 
-    /// How the target is named to a person: its version when known.
-    pub fn display(&self) -> &str {
-        self.version.as_deref().unwrap_or(&self.image)
+    /// How the target is named to a person: its version when known, and
+    /// the architecture it moves to.
+    pub fn display(&self) -> String {
+        let name = self.version.as_deref().unwrap_or(&self.image);
+        match self.architecture {
+            Some(ArchitectureChange::ToMulti) => format!("{name} (multi-architecture)"),
+            Some(ArchitectureChange::FromMulti) => format!("{name} (single-architecture)"),
+            None => name.to_owned(),
+        }
     }
 
     /// Whether an override naming `value` (a version, pullspec or digest)
@@ -198,15 +234,7 @@ pub fn tag_version(image: &str) -> Option<Version> {
     if image.contains('@') {
         return None;
     }
-    let (_, tag) = image
-        .rsplit_once(':')
-        .filter(|(repo, _)| !repo.ends_with('/') && !repo.is_empty())?;
-    if tag.contains('/') {
-        return None;
-    }
-    const ARCHES: &[&str] = &[
-        "-x86_64", "-aarch64", "-arm64", "-ppc64le", "-s390x", "-multi",
-    ];
+    let tag = image_tag(image)?;
     let bare = ARCHES
         .iter()
         .find_map(|arch| tag.strip_suffix(arch))
@@ -218,6 +246,32 @@ pub fn tag_version(image: &str) -> Option<Version> {
         .flatten()
 }
 
+/// The architectures a release tag may end in; `-multi` names the
+/// multi-architecture payload.
+const ARCHES: &[&str] = &[
+    "-x86_64", "-aarch64", "-arm64", "-ppc64le", "-s390x", "-multi",
+];
+
+/// An image's tag, when it has one.
+fn image_tag(image: &str) -> Option<&str> {
+    let (_, tag) = image
+        .rsplit_once(':')
+        .filter(|(repo, _)| !repo.ends_with('/') && !repo.is_empty())?;
+    (!tag.contains('/')).then_some(tag)
+}
+
+/// Whether a release image is tagged for the multi-architecture payload
+/// (`4.14.8-multi`): `Some(true)`, for one architecture (`4.14.8-x86_64`):
+/// `Some(false)`; a digest or another tag says nothing.
+fn tagged_multi(image: &str) -> Option<bool> {
+    if image.contains('@') {
+        return None;
+    }
+    let tag = image_tag(image)?;
+    let arch = ARCHES.iter().find(|arch| tag.ends_with(*arch))?;
+    Some(*arch == "-multi")
+}
+
 fn non_empty(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
@@ -226,6 +280,13 @@ impl ClusterVersion {
     /// The version the cluster runs or is moving to (`status.desired`).
     pub(crate) fn desired_version(&self) -> Option<Version> {
         Version::parse(&self.status.desired.version)
+    }
+
+    /// Whether the cluster runs (or is moving to) the multi-architecture
+    /// payload.
+    pub fn is_multi(&self) -> bool {
+        let desired = &self.status.desired;
+        desired.architecture == MULTI || tagged_multi(&desired.image) == Some(true)
     }
 
     /// Whether the cluster is still being installed: its history holds no
@@ -312,6 +373,40 @@ impl ClusterVersion {
     /// update graph; a bare version must be in the graph or be the current
     /// release.
     pub(crate) fn resolve(&self, update: &DesiredUpdate) -> Resolution {
+        match self.resolve_release(update) {
+            Resolution::Target(mut target) => {
+                target.architecture = self.architecture_change(update, &target);
+                Resolution::Target(target)
+            }
+            other => other,
+        }
+    }
+
+    /// The architecture change `update` asks for: the multi-architecture
+    /// payload (`architecture: Multi`, an image the update graph or its tag
+    /// says is Multi) for a cluster that does not run it, or an image
+    /// tagged for one architecture for a cluster that does.
+    fn architecture_change(
+        &self,
+        update: &DesiredUpdate,
+        target: &Target,
+    ) -> Option<ArchitectureChange> {
+        let graph_says_multi = self
+            .releases()
+            .any(|r| r.architecture == MULTI && ReleaseKey::from_image(&r.image) == target.key);
+        let multi = non_empty(&update.architecture) == Some(MULTI)
+            || graph_says_multi
+            || tagged_multi(&target.image) == Some(true);
+        match (self.is_multi(), multi) {
+            (false, true) => Some(ArchitectureChange::ToMulti),
+            (true, false) if tagged_multi(&target.image) == Some(false) => {
+                Some(ArchitectureChange::FromMulti)
+            }
+            _ => None,
+        }
+    }
+
+    fn resolve_release(&self, update: &DesiredUpdate) -> Resolution {
         let version = non_empty(&update.version);
         if let Some(image) = non_empty(&update.image) {
             // The version comes from the update graph, matched by digest,
@@ -327,30 +422,25 @@ impl ClusterVersion {
                     known: known.to_owned(),
                 };
             }
-            return Resolution::Target(Target {
-                key: ReleaseKey::from_image(image),
-                image: image.to_owned(),
-                version: known,
-            });
+            return Resolution::Target(Target::image(image, known));
         }
         let Some(version) = version else {
             return Resolution::None;
         };
         match self.image_of_version(version) {
-            Some(image) => Resolution::Target(Target {
-                key: ReleaseKey::from_image(image),
-                image: image.to_owned(),
-                version: Some(version.to_owned()),
-            }),
+            Some(image) => Resolution::Target(Target::image(image, Some(version.to_owned()))),
             None => Resolution::UnknownVersion(version.to_owned()),
         }
     }
 
     /// Whether `target` is `status.desired`: the release the cluster runs,
-    /// or the one it is already updating to. Asking for it changes nothing.
+    /// or the one it is already updating to, on the same architecture.
+    /// Asking for it changes nothing.
     pub(crate) fn is_desired(&self, target: &Target) -> bool {
         let desired = &self.status.desired;
-        !desired.image.is_empty() && ReleaseKey::from_image(&desired.image) == target.key
+        !desired.image.is_empty()
+            && ReleaseKey::from_image(&desired.image) == target.key
+            && target.architecture.is_none()
     }
 
     fn releases(&self) -> impl Iterator<Item = &Release> {

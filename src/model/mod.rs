@@ -9,7 +9,8 @@
 //!   line, to a [`Target`]);
 //! - [`results`] and [`preflight_check`]: the `UpdatePreflight` and
 //!   `PreflightCheck` APIs;
-//! - [`finding`]: what one check concluded;
+//! - [`finding`]: what one check concluded, and [`grace`]: how long a
+//!   cluster in motion may be in a state before it counts;
 //! - [`policy`]: the one blocking policy, which the status, the report, the
 //!   metrics and the webhook all read, and [`risks`]: the names OpenShift
 //!   gives what a check finds, which accept it beside the check's name;
@@ -20,6 +21,7 @@
 
 pub mod cluster_version;
 pub mod finding;
+pub mod grace;
 pub mod meta;
 pub mod policy;
 pub mod preflight_check;

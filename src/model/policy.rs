@@ -10,6 +10,19 @@ use std::collections::BTreeSet;
 use super::results::{CheckResult, FailurePolicy, Outcome, Severity, Summary};
 use super::risks;
 
+/// The built-in check for admin gates without their ack.
+pub const ADMIN_ACKS_MISSING: &str = "AdminAcksMissing";
+
+/// Whether any name may accept `result`. A missing admin ack may not: the
+/// CVO holds a minor update until the ack is in `openshift-config/admin-acks`,
+/// whatever `acceptRisks` says, so accepting it at the gate would only let
+/// through an update the CVO then refuses. Neither the check's name nor
+/// any OpenShift name it carries (`AdminAck-<gate>`, `ConditionalUpdateRisk`)
+/// accepts it; its finding says how to give the ack.
+pub fn acceptable(result: &CheckResult) -> bool {
+    result.name != ADMIN_ACKS_MISSING && !result.risks.iter().any(|r| risks::is_admin_ack(r))
+}
+
 /// What, besides a result itself, decides whether it blocks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Blocking {
@@ -79,7 +92,9 @@ impl Blocking {
     /// Whether the accepted names accept `result`: its check's name, or
     /// every OpenShift name it carries (or oc's name for the whole concern).
     fn accepts(&self, result: &CheckResult) -> bool {
-        self.accepted.contains(&result.name) || risks::all_accepted(&result.risks, &self.accepted)
+        acceptable(result)
+            && (self.accepted.contains(&result.name)
+                || risks::all_accepted(&result.risks, &self.accepted))
     }
 
     /// The accepted names that name nothing here: no check of `results`,
@@ -227,6 +242,36 @@ mod tests {
             accepted: names(accepted),
         };
         assert_eq!(policy.standing(&carrying(risks)), expected);
+    }
+
+    #[rstest]
+    #[case::by_the_checks_name("AdminAcksMissing", &["AdminAck-ack-4.12-kube-1.26-api-removals-in-4.13"], &["AdminAcksMissing"])]
+    #[case::by_the_cvos_name("AdminAcksMissing", &["AdminAck-ack-4.12-kube-1.26-api-removals-in-4.13"], &["AdminAck-ack-4.12-kube-1.26-api-removals-in-4.13"])]
+    #[case::by_ocs_name_for_the_whole("AdminAcksMissing", &["ConditionalUpdateRisk", "AdminAck-ack-4.12-kube-1.26-api-removals-in-4.13"], &["ConditionalUpdateRisk"])]
+    #[case::the_cvos_condition_alone("AdminAcksMissing", &["ConditionalUpdateRisk"], &["ConditionalUpdateRisk", "AdminAcksMissing"])]
+    #[case::another_check_carrying_an_ack("SomeJob", &["AdminAck-ack-4.15-x"], &["SomeJob", "AdminAck-ack-4.15-x"])]
+    fn an_admin_ack_is_never_accepted(
+        #[case] check: &str,
+        #[case] risks: &[&str],
+        #[case] accepted: &[&str],
+    ) {
+        let mut r = carrying(risks);
+        r.name = check.to_owned();
+        let policy = Blocking {
+            fail_open: BTreeSet::new(),
+            accepted: names(accepted),
+        };
+        assert!(!acceptable(&r));
+        assert_eq!(policy.standing(&r), Standing::Blocks);
+        // The same names accept any other check's failure.
+        let mut other = r.clone();
+        other.name = "Check".to_owned();
+        other.risks.retain(|n| !risks::is_admin_ack(n));
+        let policy = Blocking {
+            accepted: names(&[accepted, &["Check"]].concat()),
+            ..policy
+        };
+        assert_eq!(policy.standing(&other), Standing::Accepted);
     }
 
     #[test]

@@ -175,6 +175,29 @@ impl Version {
     pub(crate) fn minor_line(&self) -> String {
         format!("{}.{}", self.major, self.minor)
     }
+
+    /// What kind of pre-release this is, when it is one that is not for
+    /// production: an engineering (`ec`), feature (`fc`) or release (`rc`)
+    /// candidate, a nightly or a CI build, OKD's among them
+    /// (`4.16.0-okd-scos.ec.1`). OKD's releases carry a pre-release part
+    /// of their own (`4.15.0-okd-scos.9`, `4.15.0-0.okd-2024-03-10-010116`)
+    /// and are not pre-releases by it.
+    pub fn pre_release(&self) -> Option<&'static str> {
+        let pre = self.pre.as_ref()?;
+        pre.as_str().split(['.', '-']).find_map(|part| match part {
+            "ec" => Some("an engineering candidate"),
+            "fc" => Some("a feature candidate"),
+            "rc" => Some("a release candidate"),
+            "nightly" => Some("a nightly build"),
+            "ci" => Some("a CI build"),
+            _ => None,
+        })
+    }
+
+    /// The same `X.Y.Z`, whatever the pre-release part.
+    fn same_release_line(&self, other: &Self) -> bool {
+        (self.major, self.minor, self.patch) == (other.major, other.minor, other.patch)
+    }
 }
 
 impl PartialOrd for Version {
@@ -244,13 +267,21 @@ impl UpdateKind {
 }
 
 /// How a person names the move from `current` to `target`: `patch`,
-/// `minor` or `major` forwards, `rollback` (of any size) backwards, `same`
+/// `minor` or `major` forwards, `pre-release step` from one pre-release of
+/// a release to a later one or to the release itself (`4.16.0-ec.1` to
+/// `ec.2`, `rc.3` to `4.16.0`), `rollback` (of any size) backwards, `same`
 /// for the release the cluster runs. The kind checks apply by
 /// ([`UpdateKind`]) is the move's size alone.
 pub fn describe_move(current: &Version, target: &Version) -> &'static str {
     match target.cmp(current) {
         std::cmp::Ordering::Equal => "same",
         std::cmp::Ordering::Less => "rollback",
+        std::cmp::Ordering::Greater
+            if current.same_release_line(target)
+                && (current.pre_release().is_some() || target.pre_release().is_some()) =>
+        {
+            "pre-release step"
+        }
         std::cmp::Ordering::Greater => match UpdateKind::between(current, target) {
             UpdateKind::Patch => "patch",
             UpdateKind::Minor => "minor",
@@ -287,6 +318,11 @@ mod tests {
     #[case::patch_rollback("4.15.10", "4.15.3", "rollback")]
     #[case::rollback_across_two_minors("4.16.2", "4.14.9", "rollback")]
     #[case::pre_release_rollback("4.17.0-ec.10", "4.17.0-ec.9", "rollback")]
+    #[case::ec_to_ec("4.16.0-ec.1", "4.16.0-ec.2", "pre-release step")]
+    #[case::rc_to_its_release("4.14.0-rc.3", "4.14.0", "pre-release step")]
+    #[case::rc_to_a_patch("4.14.0-rc.3", "4.14.1", "patch")]
+    #[case::ec_to_the_next_minor_s_ec("4.15.0-ec.3", "4.16.0-ec.1", "minor")]
+    #[case::okd_release_to_release("4.15.0-okd-scos.9", "4.15.0-okd-scos.16", "patch")]
     fn moves_are_named_as_a_person_names_them(
         #[case] from: &str,
         #[case] to: &str,
@@ -312,6 +348,20 @@ mod tests {
         );
         assert!(lower < higher, "{lower} < {higher}");
         assert!(higher > lower);
+    }
+
+    #[rstest]
+    #[case::ec("4.16.0-ec.2", Some("an engineering candidate"))]
+    #[case::rc("4.14.0-rc.3", Some("a release candidate"))]
+    #[case::fc("4.11.0-fc.0", Some("a feature candidate"))]
+    #[case::nightly("4.16.0-0.nightly-2024-02-27-122716", Some("a nightly build"))]
+    #[case::ci("4.16.0-0.ci-2024-02-27-122716", Some("a CI build"))]
+    #[case::okd_ec("4.16.0-okd-scos.ec.1", Some("an engineering candidate"))]
+    #[case::okd_release("4.15.0-okd-scos.9", None)]
+    #[case::okd_fcos_release("4.15.0-0.okd-2024-03-10-010116", None)]
+    #[case::release("4.15.3", None)]
+    fn pre_releases_are_named(#[case] version: &str, #[case] said: Option<&str>) {
+        assert_eq!(Version::parse(version).unwrap().pre_release(), said);
     }
 
     #[rstest]

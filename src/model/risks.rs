@@ -12,6 +12,8 @@ use std::collections::BTreeSet;
 pub const FAILING: &str = "Failing";
 /// oc: an update is in progress (`Progressing=True`).
 pub const PROGRESSING: &str = "Progressing";
+/// oc: the ClusterVersion is `Invalid=True` (its spec cannot be acted on).
+pub const INVALID: &str = "Invalid";
 /// oc: the target is a conditional update that is not recommended (also
 /// the ClusterVersion's `Upgradeable=False`, which oc adds to every minor
 /// or major target as a risk).
@@ -41,6 +43,13 @@ pub const CLUSTER_OPERATOR_UPGRADEABLE: &str = "ClusterOperatorUpgradeable";
 /// that has no ack.
 pub fn admin_ack(gate: &str) -> String {
     format!("{ADMIN_ACK}-{gate}")
+}
+
+/// Whether `name` is the CVO's name for an admin gate without its ack.
+pub fn is_admin_ack(name: &str) -> bool {
+    name.strip_prefix(ADMIN_ACK)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|gate| !gate.is_empty())
 }
 
 /// The CVO's name for the ClusterOperator `operator`'s `Upgradeable=False`.
@@ -76,12 +85,13 @@ pub const OBJECT_ALERTS: &[&str] = &[
     "ClusterOperatorDegraded",
 ];
 
-/// oc's names for a whole concern: a finding that carries one is accepted
-/// when that one is, whatever else it carries. (A finding about an update
-/// in progress is `Progressing` to oc and `ClusterVersionUpdating` to the
-/// CVO; either tool's acceptance is enough.)
+/// oc's names for a whole concern: a finding that carries them is accepted
+/// when each of them is, whatever else it carries. (A finding about an
+/// update in progress is `Progressing` to oc and `ClusterVersionUpdating`
+/// to the CVO; either tool's acceptance is enough.)
 const WHOLE: &[&str] = &[
     FAILING,
+    INVALID,
     PROGRESSING,
     CONDITIONAL_UPDATE_RISK,
     ALERT_NO_TEST_DATA,
@@ -92,6 +102,7 @@ const WHOLE: &[&str] = &[
 pub fn well_known(name: &str) -> bool {
     const FIXED: &[&str] = &[
         FAILING,
+        INVALID,
         PROGRESSING,
         CONDITIONAL_UPDATE_RISK,
         ALERT_NO_TEST_DATA,
@@ -114,12 +125,14 @@ pub fn well_known(name: &str) -> bool {
 }
 
 /// Whether `accepted` accepts everything a finding carrying `risks` is
-/// about: one of oc's names for the whole concern, or every other name it
-/// carries. A finding that carries no name is accepted by its check's name
-/// alone.
+/// about: each of oc's names for a whole concern it carries (a stuck
+/// update retargeted is both `Failing` and `Progressing`: accepting one
+/// does not accept the other), or every other name it carries. A finding
+/// that carries no name is accepted by its check's name alone.
 pub fn all_accepted(risks: &[String], accepted: &BTreeSet<String>) -> bool {
     let whole = |r: &&String| WHOLE.contains(&r.as_str());
-    if risks.iter().filter(whole).any(|r| accepted.contains(r)) {
+    let mut wholes = risks.iter().filter(whole).peekable();
+    if wholes.peek().is_some() && wholes.all(|r| accepted.contains(r)) {
         return true;
     }
     let mut parts = risks.iter().filter(|r| !whole(r)).peekable();
@@ -156,6 +169,8 @@ mod tests {
     #[case::progressing_to_oc(&["Progressing", "ClusterVersionUpdating"], &["Progressing"], true)]
     #[case::updating_to_the_cvo(&["Progressing", "ClusterVersionUpdating"], &["ClusterVersionUpdating"], true)]
     #[case::only_whole_names_carried(&["Failing"], &["Progressing"], false)]
+    #[case::a_stuck_update_retargeted(&["Failing", "Progressing"], &["Progressing"], false)]
+    #[case::both_guards_accepted(&["Failing", "Progressing"], &["Failing", "Progressing"], true)]
     #[case::case_matters(&["Failing"], &["failing"], false)]
     fn acceptance(#[case] risks: &[&str], #[case] accepted: &[&str], #[case] expected: bool) {
         let accepted: BTreeSet<String> = accepted.iter().map(|s| s.to_string()).collect();

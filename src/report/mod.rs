@@ -9,7 +9,6 @@ use serde::Serialize;
 
 use crate::checks::Context;
 use crate::model::policy::{Blocking, Standing};
-use crate::model::release::describe_move;
 use crate::model::{CheckResult, Severity, Summary};
 
 pub use table::table;
@@ -39,6 +38,9 @@ pub struct Report {
     pub as_of: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub as_of_source: Option<String>,
+    /// Objects whose clocks run more than a day past that time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clocks_disagree: Option<String>,
     /// Objects of the snapshot no check reads, by `kind (apiVersion)`.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub skipped: std::collections::BTreeMap<String, u64>,
@@ -101,13 +103,10 @@ impl Report {
             target: ctx.target_name(),
             image: ctx.target.image.clone(),
             current: ctx.current.as_ref().map(ToString::to_string),
-            update_kind: ctx
-                .current
-                .as_ref()
-                .zip(ctx.target_version.as_ref())
-                .map(|(current, target)| describe_move(current, target).to_owned()),
+            update_kind: ctx.move_name().map(str::to_owned),
             as_of: Some(ctx.now.to_string()),
             as_of_source: Some(ctx.now_source.to_owned()),
+            clocks_disagree: ctx.view.as_of.as_ref().and_then(|a| a.disagreement.clone()),
             skipped: ctx.view.skipped.clone(),
             unread_files: ctx.view.unread_files.clone(),
             accepted,
@@ -128,6 +127,7 @@ impl Report {
             update_kind: None,
             as_of: None,
             as_of_source: None,
+            clocks_disagree: None,
             skipped: Default::default(),
             unread_files: Default::default(),
             accepted: Vec::new(),
@@ -157,10 +157,30 @@ impl Report {
             s.passed, s.failing, s.warnings, s.errored, s.skipped
         );
         match self.exit_code() {
-            3 => format!(
-                "{counts}. The update to {} is blocked: fix the failures, or accept them with --accept NAME.",
-                self.target
-            ),
+            3 => {
+                // A missing admin ack is given, never accepted
+                // (`policy::acceptable`): the hint never offers it.
+                let (acceptable, not): (Vec<&CheckResult>, Vec<&CheckResult>) = self
+                    .results
+                    .iter()
+                    .zip(&self.standings)
+                    .filter(|(_, s)| **s == Standing::Blocks)
+                    .map(|(r, _)| r)
+                    .partition(|r| crate::model::policy::acceptable(r));
+                let names: Vec<String> = not.iter().map(|r| r.name.clone()).collect();
+                let how = match (acceptable.is_empty(), names.is_empty()) {
+                    (_, true) => "fix the failures, or accept them with --accept NAME".to_owned(),
+                    (true, false) => format!(
+                        "fix the failures ({} cannot be accepted: its message says how)",
+                        crate::model::text::list(&names, 3)
+                    ),
+                    (false, false) => format!(
+                        "fix the failures, or accept them with --accept NAME ({} cannot be accepted: its message says how)",
+                        crate::model::text::list(&names, 3)
+                    ),
+                };
+                format!("{counts}. The update to {} is blocked: {how}.", self.target)
+            }
             4 => format!(
                 "{counts}. The update to {} may go ahead; read the warnings first.",
                 self.target

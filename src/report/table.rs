@@ -65,6 +65,13 @@ pub fn table(report: &Report, color: bool) -> String {
     match report.update_kind.as_deref() {
         Some("rollback") => header.push_str(", a rollback"),
         Some("same") => header.push_str(", the release it runs"),
+        Some("pre-release step") => header.push_str(", a pre-release step"),
+        Some("multi-architecture migration") => {
+            header.push_str(", a migration to the multi-architecture payload")
+        }
+        Some("single-architecture move") => {
+            header.push_str(", a move back to a single architecture")
+        }
         Some(kind) => header.push_str(&format!(", a {kind} update")),
         None => {}
     }
@@ -72,6 +79,9 @@ pub fn table(report: &Report, color: bool) -> String {
         header.push_str(&format!("\nas of {as_of}"));
         if let Some(source) = &report.as_of_source {
             header.push_str(&format!(" ({source})"));
+        }
+        if let Some(disagree) = &report.clocks_disagree {
+            header.push_str(&format!("\nwarning: {disagree}"));
         }
     }
     if let Some(line) = skipped_line(report) {

@@ -8,6 +8,7 @@ mod deploy;
 mod external;
 mod flows;
 mod metrics;
+mod motion;
 #[path = "../common/oc.rs"]
 mod oc;
 mod prompt_exit;

@@ -36,7 +36,8 @@ fn a_patch_update_of_the_sample_is_blocked_by_an_alert_oc_blocks_on_until_accept
     let accepted = check(&["--to", "4.14.12", "--accept", "KubeContainerWaiting"]);
     assert_eq!(accepted.status.code(), Some(4), "{}", stdout(&accepted));
     assert!(
-        stdout(&accepted).contains("accepted: update precheck alerts firing: KubeContainerWaiting"),
+        stdout(&accepted)
+            .contains("accepted: oc's PodImagePullAlerts firing: KubeContainerWaiting"),
         "{}",
         stdout(&accepted)
     );

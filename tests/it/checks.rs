@@ -90,15 +90,18 @@ fn messages_name_the_objects_and_the_rules() {
     }
     let minor = outcomes("4.14.1-paused-worker-pool", "4.15.0");
     let cv = &find(&minor, "ClusterVersionState").2;
-    assert!(cv.contains("retargeting within 4.14 is allowed"), "{cv}");
     assert!(
-        cv.contains("moving to 4.15.0 changes the minor version mid-update"),
+        cv.contains("an update to 4.14.1 is in progress (Working towards 4.14.1: 139 of 859 done"),
+        "{cv}"
+    );
+    assert!(
+        cv.contains("4.15.0 would replace it before it completes; oc refuses a new target"),
         "{cv}"
     );
 }
 
 #[test]
-fn retargeting_mid_update_warns_naming_the_update_and_how_far_it_got() {
+fn retargeting_mid_update_blocks_as_oc_does_naming_the_update_and_how_far_it_got() {
     let view = snapshot::load(&capture("4.14.1-all-recommended")).unwrap();
     let target = Target::image("quay.io/ocp/release@sha256:11", Some("4.14.11".into()));
     let results = suite::run(
@@ -112,12 +115,15 @@ fn retargeting_mid_update_warns_naming_the_update_and_how_far_it_got() {
         .iter()
         .find(|r| r.name == "ClusterVersionState")
         .unwrap();
+    // `oc adm upgrade --to` refuses it ("already upgrading"); accepted as
+    // `Progressing`, by oc's name.
     assert_eq!(
         (cv.outcome, cv.severity),
-        (Outcome::Fail, preflight_gate::model::Severity::Warning),
+        (Outcome::Fail, preflight_gate::model::Severity::Blocking),
         "{}",
         cv.message
     );
+    assert_eq!(cv.risks, ["Progressing"], "{}", cv.message);
     assert!(
         cv.message.starts_with(
             "an update to 4.14.1 is in progress (Working towards 4.14.1: 139 of 859 done (16% complete)"
@@ -127,7 +133,9 @@ fn retargeting_mid_update_warns_naming_the_update_and_how_far_it_got() {
     );
     assert!(
         cv.message
-            .contains("retargeting to 4.14.11 within 4.14 replaces it")
+            .contains("4.14.11 would replace it before it completes"),
+        "{}",
+        cv.message
     );
     // The kinds this capture lacks are named warnings, never silent skips.
     for (check, kind) in [

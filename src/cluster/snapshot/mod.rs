@@ -19,7 +19,7 @@
 //! per pod) is kept once.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -59,12 +59,38 @@ pub enum SnapshotError {
         first: String,
         second: String,
     },
+    /// The same object in two captures (two folders, neither inside the
+    /// other, not of one must-gather): which copy wins would depend on the
+    /// folders' names, so no verdict can be trusted.
+    #[error(
+        "{path} holds two captures: {object} is both in {first} and in {second}; give the snapshot of one capture"
+    )]
+    Duplicate {
+        path: PathBuf,
+        object: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
+    /// No ClusterVersion: not the snapshot of a cluster that can be
+    /// updated, whatever else it holds.
+    #[error(
+        "{path} holds no ClusterVersion (config.openshift.io/v1), so there is no cluster to judge; give a must-gather or add `oc get clusterversion version -o yaml`"
+    )]
+    NoClusterVersion { path: PathBuf },
+    /// An archive whose stream breaks off or does not decompress: cut
+    /// short by a copy, or damaged.
+    #[error("{path} is a truncated or corrupt archive: it breaks off after {files} entries")]
+    Corrupt { path: PathBuf, files: usize },
 }
 
 impl SnapshotError {
-    /// Whether the snapshot given is not one cluster's: a usage error.
+    /// Whether the snapshot given is not one cluster's, or no cluster's: a
+    /// usage error.
     pub(crate) fn is_mixed(&self) -> bool {
-        matches!(self, Self::Mixed { .. })
+        matches!(
+            self,
+            Self::Mixed { .. } | Self::Duplicate { .. } | Self::NoClusterVersion { .. }
+        )
     }
 }
 
@@ -76,8 +102,20 @@ pub const RULES_FILE: &str = "rules.json";
 pub(crate) const TIMESTAMP_FILE: &str = "timestamp";
 
 /// Loads every object of a kind the checks read from `path`: a directory,
-/// a tar archive (plain, gzip or xz) or a single YAML or JSON file.
+/// a tar archive (plain, gzip or xz) or a single YAML or JSON file. A
+/// snapshot without a ClusterVersion, or with one object in two captures,
+/// is an error naming it.
 pub fn load(path: &Path) -> Result<ClusterView, SnapshotError> {
+    let view = read(path)?;
+    if view.cluster_version.is_none() {
+        return Err(SnapshotError::NoClusterVersion {
+            path: path.to_owned(),
+        });
+    }
+    Ok(view)
+}
+
+fn read(path: &Path) -> Result<ClusterView, SnapshotError> {
     let read_error = |source| SnapshotError::Read {
         path: path.to_owned(),
         source,
@@ -88,6 +126,7 @@ pub fn load(path: &Path) -> Result<ClusterView, SnapshotError> {
             let text = std::fs::read_to_string(path).map_err(read_error)?;
             let mut snapshot = Snapshot::default();
             snapshot.add_file(path, &text)?;
+            snapshot.one_capture(path)?;
             snapshot.finish(path)
         } else {
             load_archive(path)
@@ -109,6 +148,7 @@ pub fn load(path: &Path) -> Result<ClusterView, SnapshotError> {
         })?;
         snapshot.add_file(file, &text)?;
     }
+    snapshot.one_capture(path)?;
     snapshot.finish(path)
 }
 
@@ -137,10 +177,17 @@ fn load_archive(path: &Path) -> Result<ClusterView, SnapshotError> {
     };
     let mut archive = tar::Archive::new(stream);
     let mut snapshot = Snapshot::default();
-    let entries = archive.entries().map_err(read_error)?;
+    // Past the first bytes, a read that fails is the archive's fault: the
+    // decompressor's or tar's words ("incomplete deflate stream") tell a
+    // person less than this.
+    let corrupt = |files| SnapshotError::Corrupt {
+        path: path.to_owned(),
+        files,
+    };
+    let entries = archive.entries().map_err(|_| corrupt(0))?;
     let mut lists_read = HashSet::new();
-    for entry in entries {
-        let mut entry = entry.map_err(read_error)?;
+    for (files, entry) in entries.enumerate() {
+        let mut entry = entry.map_err(|_| corrupt(files))?;
         if !entry.header().entry_type().is_file() {
             continue;
         }
@@ -157,15 +204,15 @@ fn load_archive(path: &Path) -> Result<ClusterView, SnapshotError> {
         if inner.ends_with("core/pods.yaml") {
             lists_read.insert(inner.clone());
         }
-        let mut text = String::new();
-        entry
-            .read_to_string(&mut text)
-            .map_err(|source| SnapshotError::Read {
-                path: inner.clone(),
-                source,
-            })?;
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).map_err(|_| corrupt(files))?;
+        let text = String::from_utf8(bytes).map_err(|_| SnapshotError::Parse {
+            path: inner.clone(),
+            message: "not UTF-8 text".to_owned(),
+        })?;
         snapshot.add_file(&inner, &text)?;
     }
+    snapshot.one_capture(path)?;
     snapshot.finish(path)
 }
 
@@ -183,9 +230,15 @@ pub(crate) fn load_files(files: &[(&str, &str)]) -> Result<ClusterView, Snapshot
 #[derive(Default)]
 pub struct Snapshot {
     pub view: ClusterView,
-    /// Hashes of (kind, namespace, name): a 64-bit hash is enough to tell
-    /// millions of objects apart, at a fraction of the memory of the names.
-    seen: HashSet<u64>,
+    /// Hashes of (kind, namespace, name), each with the file (in `files`)
+    /// it was first met in: a 64-bit hash is enough to tell millions of
+    /// objects apart, at a fraction of the memory of the names.
+    seen: HashMap<u64, u32>,
+    /// The files read, in order; the last is the one being read.
+    files: Vec<PathBuf>,
+    /// Objects met again in another capture's folder: the object, and the
+    /// files (in `files`) it was met in. A few are enough to tell.
+    duplicates: Vec<(String, u32, u32)>,
     kept: usize,
     /// The file the ClusterVersion came from.
     cluster_version_file: Option<PathBuf>,
@@ -225,14 +278,11 @@ impl Snapshot {
                 .max()
                 .unwrap_or(*time);
             self.view.as_of = Some(AsOf {
-                time: newest,
-                source: "the must-gather's timestamp file".to_owned(),
+                disagreement: self.view.clocks_past(newest),
+                ..AsOf::new(newest, "the must-gather's timestamp file")
             });
-        } else if let Some(time) = self.view.newest {
-            self.view.as_of = Some(AsOf {
-                time,
-                source: "the newest timestamp in the data".to_owned(),
-            });
+        } else {
+            self.view.as_of = self.view.time_of_the_data();
         }
         // The same alerts read from more than one file (a must-gather's
         // rules and an alerts.json beside it) count once; one file is
@@ -261,24 +311,79 @@ impl Snapshot {
             self.view.skip(kind, api_version);
             return false;
         }
-        kind == "ClusterVersion" || self.first_time(kind, namespace, name)
+        let first = self.first_time(kind, namespace, name);
+        kind == "ClusterVersion" || first
     }
 
     /// Whether the object is met for the first time; objects without a
-    /// name are always new.
+    /// name are always new. An object met again in another capture's
+    /// folder is noted for [`Self::one_capture`].
     fn first_time(&mut self, kind: &str, namespace: &str, name: &str) -> bool {
+        use std::collections::hash_map::Entry;
         use std::hash::{Hash, Hasher};
         if name.is_empty() {
             return true;
         }
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         (kind, namespace, name).hash(&mut hasher);
-        self.seen.insert(hasher.finish())
+        let file = u32::try_from(self.files.len().saturating_sub(1)).unwrap_or(u32::MAX);
+        match self.seen.entry(hasher.finish()) {
+            Entry::Vacant(entry) => {
+                entry.insert(file);
+                true
+            }
+            Entry::Occupied(entry) => {
+                let first = *entry.get();
+                if self.duplicates.len() < MAX_DUPLICATES_NOTED
+                    && let (Some(a), Some(b)) = (
+                        self.files.get(first as usize),
+                        self.files.get(file as usize),
+                    )
+                    && apart(&capture_root(a), &capture_root(b))
+                {
+                    let object = match namespace {
+                        "" => format!("{kind} {name}"),
+                        ns => format!("{kind} {ns}/{name}"),
+                    };
+                    self.duplicates.push((object, first, file));
+                }
+                false
+            }
+        }
+    }
+
+    /// An error naming `source` if one object was met in two captures:
+    /// two folders neither of which holds the other, unless both are in
+    /// one must-gather (a must-gather run with several images writes one
+    /// folder per image beside one `timestamp` file).
+    pub(crate) fn one_capture(&self, source: &Path) -> Result<(), SnapshotError> {
+        let must_gather = |file: &Path| {
+            self.timestamps
+                .iter()
+                .filter_map(|(stamp, _)| stamp.parent())
+                .find(|dir| file.starts_with(dir))
+                .map(Path::to_path_buf)
+        };
+        for (object, first, second) in &self.duplicates {
+            let (first, second) = (&self.files[*first as usize], &self.files[*second as usize]);
+            let one_must_gather =
+                must_gather(first).is_some_and(|a| must_gather(second) == Some(a));
+            if !one_must_gather {
+                return Err(SnapshotError::Duplicate {
+                    path: source.to_owned(),
+                    object: object.clone(),
+                    first: first.clone(),
+                    second: second.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Adds the objects of one file; returns how many were kept (alerts
     /// count as one).
     pub fn add_file(&mut self, path: &Path, text: &str) -> Result<usize, SnapshotError> {
+        self.files.push(path.to_owned());
         let kept = add_file(self, path, text)?;
         self.kept += kept;
         if self.view.cluster_version.is_some() && self.cluster_version_file.is_none() {
@@ -306,6 +411,31 @@ impl Snapshot {
         }
         Ok(kept)
     }
+}
+
+/// How many objects met in two captures are noted.
+const MAX_DUPLICATES_NOTED: usize = 16;
+
+/// The folder of the capture a file belongs to: in the must-gather layout
+/// the folder that holds `cluster-scoped-resources` or `namespaces`, else
+/// the file's own folder.
+fn capture_root(file: &Path) -> PathBuf {
+    let parts: Vec<_> = file.components().collect();
+    let layout = parts.iter().rposition(|c| {
+        matches!(
+            c.as_os_str().to_str(),
+            Some("cluster-scoped-resources" | "namespaces")
+        )
+    });
+    match layout {
+        Some(i) => parts[..i].iter().collect(),
+        None => file.parent().map(Path::to_path_buf).unwrap_or_default(),
+    }
+}
+
+/// Whether two capture folders are apart: neither holds the other.
+fn apart(a: &Path, b: &Path) -> bool {
+    !a.starts_with(b) && !b.starts_with(a)
 }
 
 /// A ClusterVersion as the error about two clusters names it.
@@ -454,7 +584,7 @@ fn add_file(snapshot: &mut Snapshot, path: &Path, text: &str) -> Result<usize, S
     if name == ALERTS_FILE || name == RULES_FILE {
         match read_alert_file(text) {
             Ok(file) => {
-                snapshot.view.saw(file.newest);
+                snapshot.view.saw_elsewhere("alert", file.newest);
                 snapshot.view.add_alerts(file.alerts);
                 snapshot.alert_files += 1;
                 return Ok(1);
@@ -742,6 +872,46 @@ mod tests {
             .unwrap();
         let view = snapshot.finish(Path::new(".")).unwrap();
         assert_eq!(view.pods.len(), 3);
+    }
+
+    /// One object in two captures is an error; met twice within one
+    /// capture (a pod's own file beside its list, two images of one
+    /// must-gather, one folder inside another) it is kept once.
+    #[rstest::rstest]
+    #[case::two_folders(&["a/pods.json", "b/pods.json"], &[], true)]
+    #[case::two_must_gathers_unstamped(&["mg1/img/namespaces/shop/core/pods.json", "mg2/img/namespaces/shop/core/pods.json"], &[], true)]
+    #[case::a_pods_own_file(&["mg/img/namespaces/shop/core/pods.json", "mg/img/namespaces/shop/pods/db-0/db-0.json"], &[], false)]
+    #[case::two_images_of_one_must_gather(&["mg/img1/namespaces/shop/core/pods.json", "mg/img2/namespaces/shop/core/pods.json"], &["mg/timestamp"], false)]
+    #[case::one_folder_inside_another(&["snap/pods.json", "snap/more/pods.json"], &[], false)]
+    #[case::one_file_twice(&["snap/pods.json", "snap/pods.json"], &[], false)]
+    fn one_object_in_two_captures(
+        #[case] files: &[&str],
+        #[case] stamps: &[&str],
+        #[case] error: bool,
+    ) {
+        let pod = r#"{"kind":"Pod","metadata":{"name":"db-0","namespace":"shop"}}"#;
+        let mut snapshot = Snapshot::default();
+        for stamp in stamps {
+            snapshot
+                .add_file(Path::new(stamp), "2024-01-01T00:00:00Z\n")
+                .unwrap();
+        }
+        for file in files {
+            snapshot.add_file(Path::new(file), pod).unwrap();
+        }
+        match snapshot.one_capture(Path::new("snap")) {
+            Ok(()) => assert!(!error),
+            Err(e) => {
+                assert!(error, "{e}");
+                let e = e.to_string();
+                assert!(
+                    e.starts_with("snap holds two captures: Pod shop/db-0 is both in")
+                        && e.contains(files[0])
+                        && e.contains(files[1]),
+                    "{e}"
+                );
+            }
+        }
     }
 
     #[test]
