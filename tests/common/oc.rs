@@ -7,14 +7,20 @@ use std::sync::OnceLock;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// The real `oc` (../shared/tools/oc, see its README), unpacked once into
-/// the cache the control plane's binaries use; None where it is absent.
+/// The real `oc`: the one `PREFLIGHT_GATE_OC` names; else the workplace's
+/// build beside the repository (../shared/tools/oc, see its README; the Go
+/// module proxy does not serve openshift/oc), unpacked once into the cache
+/// the control plane's binaries use; else an `oc` on `PATH`. None where
+/// there is none.
 pub fn oc() -> Option<&'static Path> {
     static OC: OnceLock<Option<PathBuf>> = OnceLock::new();
     OC.get_or_init(|| {
+        if let Some(named) = std::env::var_os("PREFLIGHT_GATE_OC") {
+            return Some(PathBuf::from(named));
+        }
         let xz = Path::new(ROOT).join("../shared/tools/oc/oc.xz");
         if !xz.is_file() {
-            return None;
+            return on_path();
         }
         let sum = Command::new("sha256sum").arg(&xz).output().ok()?;
         let sum = String::from_utf8_lossy(&sum.stdout);
@@ -43,4 +49,13 @@ pub fn oc() -> Option<&'static Path> {
         Some(bin)
     })
     .as_deref()
+}
+
+/// An `oc` on `PATH`, if one answers `oc version --client`.
+fn on_path() -> Option<PathBuf> {
+    let answers = Command::new("oc")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    answers.then(|| PathBuf::from("oc"))
 }

@@ -22,7 +22,6 @@ use std::sync::Arc;
 use crate::cluster::{World, lock};
 
 const NS: &str = "e2e-checks";
-const SHARED_CRDS: &str = "../shared/fixtures/openshift-crds";
 
 /// A kubeconfig variable of the control plane's env file, as `up` points
 /// to it (it reuses the running plane): `ADMIN_KUBECONFIG`, `ALICE_KUBECONFIG`.
@@ -125,7 +124,7 @@ impl Drop for Objects<'_> {
 }
 
 fn install_openshift_crds(world: &World) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(SHARED_CRDS);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(crate::cluster::OPENSHIFT_CRDS);
     for file in [
         "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml",
         "0000_80_machine-config_01_machineconfigpools.crd.yaml",

@@ -24,6 +24,9 @@ pub const CLEAR_TARGET: [&str; 6] = [
 ];
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
+/// OpenShift's own CRDs (openshift/api, Apache-2.0), in the repository.
+pub const OPENSHIFT_CRDS: &str = "tests/data/openshift-crds";
+
 /// Who runs a kubectl command.
 #[derive(Clone, Copy, Debug)]
 pub enum User {
@@ -369,29 +372,12 @@ impl World {
     }
 
     fn install_crds(&self) {
-        // The real OpenShift CRDs when the shared fixtures are there, so our
-        // objects are validated by the real schemas; the project's own otherwise.
-        let crd = |shared: &str, ours: &str| {
-            let shared = PathBuf::from(ROOT)
-                .join("../shared/fixtures/openshift-crds")
-                .join(shared);
-            if shared.exists() {
-                shared
-            } else {
-                PathBuf::from(ROOT)
-                    .join("tests/control-plane/crds")
-                    .join(ours)
-            }
-        };
+        // OpenShift's own CRDs (tests/data/openshift-crds), so our objects
+        // are validated by the real schemas.
+        let crd = |file: &str| PathBuf::from(ROOT).join(OPENSHIFT_CRDS).join(file);
         let crds = [
-            crd(
-                "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
-                "clusterversion.yaml",
-            ),
-            crd(
-                "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml",
-                "clusteroperator.yaml",
-            ),
+            crd("0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml"),
+            crd("0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"),
             PathBuf::from(ROOT).join("deploy/crds/updatepreflights.preflight.dev.yaml"),
             PathBuf::from(ROOT).join("deploy/crds/preflightchecks.preflight.dev.yaml"),
         ];

@@ -9,9 +9,10 @@ use serde_json::{Value, json};
 use crate::cluster::{User, World, image_patch_args, lock};
 
 /// A release only these tests ask for.
-const RETARGET: &str = "quay.io/openshift-release-dev/ocp-release@sha256:6666666666666666666666666666666666666666666666666666666666666666";
+const RETARGET: &str = "quay.io/openshift-release-dev/ocp-release@sha256:abababababababababababababababababababababababababababababababab";
 
-/// Puts the ClusterVersion's status back as it was when dropped.
+/// Puts the ClusterVersion's status back as it was when dropped, and
+/// removes the results judged on a cluster that is no more.
 struct RestoreStatus<'a> {
     world: &'a World,
     status: Value,
@@ -23,6 +24,11 @@ impl Drop for RestoreStatus<'_> {
             .world
             .kubectl(User::Admin, &crate::cluster::CLEAR_TARGET);
         let _ = write_status(self.world, &self.status);
+        let own = preflight_gate::model::release::ReleaseKey::from_image(RETARGET).object_name();
+        let _ = self.world.kubectl(
+            User::Admin,
+            &["delete", "updatepreflight", "--ignore-not-found", &own],
+        );
     }
 }
 

@@ -1,4 +1,4 @@
-//! The built-in checks over real cluster captures (../shared/fixtures/real-clusters).
+//! The built-in checks over real cluster captures (tests/data/real-clusters).
 
 use std::path::PathBuf;
 
@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 fn capture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/real-clusters")
+        .join("tests/data/real-clusters")
         .join(name)
 }
 

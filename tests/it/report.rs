@@ -1,4 +1,4 @@
-//! The report over every real cluster capture (../shared/fixtures/real-clusters),
+//! The report over every real cluster capture (tests/data/real-clusters),
 //! against golden files in tests/data/golden/, and our verdict against what
 //! `oc adm upgrade recommend` said where its output sits beside a capture:
 //! the issues it names, by their names, and what accepting them leaves.
@@ -17,7 +17,7 @@ use preflight_gate::suite::{self, Limits};
 use rstest::rstest;
 use std::sync::Arc;
 
-const CAPTURES: &str = "../shared/fixtures/real-clusters";
+const CAPTURES: &str = "tests/data/real-clusters";
 const NOW: &str = "2026-11-30T12:00:00Z";
 
 fn capture(name: &str) -> PathBuf {

@@ -1,5 +1,5 @@
 //! The names OpenShift gives what the checks find, one rule per row, on the
-//! real captures (../shared/fixtures/real-clusters) where one shows the
+//! real captures (tests/data/real-clusters) where one shows the
 //! rule and on small edits of them where none does: which names a finding
 //! carries, and that accepting them, as `oc adm upgrade recommend --accept`
 //! or `oc adm upgrade accept` (acceptRisks) would, turns it into a warning.
@@ -22,7 +22,7 @@ const NOW: &str = "2026-11-30T12:00:00Z";
 
 fn capture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/real-clusters")
+        .join("tests/data/real-clusters")
         .join(name)
 }
 

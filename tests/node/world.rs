@@ -223,27 +223,15 @@ impl World {
     }
 
     fn install_openshift_crds(&self) {
-        let crd = |shared: &str, ours: &str| {
-            let shared = PathBuf::from(ROOT)
-                .join("../shared/fixtures/openshift-crds")
-                .join(shared);
-            if shared.exists() {
-                shared
-            } else {
-                PathBuf::from(ROOT)
-                    .join("tests/control-plane/crds")
-                    .join(ours)
-            }
+        // OpenShift's own CRDs, as the cluster serves them.
+        let crd = |file: &str| {
+            PathBuf::from(ROOT)
+                .join("tests/data/openshift-crds")
+                .join(file)
         };
         for crd in [
-            crd(
-                "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
-                "clusterversion.yaml",
-            ),
-            crd(
-                "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml",
-                "clusteroperator.yaml",
-            ),
+            crd("0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml"),
+            crd("0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"),
         ] {
             let path = crd.to_str().unwrap();
             self.admin(&["apply", "--server-side", "--force-conflicts", "-f", path]);
