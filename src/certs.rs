@@ -20,7 +20,7 @@ pub const TLS_KEY: &str = "tls.key";
 pub enum CertsError {
     #[error("cannot generate certificates: {0}")]
     Generate(#[from] rcgen::Error),
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Write {
         path: PathBuf,
         source: std::io::Error,

@@ -81,13 +81,13 @@ pub struct ServerArgs {
     /// Reviews decided at once, once their bodies have arrived; more wait their turn, within the API server's timeout.
     #[arg(long, default_value_t = 256, env = "PREFLIGHT_GATE_MAX_CONCURRENCY")]
     pub max_concurrency: usize,
-    /// Webhook connections open at once; past it a new connection is closed before its TLS handshake.
+    /// Webhook connections open at once, counted once their TLS handshake is done (as many handshakes may run beside them); past it the connection idle longest is closed for the new one, and a new one is refused only while every open one is busy. One peer address may hold a quarter of them.
     #[arg(long, default_value_t = 1024, env = "PREFLIGHT_GATE_MAX_CONNECTIONS")]
     pub max_connections: usize,
     /// Time allowed for a TLS handshake.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_HANDSHAKE_TIMEOUT")]
     pub handshake_timeout: Duration,
-    /// Time allowed to read a request's headers.
+    /// Time allowed to read a request's headers, and for a connection's first request to begin after its handshake.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_HEADER_READ_TIMEOUT")]
     pub header_read_timeout: Duration,
     /// After SIGTERM, how long to stay up but unready so endpoints update; each HTTP/1 answer meanwhile closes its connection.
@@ -354,6 +354,12 @@ pub struct CheckArgs {
     /// Take --accept names that name no check or risk (otherwise exit 2).
     #[arg(long, env = "PREFLIGHT_GATE_ALLOW_UNKNOWN_ACCEPT")]
     pub allow_unknown_accept: bool,
+    /// Print only the update plan (its batches, what holds them and how
+    /// long the update takes; docs/plan.md), without running the checks.
+    /// Exit 3 when a batch can never drain, 4 when something holds the
+    /// update up, else 0.
+    #[arg(long, env = "PREFLIGHT_GATE_PLAN_ONLY")]
+    pub plan_only: bool,
     #[command(flatten)]
     pub limits: LimitsArgs,
     /// Checks whose errors only warn (comma-separated), as the gate's
@@ -367,6 +373,8 @@ pub struct CheckArgs {
 /// Where alerts are read from, for `check` and the controller alike.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Alerts")]
+// The flags' help quotes URLs as a terminal prints them.
+#[allow(rustdoc::bare_urls)]
 pub struct AlertArgs {
     /// Prometheus or Thanos querier to read alerts from (its base URL), e.g.
     /// https://thanos-querier.openshift-monitoring.svc:9091 in an OpenShift

@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod commands;
 pub mod metrics;
 pub mod model;
+pub mod plan;
 pub mod preflight;
 pub mod report;
 pub mod server;

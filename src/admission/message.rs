@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 
 use jiff::Timestamp;
 
+use crate::model::results::{check_name, shown_check_name};
 pub use crate::model::text::clean;
+use crate::model::text::{is_format, shell_list, shell_word};
 
 use super::overrides::{
     ACCEPT, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL, CLAIMED_BY, OVERRIDE, OVERRIDE_REASON,
@@ -31,13 +33,15 @@ pub(crate) const MAX_DENIAL: usize = 4096;
 /// The longest warning, in characters: one check's line with its prefix.
 pub(crate) const MAX_WARNING: usize = 640;
 
-/// A whole answer, bounded: each line stripped of control characters, and
-/// past [`MAX_DENIAL`] bytes the remaining lines cut, saying how many.
+/// A whole answer, bounded: each line stripped of control characters and
+/// format characters (bidi overrides, zero-width ones), and past
+/// [`MAX_DENIAL`] bytes the remaining lines cut, saying how many.
 pub(crate) fn bounded(message: &str) -> String {
     let lines: Vec<String> = message
         .lines()
         .map(|l| {
             l.chars()
+                .filter(|c| !is_format(*c))
                 .map(|c| if c.is_control() { ' ' } else { c })
                 .collect()
         })
@@ -98,9 +102,10 @@ pub(crate) fn add_note(message: &mut String, note: &str) {
 }
 
 /// One check as a line: its name, message and link, each cleaned and
-/// bounded, since all three may come from a check's own output.
+/// bounded, since all three may come from a check's own output; a name
+/// that is not a check name is shown escaped, and says so.
 fn check_line(check: &CheckResult) -> String {
-    let mut line = format!("- {}", clean(&check.name, 80));
+    let mut line = format!("- {}", shown_check_name(&check.name));
     if !check.risks.is_empty() {
         let risks: Vec<String> = check.risks.iter().map(|r| clean(r, 80)).collect();
         let _ = write!(line, " [{}]", crate::model::text::list(&risks, MAX_LISTED));
@@ -119,15 +124,27 @@ fn check_line(check: &CheckResult) -> String {
 
 fn report_hint(result: &UpdatePreflight) -> String {
     match result.metadata.name.as_deref() {
-        Some(name) => format!("Full report: oc get updatepreflight {name} -o yaml"),
+        Some(name) => format!(
+            "Full report: oc get updatepreflight {} -o yaml",
+            shell_word(name)
+        ),
         None => "Full report: oc get updatepreflights".to_owned(),
     }
+}
+
+/// The target as the commands a denial suggests name it: its version, else
+/// its image (what `preflight.dev/override` and `accept-for` match), as one
+/// shell word.
+fn target_word(target: &Target) -> String {
+    shell_word(target.version.as_deref().unwrap_or(&target.image))
 }
 
 /// How to accept or override, as commands to copy. `until` is the time
 /// limit the commands give (every claim needs one). Only checks that ran
 /// and failed are offered for acceptance: an errored check found nothing to
-/// accept, and is run again within minutes.
+/// accept, and is run again within minutes. Every value is one shell word
+/// ([`shell_word`]): names and targets come from releases, checks and the
+/// update graph, and a person pastes these lines into a shell.
 fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) -> String {
     // An admin ack is given in openshift-config/admin-acks, never accepted:
     // its finding says how, and no hint offers it.
@@ -136,16 +153,24 @@ fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) ->
         .copied()
         .filter(|c| crate::model::policy::acceptable(c))
         .partition(|c| c.outcome == Outcome::Error);
-    let to = target.display();
+    let to = target_word(target);
+    let until = shell_word(&until.to_string());
     let mut hint = String::new();
     // The narrowest names: OpenShift's for a finding that carries them (an
     // alert, a conditional-update risk), else the check's own; accepting
     // `KubeContainerWaiting` leaves the next critical alert blocking, where
     // accepting `CriticalAlertsFiring` would not.
     let mut names: Vec<&str> = Vec::new();
+    // A check whose name is not one (the gate refuses such names where
+    // they enter, so never one of its own results) is never offered.
+    let mut unnamed: Vec<String> = Vec::new();
     for check in &failed {
         let narrow = crate::model::risks::to_accept(&check.risks);
         let chosen = if narrow.is_empty() {
+            if check_name(&check.name).is_err() {
+                unnamed.push(shown_check_name(&check.name));
+                continue;
+            }
             vec![check.name.as_str()]
         } else {
             narrow
@@ -157,10 +182,10 @@ fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) ->
         }
     }
     if !names.is_empty() {
-        let names = clean(&names.join(","), MAX_LINE);
+        let names = shell_list(&names);
         let _ = writeln!(
             hint,
-            "To accept them: oc annotate --overwrite clusterversion version {ACCEPT}={names} {ACCEPT_FOR}={to} {ACCEPT_REASON}='<why>' {ACCEPT_UNTIL}={until} {CLAIMED_BY}=$(oc whoami)"
+            "To accept them: oc annotate --overwrite clusterversion version {ACCEPT}={names} {ACCEPT_FOR}={to} {ACCEPT_REASON}='<why>' {ACCEPT_UNTIL}={until} {CLAIMED_BY}=\"$(oc whoami)\""
         );
         // OpenShift's own field takes OpenShift's names (and the gate's).
         if failed.iter().all(|c| !c.risks.is_empty()) {
@@ -170,8 +195,15 @@ fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) ->
             );
         }
     }
+    if !unnamed.is_empty() {
+        let _ = writeln!(
+            hint,
+            "{} cannot be accepted: a name that is not a check name is never offered; override the gate for this target instead",
+            crate::model::text::list(&unnamed, MAX_LISTED),
+        );
+    }
     if !errored.is_empty() {
-        let names: Vec<String> = errored.iter().map(|c| clean(&c.name, 80)).collect();
+        let names: Vec<String> = errored.iter().map(|c| shown_check_name(&c.name)).collect();
         let _ = writeln!(
             hint,
             "{} errored and cannot be accepted: the gate runs {} again within {} minutes; to go ahead before then, override the gate for this target",
@@ -182,7 +214,7 @@ fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) ->
     }
     let _ = write!(
         hint,
-        "To override the gate for this target: oc annotate --overwrite clusterversion version {OVERRIDE}={to} {OVERRIDE_REASON}='<why>' {OVERRIDE_UNTIL}={until} {CLAIMED_BY}=$(oc whoami)\n\
+        "To override the gate for this target: oc annotate --overwrite clusterversion version {OVERRIDE}={to} {OVERRIDE_REASON}='<why>' {OVERRIDE_UNTIL}={until} {CLAIMED_BY}=\"$(oc whoami)\"\n\
          (both need the \"override\" verb on updatepreflights.preflight.dev; then run oc adm upgrade again)"
     );
     hint
@@ -215,7 +247,7 @@ pub fn failed(
         let _ = write!(m, "\nand {} more", n - MAX_LISTED);
     }
     if !accepted.is_empty() {
-        let names: Vec<&str> = accepted.iter().map(|c| c.name.as_str()).collect();
+        let names: Vec<String> = accepted.iter().map(|c| shown_check_name(&c.name)).collect();
         let _ = write!(m, "\nAccepted as risks: {}", names.join(", "));
     }
     m.push('\n');
@@ -270,7 +302,9 @@ pub enum Pending {
 /// The answer while results are missing, stale, being computed or cannot
 /// be trusted.
 pub fn pending(target: &Target, why: &Pending, retry: Duration) -> String {
-    let image = target.image.as_str();
+    // A JSON string is a YAML scalar, whatever the image holds; the quoted
+    // `'EOF'` keeps the shell from expanding anything in the document.
+    let image = serde_json::Value::from(clean(&target.image, MAX_LINE)).to_string();
     let target = target.display();
     let retry = retry.as_secs();
     match why {
@@ -284,7 +318,7 @@ pub fn pending(target: &Target, why: &Pending, retry: Duration) -> String {
         Pending::NotOffered(why) => format!(
             "preflight for {target} has not been checked: {why}, and the update graph does not offer it\n\
              A review starts runs only for offered targets. Ask for one as someone allowed to create UpdatePreflights, then run oc adm upgrade again when it is done (oc get upf):\n\
-             oc create -f - <<EOF\n\
+             oc create -f - <<'EOF'\n\
              apiVersion: preflight.dev/v1alpha1\n\
              kind: UpdatePreflight\n\
              metadata: {{generateName: manual-}}\n\
@@ -314,8 +348,8 @@ pub(crate) fn not_a_digest(image: &str) -> String {
          Give the release's digest: oc adm upgrade --to-image {}@sha256:<digest> --allow-explicit-upgrade \
          (oc adm release info {} prints it).",
         crate::model::text::clean(image, 240),
-        crate::model::text::clean(repository, 240),
-        crate::model::text::clean(image, 240),
+        shell_word(repository),
+        shell_word(image),
     )
 }
 
@@ -341,9 +375,10 @@ pub(crate) fn claim_unattributed(claimed_by: Option<&str>, user: &str) -> String
         Some(other) => format!("it says {other:?}"),
         None => "it is not set".to_owned(),
     };
+    let word = shell_word(user);
     format!(
         "A write of {PREFIX_ANY} annotations records its writer in {CLAIMED_BY}, and {found}.\n\
-         Write it in the same command: oc annotate --overwrite clusterversion version <annotations> {CLAIMED_BY}={user}\n\
+         Write it in the same command: oc annotate --overwrite clusterversion version <annotations> {CLAIMED_BY}={word}\n\
          (and it needs the \"override\" verb on updatepreflights.preflight.dev)"
     )
 }
@@ -364,7 +399,7 @@ pub(crate) fn four_eyes_same_writer(claim: &str, writer: Option<&str>, requester
 
 /// Why `acceptRisks` does not count under the four-eyes rule.
 pub(crate) fn four_eyes_spec_accept(names: &BTreeSet<String>) -> String {
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let names: Vec<String> = names.iter().map(|n| clean(n, 80)).collect();
     format!(
         "acceptRisks {} is written with the target, so --require-distinct-approver does not count it; an approver writes {ACCEPT} instead",
         names.join(",")
@@ -389,8 +424,10 @@ pub(crate) fn force_refused(user: &str) -> String {
 pub(crate) fn not_vouched(target: &Target, name: &str, why: &str) -> String {
     format!(
         "preflight for {} has no result the gate vouches for: UpdatePreflight {name} {why}\n\
-         It is a request, not a result. Delete it (oc delete updatepreflight {name}) and run oc adm upgrade again: the gate then makes its own.",
+         It is a request, not a result. Delete it (oc delete updatepreflight {word}) and run oc adm upgrade again: the gate then makes its own.",
         target.display(),
+        name = clean(name, MAX_LINE),
+        word = shell_word(name),
         why = clean(why, MAX_LINE),
     )
 }

@@ -1335,12 +1335,12 @@ fn a_claim_is_refused_as_written_when_its_bounds_are_wrong(
 fn the_denial_gives_commands_with_a_time_limit_to_copy() {
     let v = verdict(Review::new().version("4.15.3"));
     assert!(
-        v.message.contains("preflight.dev/accept=ClusterOperatorDown,KubeNodeNotReady preflight.dev/accept-for=4.15.3 preflight.dev/accept-reason='<why>' preflight.dev/accept-until=2026-11-30T16:00:00Z preflight.dev/claimed-by=$(oc whoami)"),
+        v.message.contains("preflight.dev/accept=ClusterOperatorDown,KubeNodeNotReady preflight.dev/accept-for=4.15.3 preflight.dev/accept-reason='<why>' preflight.dev/accept-until=2026-11-30T16:00:00Z preflight.dev/claimed-by=\"$(oc whoami)\""),
         "{}",
         v.message
     );
     assert!(
-        v.message.contains("preflight.dev/override=4.15.3 preflight.dev/override-reason='<why>' preflight.dev/override-until=2026-11-30T16:00:00Z preflight.dev/claimed-by=$(oc whoami)"),
+        v.message.contains("preflight.dev/override=4.15.3 preflight.dev/override-reason='<why>' preflight.dev/override-until=2026-11-30T16:00:00Z preflight.dev/claimed-by=\"$(oc whoami)\""),
         "{}",
         v.message
     );
@@ -1425,7 +1425,8 @@ fn a_review_for_a_release_the_graph_does_not_offer_starts_nothing() {
         v.message
     );
     assert!(
-        v.message.contains(&format!("spec: {{image: {forged}}}")),
+        v.message
+            .contains(&format!("spec: {{image: \"{forged}\"}}")),
         "{}",
         v.message
     );
@@ -1561,4 +1562,94 @@ fn a_digest_is_a_digest_and_a_tag_is_not() {
     ] {
         assert!(!ReleaseKey::from_image(tag).is_digest(), "{tag}");
     }
+}
+
+const IMG_HOSTILE: &str = "quay.io/ocp/release@sha256:6666";
+
+/// A denial for a target the update graph names `version`, whose one
+/// failing check carries the OpenShift names `risks`: what a graph server
+/// or a check chose reaches the commands the denial suggests.
+fn hostile_denial(version: &str, risks: &[&str], message: &str) -> String {
+    let source = source();
+    let mut failing = carrying(check("NodesReady", "Blocking", "Fail"), risks);
+    failing["message"] = json!(message);
+    source.cache.apply(result(
+        IMG_HOSTILE,
+        "Failed",
+        "2026-11-30T11:00:00Z",
+        json!([failing]),
+    ));
+    let mut review = Review::new().version(version);
+    for pointer in ["/request/object", "/request/oldObject"] {
+        review.body.pointer_mut(pointer).unwrap()["status"]["availableUpdates"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"version": version, "image": IMG_HOSTILE}));
+    }
+    let v = decide_with(&review, &source, &Policy::default())
+        .into_final()
+        .expect("no authorization needed");
+    assert_eq!(v.reason, Reason::Failed, "{v:?}");
+    // As the API server gets it.
+    message::bounded(&v.message)
+}
+
+/// Plain names and targets stay unquoted, for reading.
+#[test]
+fn plain_values_stay_plain_words() {
+    let denial = hostile_denial("4.15.4", &["KubeNodeNotReady", "etcd.Member-2"], "x");
+    assert!(
+        denial.contains(
+            "preflight.dev/accept=KubeNodeNotReady,etcd.Member-2 preflight.dev/accept-for=4.15.4 "
+        ),
+        "{denial}"
+    );
+}
+
+/// Bidi overrides and zero-width characters in a check's message and
+/// names never reach the denial.
+#[test]
+fn format_characters_do_not_reach_the_denial() {
+    let denial = hostile_denial(
+        "4.15.4",
+        &["Kube\u{200b}NodeNotReady"],
+        "node \u{202e}1-rekrow\u{202c} is \u{2066}not\u{2069} ready\u{feff}\u{200d}",
+    );
+    assert!(
+        !denial.chars().any(crate::model::text::is_format),
+        "{denial:?}"
+    );
+    assert!(
+        denial.contains("- NodesReady [KubeNodeNotReady]: node 1-rekrow is not ready"),
+        "{denial}"
+    );
+}
+
+/// A result whose name is not a check name is not the gate's: the denial
+/// says why, escaped, and offers no command with it.
+#[test]
+fn a_result_named_with_shell_text_is_not_vouched_for() {
+    let source = source();
+    source.cache.apply(result(
+        IMG_FAIL,
+        "Failed",
+        "2026-11-30T11:00:00Z",
+        json!([check("ReleaseCheck;touch${IFS}x;#", "Blocking", "Fail")]),
+    ));
+    let v = decide_with(
+        &Review::new().version("4.15.3"),
+        &source,
+        &Policy::default(),
+    )
+    .into_final()
+    .expect("no authorization needed");
+    assert!(!v.allowed);
+    assert!(
+        v.message.contains(
+            "has a result that is not the gate's: \"ReleaseCheck;touch${IFS}x;#\" is not a check name: character 13 is \";\""
+        ),
+        "{}",
+        v.message
+    );
+    assert!(!v.message.contains("To accept them"), "{}", v.message);
 }

@@ -3,6 +3,9 @@
 //! its name. Pending alerts are ignored. No alert data at all is a warning,
 //! not a pass. Each alert is quoted in its own words (summary, description)
 //! with its runbook, and its name is carried as the finding's OpenShift name.
+//! The gate's own alerts (its PrometheusRule's, labelled
+//! `preflight_gate_rule`) are left out and counted, so that the gate never
+//! blocks on its own noise.
 
 use super::{Check, Context};
 use crate::cluster::alerts::Alert;

@@ -63,7 +63,7 @@ impl Check for DrainCapacity {
             }
             let l = load.entry(pod.node_name.as_str()).or_default();
             l.used = l.used + pod.requests;
-            if pod.moves_on_drain() && pod.owner_kind.as_deref() != Some("Node") {
+            if pod.evicted_by_drain() {
                 l.moving = l.moving + pod.requests;
             }
         }

@@ -1,5 +1,5 @@
 //! Built-in preflight checks: pure, sync functions over a read-only
-//! [`ClusterView`], one module per check. [`run`] runs a selection of the
+//! [`ClusterView`], one module per check. [`crate::suite`] runs a selection of the
 //! catalogue and returns the results an `UpdatePreflight` records.
 
 mod admin_acks;
@@ -8,6 +8,7 @@ mod cluster_operators;
 mod cluster_version;
 mod critical_alerts;
 mod drain_capacity;
+mod drains_complete;
 mod etcd;
 mod ingress_certificate;
 mod machine_config_pools;
@@ -169,6 +170,7 @@ pub fn catalogue() -> Vec<Box<dyn Check>> {
         Box::new(machine_config_pools::MachineConfigPoolsHealthy),
         Box::new(pod_disruption_budgets::PodDisruptionBudgetsAllowDrain),
         Box::new(drain_capacity::DrainCapacity),
+        Box::new(drains_complete::DrainsComplete),
         Box::new(removed_apis::RemovedApisInUse),
         Box::new(admin_acks::AdminAcksMissing),
         Box::new(critical_alerts::CriticalAlertsFiring),

@@ -182,16 +182,22 @@ impl Alert {
         }
     }
 
-    /// The alert and what it is about, e.g. `KubeNodeNotReady (node=worker-1)`.
+    /// The alert and what it is about, e.g. `KubeNodeNotReady (node=worker-1)`,
+    /// each label cleaned as the alert's own words are.
     fn about(&self) -> String {
         let about: Vec<String> = ["namespace", "name", "node", "pod", "poddisruptionbudget"]
             .iter()
-            .filter_map(|k| self.labels.get(*k).map(|v| format!("{k}={v}")))
+            .filter_map(|k| {
+                self.labels
+                    .get(*k)
+                    .map(|v| format!("{k}={}", clean(v, 120)))
+            })
             .collect();
+        let name = clean(self.name(), 120);
         if about.is_empty() {
-            self.name().to_owned()
+            name
         } else {
-            format!("{} ({})", self.name(), about.join(", "))
+            format!("{name} ({})", about.join(", "))
         }
     }
 
@@ -317,11 +323,32 @@ mod tests {
     #[case::nothing_said(&[], "PodDisruptionBudgetAtLimit (namespace=shop): the alert has no summary or description")]
     #[case::control_characters_go(&[("summary", "At\u{1b}[31m its\nlimit")],
         "PodDisruptionBudgetAtLimit (namespace=shop): At [31m its limit.")]
+    #[case::bidi_and_zero_width_characters_go(
+        &[("summary", "Budget \u{202e}timil sti ta\u{202c} ok"),
+          ("description", "At\u{200b} its\u{2066} limit\u{2069}\u{feff}\u{200d}"),
+          ("runbook_url", "https://runbooks.example/\u{202e}x")],
+        "PodDisruptionBudgetAtLimit (namespace=shop): Budget timil sti ta ok. At its limit. Runbook: https://runbooks.example/x")]
     fn an_alert_is_quoted_in_its_own_words_with_its_runbook(
         #[case] annotations: &[(&str, &str)],
         #[case] quoted: &str,
     ) {
         assert_eq!(annotated(annotations).quote(), quoted);
+    }
+
+    #[test]
+    fn format_characters_in_labels_go_too() {
+        let mut alert = annotated(&[("summary", "At its limit.")]);
+        alert.labels.insert(
+            "alertname".to_owned(),
+            "PodDisruption\u{202e}BudgetAtLimit".to_owned(),
+        );
+        alert
+            .labels
+            .insert("namespace".to_owned(), "sh\u{200b}op\u{2067}".to_owned());
+        assert_eq!(
+            alert.quote(),
+            "PodDisruptionBudgetAtLimit (namespace=shop): At its limit."
+        );
     }
 
     #[test]

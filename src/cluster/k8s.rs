@@ -82,12 +82,38 @@ pub struct Pod {
     /// Being deleted (`metadata.deletionTimestamp`): on its way out, as a
     /// rollout replaces it, so no drain waits for it and no node keeps it.
     pub terminating: bool,
+    /// `spec.terminationGracePeriodSeconds`, when set (Kubernetes takes 30).
+    pub termination_grace_period_seconds: Option<i64>,
+    /// `spec.nodeSelector`: the labels a node must have to run it.
+    pub node_selector: BTreeMap<String, String>,
+    /// The pod's required pod anti-affinity terms
+    /// (`requiredDuringSchedulingIgnoredDuringExecution`).
+    pub required_anti_affinity: Vec<AntiAffinityTerm>,
+}
+
+/// One required pod anti-affinity term: no two pods it selects share a
+/// value of `topology_key`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AntiAffinityTerm {
+    pub label_selector: Option<LabelSelector>,
+    pub topology_key: String,
+    /// The namespaces whose pods it selects; the pod's own when empty.
+    #[serde(deserialize_with = "null_as_default")]
+    pub namespaces: Vec<String>,
 }
 
 impl Pod {
     /// DaemonSet pods stay on their node during a drain.
     pub(crate) fn moves_on_drain(&self) -> bool {
         self.owner_kind.as_deref() != Some("DaemonSet")
+    }
+
+    /// Whether a drain evicts it: not a DaemonSet's, not a static pod's
+    /// mirror (owned by its Node), not already terminating (finished pods
+    /// are never read).
+    pub fn evicted_by_drain(&self) -> bool {
+        self.moves_on_drain() && self.owner_kind.as_deref() != Some("Node") && !self.terminating
     }
 }
 
@@ -124,10 +150,28 @@ pub(crate) fn read_pod<'de, D: Deserializer<'de>>(
     #[serde(default, rename_all = "camelCase")]
     struct RawSpec {
         node_name: String,
+        termination_grace_period_seconds: Option<i64>,
+        #[serde(deserialize_with = "null_as_default")]
+        node_selector: BTreeMap<String, String>,
+        affinity: Option<Affinity>,
         #[serde(deserialize_with = "null_as_default")]
         containers: Vec<Container>,
         #[serde(deserialize_with = "null_as_default")]
         init_containers: Vec<Container>,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct Affinity {
+        pod_anti_affinity: Option<PodAntiAffinity>,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct PodAntiAffinity {
+        #[serde(
+            rename = "requiredDuringSchedulingIgnoredDuringExecution",
+            deserialize_with = "null_as_default"
+        )]
+        required: Vec<AntiAffinityTerm>,
     }
     #[derive(Deserialize, Default)]
     #[serde(default)]
@@ -174,6 +218,14 @@ pub(crate) fn read_pod<'de, D: Deserializer<'de>>(
         owner_kind,
         requests: sum.max(init),
         terminating: raw.metadata.deletion_timestamp.is_some(),
+        termination_grace_period_seconds: raw.spec.termination_grace_period_seconds,
+        node_selector: raw.spec.node_selector,
+        required_anti_affinity: raw
+            .spec
+            .affinity
+            .and_then(|a| a.pod_anti_affinity)
+            .map(|a| a.required)
+            .unwrap_or_default(),
     }))
 }
 

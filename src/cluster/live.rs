@@ -4,6 +4,7 @@
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 
+use super::kinds::{self, Kind};
 use super::view::ClusterView;
 
 /// Page size for lists.
@@ -12,104 +13,55 @@ const PAGE: u32 = 500;
 /// One list the live loader makes.
 #[derive(Clone, Copy, Debug)]
 pub struct Source {
-    pub group: &'static str,
-    pub version: &'static str,
-    pub kind: &'static str,
-    pub plural: &'static str,
+    pub kind: &'static Kind,
     /// Limit the list to one namespace.
     pub namespace: Option<&'static str>,
     /// A field selector, so the API server filters (by name, type, phase).
     pub fields: Option<&'static str>,
 }
 
-const fn source(
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-) -> Source {
+/// Every object of `kind`.
+const fn every(kind: &'static Kind) -> Source {
     Source {
-        group,
-        version,
         kind,
-        plural,
         namespace: None,
         fields: None,
     }
 }
 
-/// Everything the checks read, and how it is listed.
+/// Everything the checks read, and how it is listed: every kind of
+/// [`kinds::ALL`], some narrowed by namespace or fields.
 pub const SOURCES: &[Source] = &[
-    source(
-        "config.openshift.io",
-        "v1",
-        "ClusterVersion",
-        "clusterversions",
-    ),
-    source(
-        "config.openshift.io",
-        "v1",
-        "ClusterOperator",
-        "clusteroperators",
-    ),
-    source(
-        "config.openshift.io",
-        "v1",
-        "Infrastructure",
-        "infrastructures",
-    ),
-    source("", "v1", "Node", "nodes"),
+    every(&kinds::CLUSTER_VERSION),
+    every(&kinds::CLUSTER_OPERATOR),
+    every(&kinds::INFRASTRUCTURE),
+    every(&kinds::NODE),
     Source {
         fields: Some("status.phase!=Succeeded,status.phase!=Failed"),
-        ..source("", "v1", "Pod", "pods")
+        ..every(&kinds::POD)
     },
-    source(
-        "policy",
-        "v1",
-        "PodDisruptionBudget",
-        "poddisruptionbudgets",
-    ),
-    source(
-        "machineconfiguration.openshift.io",
-        "v1",
-        "MachineConfigPool",
-        "machineconfigpools",
-    ),
-    source(
-        "apiserver.openshift.io",
-        "v1",
-        "APIRequestCount",
-        "apirequestcounts",
-    ),
+    every(&kinds::POD_DISRUPTION_BUDGET),
+    every(&kinds::MACHINE_CONFIG_POOL),
+    every(&kinds::API_REQUEST_COUNT),
     Source {
         namespace: Some("openshift-config-managed"),
         fields: Some("metadata.name=admin-gates"),
-        ..source("", "v1", "ConfigMap", "configmaps")
+        ..every(&kinds::CONFIG_MAP)
     },
     Source {
         namespace: Some("openshift-config"),
         fields: Some("metadata.name=admin-acks"),
-        ..source("", "v1", "ConfigMap", "configmaps")
+        ..every(&kinds::CONFIG_MAP)
     },
     Source {
         fields: Some("type=kubernetes.io/tls"),
-        ..source("", "v1", "Secret", "secrets")
+        ..every(&kinds::SECRET)
     },
     Source {
         namespace: Some("openshift-ingress-operator"),
-        ..source(
-            "operator.openshift.io",
-            "v1",
-            "IngressController",
-            "ingresscontrollers",
-        )
+        ..every(&kinds::INGRESS_CONTROLLER)
     },
-    source(
-        "operators.coreos.com",
-        "v1alpha1",
-        "ClusterServiceVersion",
-        "clusterserviceversions",
-    ),
+    every(&kinds::CLUSTER_SERVICE_VERSION),
 ];
 
 /// What the live source reads beyond the cluster's state.
@@ -147,14 +99,15 @@ pub(crate) async fn load_with_progress(
 ) -> Result<ClusterView, kube::Error> {
     let mut view = ClusterView::default();
     for source in SOURCES {
-        if source.kind == "Secret" && !reads.tls_secrets {
+        let kind = source.kind;
+        if *kind == kinds::SECRET && !reads.tls_secrets {
             view.withheld
-                .insert(source.kind.to_owned(), TLS_SECRETS_WITHHELD.to_owned());
+                .insert(kind.name.to_owned(), TLS_SECRETS_WITHHELD.to_owned());
             continue;
         }
         let resource = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(source.group, source.version, source.kind),
-            source.plural,
+            &GroupVersionKind::gvk(kind.group, kind.version, kind.name),
+            kind.plural,
         );
         let api: Api<DynamicObject> = match source.namespace {
             Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
@@ -173,26 +126,26 @@ pub(crate) async fn load_with_progress(
                 // that data is missing.
                 Err(kube::Error::Api(e)) if e.code == 404 => {
                     view.withheld.insert(
-                        source.kind.to_owned(),
-                        format!("the cluster serves no {} API", source.kind),
+                        kind.name.to_owned(),
+                        format!("the cluster serves no {} API", kind.name),
                     );
                     break;
                 }
                 // Say so in the checks that need the kind, rather than give up.
                 Err(kube::Error::Api(e)) if e.code == 403 => {
-                    view.unreadable.insert(source.kind.to_owned(), e.message);
+                    view.unreadable.insert(kind.name.to_owned(), e.message);
                     break;
                 }
                 Err(e) => return Err(e),
             };
-            view.mark_loaded(source.kind);
+            view.mark_loaded(kind.name);
             for item in page.items {
                 let value = serde_json::to_value(item).map_err(kube::Error::SerdeError)?;
-                view.add(source.kind, value)
+                view.add(kind.name, value)
                     .map_err(kube::Error::SerdeError)?;
                 seen += 1;
             }
-            progress(source.kind, seen);
+            progress(kind.name, seen);
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => params = params.continue_token(&token),
                 None => break,

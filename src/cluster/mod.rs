@@ -8,6 +8,7 @@ pub mod alerts;
 mod authz;
 mod events;
 pub mod k8s;
+pub mod kinds;
 pub mod live;
 pub mod openshift;
 pub mod prometheus;
@@ -20,7 +21,7 @@ use std::path::Path;
 
 pub use authz::{NoCluster, SubjectAccessReviewer};
 pub use events::EventRecorder;
-pub use view::{API_VERSIONS, AsOf, CONFIG_MAPS, ClusterView, kept, kinds};
+pub use view::{AsOf, CONFIG_MAPS, ClusterView, kept, kinds};
 
 /// A client from `--kubeconfig`, or else `KUBECONFIG`, `~/.kube/config`, or
 /// the in-cluster service account.

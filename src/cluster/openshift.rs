@@ -37,6 +37,9 @@ pub struct MachineConfigPool {
 pub struct MachineConfigPoolSpec {
     pub paused: bool,
     pub node_selector: Option<super::selector::LabelSelector>,
+    /// How many of the pool's nodes may update at once: a count or a
+    /// percentage (`"10%"`); the MCO takes 1 when it is not set.
+    pub max_unavailable: Option<k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

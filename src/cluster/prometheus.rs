@@ -13,14 +13,14 @@ use super::alerts::{Alert, AlertsResponse};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PrometheusError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
     #[error("{path} holds no usable PEM certificate: {message}")]
     Ca { path: PathBuf, message: String },
-    #[error("cannot ask {url} for alerts: {source}")]
+    #[error("cannot ask {url} for alerts")]
     Request {
         url: String,
         #[source]
@@ -28,6 +28,8 @@ pub enum PrometheusError {
     },
     #[error("{url} answered HTTP {status}")]
     Status { url: String, status: u16 },
+    #[error("{url} answered more than {max} bytes of alerts: not read")]
+    TooLarge { url: String, max: usize },
     #[error("{url} did not answer in the /api/v1/alerts format: {message}")]
     Body { url: String, message: String },
 }
@@ -43,6 +45,11 @@ pub struct Prometheus {
 
 /// How long one request may take.
 const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The most of an alerts answer that is read: a large cluster's thousands
+/// of alerts are a few MB; a querier that sends more is not answering
+/// about alerts, and is not let fill the gate's memory.
+pub const MAX_BODY: usize = 32 << 20;
 
 /// How a read that failed for a moment is asked again: after about 1, 2
 /// and 4 s (with jitter), so a querier restarting during a drain or a
@@ -63,7 +70,9 @@ impl PrometheusError {
         match self {
             Self::Request { source, .. } => !source.is_builder(),
             Self::Status { status, .. } => *status == 429 || *status >= 500,
-            Self::Read { .. } | Self::Ca { .. } | Self::Body { .. } => false,
+            Self::Read { .. } | Self::Ca { .. } | Self::Body { .. } | Self::TooLarge { .. } => {
+                false
+            }
         }
     }
 }
@@ -117,13 +126,16 @@ impl Prometheus {
                 status: response.status().as_u16(),
             });
         }
-        let body = response
-            .bytes()
-            .await
-            .map_err(|source| PrometheusError::Request {
+        let body = read_capped(response, MAX_BODY).await.map_err(|e| match e {
+            Capped::Over => PrometheusError::TooLarge {
+                url: url.clone(),
+                max: MAX_BODY,
+            },
+            Capped::Read(source) => PrometheusError::Request {
                 url: url.clone(),
                 source,
-            })?;
+            },
+        })?;
         let parsed: AlertsResponse =
             serde_json::from_slice(&body).map_err(|e| PrometheusError::Body {
                 url: url.clone(),
@@ -137,6 +149,32 @@ impl Prometheus {
         }
         Ok(parsed.data.alerts)
     }
+}
+
+/// Why a capped read stopped.
+enum Capped {
+    Over,
+    Read(reqwest::Error),
+}
+
+/// The body of `response`, read chunk by chunk, up to `max` bytes: a
+/// declared length over it is refused before a byte is read, and a stream
+/// that goes past it is cut off.
+async fn read_capped(mut response: reqwest::Response, max: usize) -> Result<Vec<u8>, Capped> {
+    if response
+        .content_length()
+        .is_some_and(|length| length > max as u64)
+    {
+        return Err(Capped::Over);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(Capped::Read)? {
+        if body.len() + chunk.len() > max {
+            return Err(Capped::Over);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, PrometheusError> {

@@ -23,42 +23,16 @@ pub const CONFIG_MAPS: &[(&str, &str)] = &[
     ("openshift-config", "admin-acks"),
 ];
 
-/// The API versions (`group/version`, or `version` for the core group)
-/// each kept kind is read in. A snapshot object of a kept kind in another
-/// group is another kind: since 4.12 a must-gather holds the nodes
-/// configuration, `config.openshift.io/v1` `Node` named `cluster`, which
-/// is no Node of the cluster.
-pub const API_VERSIONS: &[(&str, &[&str])] = &[
-    ("ClusterVersion", &["config.openshift.io/v1"]),
-    ("ClusterOperator", &["config.openshift.io/v1"]),
-    ("Node", &["v1"]),
-    ("Pod", &["v1"]),
-    ("PodDisruptionBudget", &["policy/v1", "policy/v1beta1"]),
-    (
-        "MachineConfigPool",
-        &["machineconfiguration.openshift.io/v1"],
-    ),
-    ("APIRequestCount", &["apiserver.openshift.io/v1"]),
-    ("ConfigMap", &["v1"]),
-    ("Secret", &["v1"]),
-    ("IngressController", &["operator.openshift.io/v1"]),
-    ("ClusterServiceVersion", &["operators.coreos.com/v1alpha1"]),
-    ("Infrastructure", &["config.openshift.io/v1"]),
-];
-
-/// Every kind the view keeps.
+/// Every kind the view keeps ([`super::kinds::ALL`]).
 pub fn kinds() -> impl Iterator<Item = &'static str> {
-    API_VERSIONS.iter().map(|(kind, _)| *kind)
+    super::kinds::ALL.iter().map(|k| k.name)
 }
 
 /// Whether an object of `kind` in `api_version` is one the view keeps.
 /// An object that names no API version (a hand-written snapshot) is taken
 /// by its kind.
 pub fn kept(kind: &str, api_version: Option<&str>) -> bool {
-    API_VERSIONS
-        .iter()
-        .find(|(k, _)| *k == kind)
-        .is_some_and(|(_, versions)| api_version.is_none_or(|v| versions.contains(&v)))
+    super::kinds::named(kind).is_some_and(|k| api_version.is_none_or(|v| k.reads(v)))
 }
 
 /// When the data was taken, and how that was found.

@@ -49,7 +49,14 @@ pub fn check(args: &CheckArgs) -> ExitCode {
             let color = format == Format::Table
                 && std::io::stdout().is_terminal()
                 && std::env::var_os("NO_COLOR").is_none();
-            let text = report.render(format, color);
+            // `--plan-only`: the plan alone, and its own exit code.
+            let (text, code) = match (&report.plan, args.plan_only) {
+                (Some(plan), true) => (
+                    crate::report::render_plan(plan, format, color),
+                    crate::report::plan_exit_code(plan),
+                ),
+                _ => (report.render(format, color), report.exit_code()),
+            };
             let mut out = anstream::stdout();
             if out
                 .write_all(text.as_bytes())
@@ -58,10 +65,10 @@ pub fn check(args: &CheckArgs) -> ExitCode {
             {
                 return ExitCode::from(EXIT_ERROR);
             }
-            ExitCode::from(report.exit_code())
+            ExitCode::from(code)
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::model::text::chain(&e));
             ExitCode::from(match e {
                 CheckError::NoTarget | CheckError::BadTarget(_) | CheckError::UnknownAccept(_) => {
                     EXIT_USAGE
@@ -134,15 +141,21 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
             .map(str::to_owned)
             .collect(),
     };
-    let results = suite::run_accepting(
-        view.clone(),
-        &target,
-        clock,
-        &blocking.accepted,
-        args.limits.limits(),
-    );
+    // The plan alone runs no check.
+    let results = if args.plan_only {
+        Vec::new()
+    } else {
+        suite::run_accepting(
+            view.clone(),
+            &target,
+            clock,
+            &blocking.accepted,
+            args.limits.limits(),
+        )
+    };
     progress.finish_and_clear();
     if !args.allow_unknown_accept
+        && !args.plan_only
         && let Some(why) = unknown_accepts(&args.accept, &results)
     {
         return Err(CheckError::UnknownAccept(why));

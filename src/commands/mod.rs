@@ -1,5 +1,5 @@
 //! The subcommands, each built from its flags: [`serve`], [`run`] (ask the
-//! cluster for a preflight run), [`certs`] and [`check`] (the offline
+//! cluster for a preflight run), [`certs`](fn@certs) and [`check`](fn@check) (the offline
 //! report, in `check.rs`).
 
 mod check;
@@ -294,32 +294,50 @@ pub async fn run(args: RunArgs) -> anyhow::Result<std::process::ExitCode> {
     let progress = indicatif::ProgressBar::new_spinner();
     progress.set_message(format!("waiting for the preflight of {}", target.display()));
     progress.enable_steady_tick(std::time::Duration::from_millis(120));
-    let deadline = tokio::time::Instant::now() + args.timeout;
-    let done = loop {
-        if let Some(object) = api.get_opt(&name).await?
-            && let Some(status) = &object.status
-        {
-            let started_after = status.start_time.as_ref().is_some_and(|t| {
-                t.0 >= requested
-                    .checked_sub(jiff::SignedDuration::from_secs(1))
-                    .unwrap_or(requested)
-            });
-            match status.phase {
-                Some(Phase::Passed | Phase::Failed | Phase::Error) if started_after => {
-                    break object;
-                }
-                Some(phase) => progress.set_message(format!("{}: {phase:?}", target.display())),
-                None => {}
+    // A run answers a request made after it: its start is no earlier
+    // than the request (less a second of clock skew).
+    let earliest = requested
+        .checked_sub(jiff::SignedDuration::from_secs(1))
+        .unwrap_or(requested);
+    let shown = progress.clone();
+    let what = target.display();
+    let answered = move |object: Option<&UpdatePreflight>| {
+        let Some(status) = object.and_then(|o| o.status.as_ref()) else {
+            return false;
+        };
+        let after = status.start_time.as_ref().is_some_and(|t| t.0 >= earliest);
+        match status.phase {
+            Some(Phase::Passed | Phase::Failed | Phase::Error) if after => true,
+            Some(phase) => {
+                shown.set_message(format!("{what}: {phase:?}"));
+                false
             }
+            None => false,
         }
-        if tokio::time::Instant::now() >= deadline {
+    };
+    // Woken by the object's watch, not by polling it.
+    let waited = tokio::time::timeout(
+        args.timeout,
+        kube::runtime::wait::await_condition(api, &name, answered),
+    )
+    .await;
+    let done = match waited {
+        Ok(Ok(Some(object))) => object,
+        Ok(Ok(None)) => {
+            progress.finish_and_clear();
+            anyhow::bail!("updatepreflight/{name} was deleted while waiting for its result")
+        }
+        Ok(Err(e)) => {
+            progress.finish_and_clear();
+            return Err(anyhow::Error::from(e).context(format!("watching updatepreflight/{name}")));
+        }
+        Err(_) => {
             progress.finish_and_clear();
             anyhow::bail!(
                 "no result within {}",
                 humantime::format_duration(args.timeout)
             );
         }
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     };
     progress.finish_and_clear();
     let status = done.status.unwrap_or_default();

@@ -1,6 +1,8 @@
-//! The serving certificate: its reloads and when the pair in use expires.
+//! The serving certificate: its reloads and when the pair in use expires;
+//! and the webhook's connections: how many hold a slot, and why the gate
+//! closed one (its saturation).
 
-use prometheus::{Gauge, IntCounterVec, Opts, Registry};
+use prometheus::{Gauge, IntCounterVec, IntGauge, Opts, Registry};
 
 use super::{PREFIX, register};
 
@@ -11,7 +13,31 @@ pub struct TlsMetrics {
     reloads: IntCounterVec,
     /// `notAfter` of the serving certificate, as a Unix timestamp.
     cert_expiry: Gauge,
+    /// Webhook connections past their handshake, each holding a slot.
+    connections_open: IntGauge,
+    /// The most connections that may hold a slot at once.
+    connections_limit: IntGauge,
+    /// Connections the gate closed, by reason ([`CLOSE_REASONS`]).
+    connections_closed: IntCounterVec,
 }
+
+/// Why the gate closes a webhook connection (the `reason` label):
+/// - `handshake_timeout`, `handshake_failed`: no TLS session came of it;
+/// - `no_first_request`: the handshake done, no request came in time;
+/// - `evicted_peer_limit`: its peer (source address) was at its limit and
+///   this was the peer's longest-idle connection;
+/// - `evicted_full`: the gate was full and this was its longest-idle;
+/// - `refused_peer_limit`, `refused_full`: a new connection, closed because
+///   every connection in the way was busy with a review.
+pub const CLOSE_REASONS: [&str; 7] = [
+    "handshake_timeout",
+    "handshake_failed",
+    "no_first_request",
+    "evicted_peer_limit",
+    "evicted_full",
+    "refused_peer_limit",
+    "refused_full",
+];
 
 impl TlsMetrics {
     pub(super) fn new(registry: &Registry) -> prometheus::Result<Self> {
@@ -39,10 +65,66 @@ impl TlsMetrics {
                 .namespace(PREFIX),
             )?,
         )?;
+        let connections_open = register(
+            registry,
+            IntGauge::with_opts(
+                Opts::new(
+                    "connections_open",
+                    "Webhook connections past their TLS handshake, each holding a slot.",
+                )
+                .namespace(PREFIX),
+            )?,
+        )?;
+        let connections_limit = register(
+            registry,
+            IntGauge::with_opts(
+                Opts::new(
+                    "connections_limit",
+                    "The most webhook connections that may hold a slot at once (--max-connections).",
+                )
+                .namespace(PREFIX),
+            )?,
+        )?;
+        let connections_closed = register(
+            registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "connections_closed_total",
+                    "Webhook connections the gate closed, by reason (handshake_timeout, handshake_failed, no_first_request, evicted_peer_limit, evicted_full, refused_peer_limit, refused_full).",
+                )
+                .namespace(PREFIX),
+                &["reason"],
+            )?,
+        )?;
+        for reason in CLOSE_REASONS {
+            connections_closed.with_label_values(&[reason]);
+        }
         Ok(Self {
             reloads,
             cert_expiry,
+            connections_open,
+            connections_limit,
+            connections_closed,
         })
+    }
+
+    /// At most `limit` webhook connections hold a slot at once.
+    pub(crate) fn connections_limit(&self, limit: usize) {
+        self.connections_limit
+            .set(i64::try_from(limit).unwrap_or(i64::MAX));
+    }
+
+    /// `open` webhook connections hold a slot now.
+    pub(crate) fn connections_open(&self, open: usize) {
+        self.connections_open
+            .set(i64::try_from(open).unwrap_or(i64::MAX));
+    }
+
+    /// The gate closed a webhook connection, for `reason` (one of
+    /// [`CLOSE_REASONS`]).
+    pub(crate) fn connection_closed(&self, reason: &'static str) {
+        debug_assert!(CLOSE_REASONS.contains(&reason), "{reason}");
+        self.connections_closed.with_label_values(&[reason]).inc();
     }
 
     /// The pair in use expires at `not_after` (Unix seconds): the first one
@@ -87,5 +169,26 @@ mod tests {
         assert_eq!(value(&m, SUCCESS), Some(1.0));
         assert_eq!(value(&m, FAILURE), Some(1.0));
         assert_eq!(value(&m, EXPIRY), Some(4.1e9));
+    }
+
+    #[test]
+    fn connections_are_counted_open_against_the_limit_and_closed_by_reason() {
+        let m = Metrics::new().unwrap();
+        for reason in super::CLOSE_REASONS {
+            let series = format!(r#"preflight_gate_connections_closed_total{{reason="{reason}"}}"#);
+            assert_eq!(value(&m, &series), Some(0.0), "{reason} starts at 0");
+        }
+        m.tls.connections_limit(1024);
+        m.tls.connections_open(3);
+        m.tls.connection_closed("evicted_full");
+        assert_eq!(value(&m, "preflight_gate_connections_limit"), Some(1024.0));
+        assert_eq!(value(&m, "preflight_gate_connections_open"), Some(3.0));
+        assert_eq!(
+            value(
+                &m,
+                r#"preflight_gate_connections_closed_total{reason="evicted_full"}"#
+            ),
+            Some(1.0)
+        );
     }
 }

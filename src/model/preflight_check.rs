@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::release::{UpdateKind, Version};
-use super::results::{FailurePolicy, Severity};
+use super::results::{FailurePolicy, InvalidCheckName, Severity, check_name};
 
 /// Time a check gets when its spec names none.
 pub(crate) const DEFAULT_TIMEOUT_SECONDS: u32 = 120;
@@ -31,8 +31,9 @@ pub(crate) const DEFAULT_TIMEOUT_SECONDS: u32 = 120;
 #[serde(rename_all = "camelCase")]
 pub struct PreflightCheckSpec {
     /// The name results carry: CamelCase, so that it can be accepted through
-    /// `spec.desiredUpdate.acceptRisks` or `preflight.dev/accept`.
-    #[schemars(regex(pattern = r"^[A-Z][A-Za-z0-9.-]*$"))]
+    /// `spec.desiredUpdate.acceptRisks` or `preflight.dev/accept`; at most
+    /// 63 characters.
+    #[schemars(regex(pattern = r"^[A-Z][A-Za-z0-9.-]{0,62}$"))]
     pub check_name: String,
     /// Image to run. Exactly one of `image` and `fromRelease` is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,17 +65,25 @@ pub struct PreflightCheckSpec {
     #[serde(default)]
     pub failure_policy: FailurePolicy,
     /// Whether the check's pod gets the `preflight-check` ServiceAccount's
-    /// token to read the cluster. Checks an administrator creates get it
-    /// unless this is false; checks a release declares get it only when
-    /// their Job is annotated `preflight.dev/needs-api: "true"`.
+    /// token to read the cluster. A check gets none unless it asks: an
+    /// administrator's with `apiAccess: true`, a release's declared one
+    /// with its Job annotated `preflight.dev/needs-api: "true"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_access: Option<bool>,
 }
 
 impl PreflightCheckSpec {
-    /// Whether the check's pod gets an API token.
+    /// The check's name, when it is one ([`check_name`]: at most 63
+    /// characters). The gate asks again what the CRD's pattern asks: a CRD
+    /// installed without its schema, or an older one, lets any text
+    /// through, and a release's declared checks have no schema at all.
+    pub fn valid_name(&self) -> Result<&str, InvalidCheckName> {
+        check_name(&self.check_name).map(|()| self.check_name.as_str())
+    }
+
+    /// Whether the check's pod gets an API token: only when it asks.
     pub fn api_access(&self) -> bool {
-        self.api_access.unwrap_or(true)
+        self.api_access.unwrap_or(false)
     }
 }
 
@@ -237,6 +246,26 @@ mod tests {
             update_kinds: kinds.to_vec(),
         };
         assert_eq!(applies.check(target.map(v).as_ref(), kind), expected);
+    }
+
+    #[rstest]
+    #[case::plain("VendorStorage", None)]
+    #[case::shell("Vendor;touch${IFS}x;#", Some("character 7 is \";\""))]
+    #[case::bidi("Vendor\u{202e}kcehC", Some("character 7 is \"\\u{202e}\""))]
+    #[case::too_long(&format!("A{}", "b".repeat(63)), Some("it has 64 characters, more than 63"))]
+    fn an_administrators_check_name_is_checked_again(
+        #[case] name: &str,
+        #[case] refused: Option<&str>,
+    ) {
+        let spec = PreflightCheckSpec {
+            check_name: name.to_owned(),
+            ..Default::default()
+        };
+        match (spec.valid_name(), refused) {
+            (Ok(valid), None) => assert_eq!(valid, name),
+            (Err(e), Some(says)) => assert!(e.to_string().contains(says), "{e}"),
+            (other, _) => panic!("{other:?}"),
+        }
     }
 
     #[test]

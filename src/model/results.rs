@@ -152,6 +152,75 @@ impl CheckResult {
     }
 }
 
+/// The form of a check name: `^[A-Z][A-Za-z0-9.-]{0,62}$`, a word that
+/// `acceptRisks`, `preflight.dev/accept`, a label value and a shell take
+/// as it is.
+pub const CHECK_NAME_PATTERN: &str = "^[A-Z][A-Za-z0-9.-]{0,62}$";
+
+/// The longest check name, in characters.
+pub const MAX_CHECK_NAME: usize = 63;
+
+/// A name that is not a check name ([`CHECK_NAME_PATTERN`]), and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{} is not a check name: {why} (a check name matches {CHECK_NAME_PATTERN})", crate::model::text::escaped(.name, 80))]
+pub struct InvalidCheckName {
+    pub name: String,
+    pub why: String,
+}
+
+/// Whether `name` is a check name ([`CHECK_NAME_PATTERN`]). Names are
+/// checked where they enter (a release's declared checks, PreflightChecks,
+/// results read back) and again where they are printed.
+pub fn check_name(name: &str) -> Result<(), InvalidCheckName> {
+    let refuse = |why: String| {
+        Err(InvalidCheckName {
+            name: name.to_owned(),
+            why,
+        })
+    };
+    let count = name.chars().count();
+    match name.chars().next() {
+        None => return refuse("it is empty".to_owned()),
+        Some(c) if !c.is_ascii_uppercase() => {
+            return refuse(format!(
+                "it starts with {}, not a capital letter A-Z",
+                crate::model::text::escaped(&c.to_string(), 1)
+            ));
+        }
+        Some(_) => {}
+    }
+    if count > MAX_CHECK_NAME {
+        return refuse(format!(
+            "it has {count} characters, more than {MAX_CHECK_NAME}"
+        ));
+    }
+    if let Some((i, c)) = name
+        .chars()
+        .enumerate()
+        .find(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-')))
+    {
+        return refuse(format!(
+            "character {} is {}, not a letter, digit, '.' or '-'",
+            i + 1,
+            crate::model::text::escaped(&c.to_string(), 1)
+        ));
+    }
+    Ok(())
+}
+
+/// A check name as a message shows it: as it is when it is one, else
+/// escaped and marked, so that no text a check chose reaches a terminal as
+/// a name.
+pub fn shown_check_name(name: &str) -> String {
+    match check_name(name) {
+        Ok(()) => name.to_owned(),
+        Err(_) => format!(
+            "{} (not a check name)",
+            crate::model::text::escaped(name, MAX_CHECK_NAME)
+        ),
+    }
+}
+
 /// Counts over `results`, for printer columns and a quick look.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -162,4 +231,56 @@ pub struct Summary {
     pub warnings: u32,
     pub errored: u32,
     pub skipped: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_name, shown_check_name};
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::plain("NodesReady")]
+    #[case::with_dots_and_dashes("Vendor.Storage-Check2")]
+    #[case::one_letter("A")]
+    #[case::longest("A234567890123456789012345678901234567890123456789012345678901x3")]
+    fn check_names(#[case] name: &str) {
+        assert_eq!(check_name(name), Ok(()));
+        assert_eq!(shown_check_name(name), name);
+    }
+
+    #[rstest]
+    #[case::empty("", "\"\" is not a check name: it is empty")]
+    #[case::shell(
+        "ReleaseCheck;touch${IFS}x;#",
+        "\"ReleaseCheck;touch${IFS}x;#\" is not a check name: character 13 is \";\", not a letter, digit, '.' or '-'"
+    )]
+    #[case::lower_case("nodesReady", "it starts with \"n\", not a capital letter A-Z")]
+    #[case::space("Nodes Ready", "character 6 is \" \"")]
+    #[case::bidi(
+        "Nodes\u{202e}Ready",
+        "\"Nodes\\u{202e}Ready\" is not a check name: character 6 is \"\\u{202e}\""
+    )]
+    #[case::zero_width("\u{200b}Nodes", "it starts with \"\\u{200b}\"")]
+    #[case::too_long(
+        "A2345678901234567890123456789012345678901234567890123456789012x3",
+        "it has 64 characters, more than 63"
+    )]
+    #[case::not_ascii("NodesRéady", "character 7 is \"\\u{e9}\"")]
+    fn names_that_are_not_check_names_are_refused_saying_why(
+        #[case] name: &str,
+        #[case] says: &str,
+    ) {
+        let refused = check_name(name).unwrap_err().to_string();
+        assert!(refused.contains(says), "{refused}");
+        assert!(
+            refused.ends_with("(a check name matches ^[A-Z][A-Za-z0-9.-]{0,62}$)"),
+            "{refused}"
+        );
+        assert!(
+            shown_check_name(name).ends_with(" (not a check name)"),
+            "{}",
+            shown_check_name(name)
+        );
+        assert!(!refused.contains(['\u{202e}', '\u{200b}']), "{refused}");
+    }
 }

@@ -6,17 +6,56 @@ use std::fmt::Write;
 
 use jiff::Timestamp;
 
+/// Whether `c` is a Unicode format character (general category Cf, as of
+/// Unicode 16): bidi embeddings, overrides and isolates (U+202A–U+202E,
+/// U+2066–U+2069), zero-width characters (U+200B–U+200D, U+2060, U+FEFF),
+/// the soft hyphen, tags. They are invisible, and the bidi ones reorder
+/// what a terminal shows, so text that reaches one loses them.
+pub fn is_format(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x00AD
+            | 0x0600..=0x0605
+            | 0x061C
+            | 0x06DD
+            | 0x070F
+            | 0x0890..=0x0891
+            | 0x08E2
+            | 0x180E
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x2064
+            | 0x2066..=0x206F
+            | 0xFEFF
+            | 0xFFF9..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x1343F
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0001
+            | 0xE0020..=0xE007F
+    )
+}
+
+/// `text` without its format characters ([`is_format`]), everything else
+/// as it is (line breaks included).
+pub fn strip_format(text: &str) -> String {
+    text.chars().filter(|c| !is_format(*c)).collect()
+}
+
 /// Text that came from the cluster or a check, made safe for a terminal:
-/// control characters (C0, DEL, C1: escape sequences, carriage returns,
-/// line breaks) become spaces, runs of white space one space, and past
-/// `max_chars` the rest is cut, saying how much.
+/// format characters ([`is_format`]: bidi overrides, zero-width ones) are
+/// dropped, control characters (C0, DEL, C1: escape sequences, carriage
+/// returns, line breaks) become spaces, runs of white space one space, and
+/// past `max_chars` the rest is cut, saying how much.
 pub fn clean(text: &str, max_chars: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max_chars + 32));
     let mut kept = 0usize;
     let mut cut = 0usize;
     // Starting as if after a space drops leading white space.
     let mut space = true;
-    for c in text.chars() {
+    for c in text.chars().filter(|c| !is_format(*c)) {
         let c = if c.is_control() || c.is_whitespace() {
             ' '
         } else {
@@ -61,10 +100,13 @@ pub fn list(names: &[String], max: usize) -> String {
 /// How much of an operator's message a finding quotes.
 pub(crate) const EXCERPT: usize = 240;
 
-/// The first line of `message`, cut to about `max` characters on a word
-/// boundary: operators' messages can run to pages.
+/// The first line of `message`, without format characters ([`is_format`]),
+/// cut to about `max` characters on a word boundary: operators' messages
+/// can run to pages.
 pub(crate) fn excerpt(message: Option<&str>, max: usize) -> String {
+    let message = message.map(strip_format);
     let line = message
+        .as_deref()
         .and_then(|m| m.lines().map(str::trim).find(|l| !l.is_empty()))
         .unwrap_or("no message");
     if line.chars().count() <= max {
@@ -77,6 +119,54 @@ pub(crate) fn excerpt(message: Option<&str>, max: usize) -> String {
         _ => cut.as_str(),
     };
     format!("{}…", cut.trim_end_matches([',', ';', ':']))
+}
+
+/// `value` as one word of a shell command to copy: first made safe for a
+/// terminal ([`clean`]), then quoted where the shell would read anything
+/// in it (`$`, quotes, back quotes, spaces, `;`...); a plain word such as
+/// `4.15.3` or `NodesReady` stays as it is.
+pub fn shell_word(value: &str) -> String {
+    let value = clean(value, 512);
+    // `clean` leaves no NUL, the one thing `shlex` cannot quote; an empty
+    // word, should it ever fail, is still one harmless argument.
+    shlex::try_quote(&value).map_or_else(|_| "''".to_owned(), |q| q.into_owned())
+}
+
+/// Names as one word of a shell command, comma-separated (`A,B,'C;D'`):
+/// each quoted as [`shell_word`] quotes it, so plain names stay readable.
+/// A comma outside braces is no special character, and `shlex` quotes any
+/// brace, so the pieces join into a single argument.
+pub fn shell_list(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| shell_word(n))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A name for a message that may not be what it claims to be: visible
+/// ASCII as it is, anything else (control and format characters, other
+/// scripts) escaped as `\u{202e}`, in double quotes, cut to `max_chars`.
+pub fn escaped(text: &str, max_chars: usize) -> String {
+    let mut out = String::from("\"");
+    for (i, c) in text.chars().enumerate() {
+        if i == max_chars {
+            out.push('…');
+            break;
+        }
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            ' '..='~' => out.push(c),
+            _ => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// `3h12m` since `then`.
@@ -95,6 +185,38 @@ pub(crate) fn short_duration(d: std::time::Duration) -> String {
         60..3600 => format!("{}m", secs / 60),
         3600..86400 => format!("{}h{}m", secs / 3600, secs % 3600 / 60),
         _ => format!("{}d{}h", secs / 86400, secs % 86400 / 3600),
+    }
+}
+
+/// An error and its causes, each said once: `cannot read x: No such file
+/// or directory (os error 2)`. An error's own message names what failed;
+/// its cause is its source, never also in its message.
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut said = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        said.push_str(": ");
+        said.push_str(&e.to_string());
+        cause = e.source();
+    }
+    said
+}
+
+#[cfg(test)]
+mod chain_tests {
+    #[test]
+    fn each_cause_is_said_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("cannot read {path}")]
+        struct Read {
+            path: &'static str,
+            source: std::io::Error,
+        }
+        let e = Read {
+            path: "/nope",
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        assert_eq!(super::chain(&e), "cannot read /nope: entity not found");
     }
 }
 

@@ -58,6 +58,16 @@ pub fn vouch(
             "says version {claimed}, but the release is {resolved}"
         ));
     }
+    // Names are checked where they enter; a result read back is checked
+    // again, since its names reach the denial and the commands it suggests.
+    if let Some(refused) = object
+        .status
+        .iter()
+        .flat_map(|s| &s.results)
+        .find_map(|r| super::results::check_name(&r.name).err())
+    {
+        return refuse(format!("has a result that is not the gate's: {refused}"));
+    }
     if let Some(writer) = status_writer {
         let others: Vec<&str> = object
             .metadata
@@ -138,6 +148,14 @@ mod tests {
     #[case::forged_status(|o: &mut UpdatePreflight| o.metadata.managed_fields.as_mut().unwrap().push(ManagedFieldsEntry {
         manager: Some("kubectl-patch".into()), subresource: Some("status".into()), ..Default::default() }),
         "has status written by kubectl-patch, not by the gate")]
+    #[case::a_result_name_that_is_not_a_check_name(|o: &mut UpdatePreflight| o.status = Some(crate::model::UpdatePreflightStatus {
+        results: vec![crate::model::CheckResult::new("Nodes;touch${IFS}x;#", crate::model::Severity::Blocking, crate::model::Outcome::Fail, "")],
+        ..Default::default() }),
+        "has a result that is not the gate's: \"Nodes;touch${IFS}x;#\" is not a check name: character 6 is \";\"")]
+    #[case::a_bidi_result_name(|o: &mut UpdatePreflight| o.status = Some(crate::model::UpdatePreflightStatus {
+        results: vec![crate::model::CheckResult::new("Nodes\u{202e}Ready", crate::model::Severity::Blocking, crate::model::Outcome::Fail, "")],
+        ..Default::default() }),
+        "\"Nodes\\u{202e}Ready\" is not a check name")]
     fn anything_else_is_a_request(#[case] forge: fn(&mut UpdatePreflight), #[case] says: &str) {
         let mut o = own();
         forge(&mut o);

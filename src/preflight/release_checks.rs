@@ -250,12 +250,32 @@ fn camel(name: &str) -> String {
 /// A declared Job as a check to run: its first container's image, command,
 /// args and literal env, its deadline, and the annotations. Everything else
 /// of the Job (its namespace, account, security context) is the gate's.
-pub(crate) fn declared_check(job: &Value) -> Option<PreflightCheck> {
+/// `Ok(None)` for a manifest that declares no check; an error, saying why,
+/// for a declared check whose name (its `preflight.dev/check-name`, else
+/// its Job's name in CamelCase) is not a check name: the name reaches
+/// terminals and the commands a denial suggests.
+pub(crate) fn declared_check(job: &Value) -> Result<Option<PreflightCheck>, String> {
     let annotations = &job["metadata"]["annotations"];
     if annotations[DECLARED].as_str() != Some("true") || job["kind"] != "Job" {
-        return None;
+        return Ok(None);
     }
-    let name = job["metadata"]["name"].as_str()?;
+    let Some(name) = job["metadata"]["name"].as_str() else {
+        return Ok(None);
+    };
+    let check_name = annotations[CHECK_NAME]
+        .as_str()
+        .map_or_else(|| camel(name), str::to_owned);
+    if let Err(refused) = crate::model::results::check_name(&check_name) {
+        let from = if annotations[CHECK_NAME].is_string() {
+            CHECK_NAME
+        } else {
+            "its name"
+        };
+        return Err(format!(
+            "the Job {} declares a check whose name ({from}) is refused: {refused}",
+            crate::model::text::escaped(name, 80)
+        ));
+    }
     let container = &job["spec"]["template"]["spec"]["containers"][0];
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
@@ -280,9 +300,7 @@ pub(crate) fn declared_check(job: &Value) -> Option<PreflightCheck> {
         })
         .unwrap_or_default();
     let spec = PreflightCheckSpec {
-        check_name: annotations[CHECK_NAME]
-            .as_str()
-            .map_or_else(|| camel(name), str::to_owned),
+        check_name,
         image: container["image"].as_str().map(str::to_owned),
         from_release: None,
         command: strings(&container["command"]),
@@ -302,7 +320,7 @@ pub(crate) fn declared_check(job: &Value) -> Option<PreflightCheck> {
         },
         api_access: Some(annotations[NEEDS_API].as_str() == Some("true")),
     };
-    Some(PreflightCheck::new(&format!("release-{name}"), spec))
+    Ok(Some(PreflightCheck::new(&format!("release-{name}"), spec)))
 }
 
 /// Reads what the extraction pod printed.
@@ -331,7 +349,16 @@ pub(crate) fn parse_extraction(output: &str) -> Result<Declared, DiscoveryError>
                 file: (*file).to_owned(),
                 reason: e.to_string(),
             })?;
-        checks.extend(docs.iter().filter_map(declared_check));
+        // A declared check with a name that is not one refuses the
+        // release's declared checks whole, as a manifest that is not YAML
+        // does: never silently dropped.
+        for doc in &docs {
+            let declared = declared_check(doc).map_err(|reason| DiscoveryError::Manifest {
+                file: (*file).to_owned(),
+                reason,
+            })?;
+            checks.extend(declared);
+        }
     }
     Ok(Declared {
         images,

@@ -12,7 +12,7 @@ use crate::model::release::ReleaseKey;
 /// A file of results that could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         path: PathBuf,
         source: std::io::Error,

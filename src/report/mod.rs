@@ -3,6 +3,7 @@
 //! program, and the exit code that sums it up (0 all pass, 3 blocking
 //! failures, 4 warnings only, as troubleshoot's preflight does).
 
+mod plan;
 mod table;
 
 use serde::Serialize;
@@ -11,7 +12,34 @@ use crate::checks::Context;
 use crate::model::policy::{Blocking, Standing};
 use crate::model::{CheckResult, Severity, Summary};
 
+pub use plan::plan_table;
 pub use table::table;
+
+/// The plan alone, as `check --plan-only` prints it: a table, or the
+/// plan's own JSON or YAML document.
+pub fn render_plan(plan: &crate::plan::Plan, format: Format, color: bool) -> String {
+    match format {
+        Format::Table => plan_table(plan, color),
+        Format::Json => {
+            let mut text = serde_json::to_string_pretty(plan).unwrap_or_default();
+            text.push('\n');
+            text
+        }
+        Format::Yaml => serde_saphyr::to_string(plan).unwrap_or_default(),
+    }
+}
+
+/// The exit code of the plan alone: 3 when a batch can never drain, 4
+/// when something will hold the update up, else 0 (as the report's).
+pub fn plan_exit_code(plan: &crate::plan::Plan) -> u8 {
+    if !plan.blockers.is_empty() {
+        3
+    } else if !plan.warnings.is_empty() {
+        4
+    } else {
+        0
+    }
+}
 
 /// How the report is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -58,6 +86,10 @@ pub struct Report {
     #[serde(skip)]
     standings: Vec<Standing>,
     pub summary: Summary,
+    /// The update plan (`crate::plan`), with its own schema version; none
+    /// for results read back from an `UpdatePreflight`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::plan::Plan>,
 }
 
 /// The version of the JSON and YAML report's shape; a change that removes
@@ -113,6 +145,7 @@ impl Report {
             summary: blocking.summarize(&results),
             results,
             standings,
+            plan: Some(crate::plan::plan(ctx.view, ctx.kind, ctx.now)),
         }
     }
 
@@ -133,6 +166,7 @@ impl Report {
             accepted: Vec::new(),
             summary: blocking.summarize(&results),
             results,
+            plan: None,
         }
     }
 
@@ -167,7 +201,10 @@ impl Report {
                     .filter(|(_, s)| **s == Standing::Blocks)
                     .map(|(r, _)| r)
                     .partition(|r| crate::model::policy::acceptable(r));
-                let names: Vec<String> = not.iter().map(|r| r.name.clone()).collect();
+                let names: Vec<String> = not
+                    .iter()
+                    .map(|r| crate::model::results::shown_check_name(&r.name))
+                    .collect();
                 let how = match (acceptable.is_empty(), names.is_empty()) {
                     (_, true) => "fix the failures, or accept them with --accept NAME".to_owned(),
                     (true, false) => format!(

@@ -7,6 +7,7 @@ use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
 use owo_colors::OwoColorize;
 
 use super::Report;
+use crate::model::results::shown_check_name;
 use crate::model::text::clean;
 
 /// The longest message a table cell shows, in characters.
@@ -39,10 +40,15 @@ pub fn table(report: &Report, color: bool) -> String {
             .as_deref()
             .filter(|_| r.outcome != Outcome::Pass)
         {
-            links.push_str(&format!("  {}: {}\n", r.name, clean(url, 200)));
+            links.push_str(&format!(
+                "  {}: {}\n",
+                shown_check_name(&r.name),
+                clean(url, 200)
+            ));
         }
         table.add_row(vec![
-            Cell::new(&r.name),
+            // A name that is not a check name is shown escaped, saying so.
+            Cell::new(shown_check_name(&r.name)),
             Cell::new(format!("{:?}", r.severity)),
             outcome(r),
             // The table keeps whole messages (a check's own findings, risk
@@ -55,9 +61,9 @@ pub fn table(report: &Report, color: bool) -> String {
     if !links.is_empty() {
         links.insert_str(0, "Remediation:\n");
     }
-    let mut header = format!("Preflight for {}", report.target);
+    let mut header = format!("Preflight for {}", clean(&report.target, 240));
     if !report.image.is_empty() && report.image != report.target {
-        header.push_str(&format!(" ({})", report.image));
+        header.push_str(&format!(" ({})", clean(&report.image, 240)));
     }
     if let Some(current) = &report.current {
         header.push_str(&format!(" from {current}"));
@@ -95,7 +101,13 @@ pub fn table(report: &Report, color: bool) -> String {
         (true, 4) => verdict.yellow().bold().to_string(),
         (true, _) => verdict.green().bold().to_string(),
     };
-    format!("{header}\n{table}\n{links}{verdict}\n")
+    // The update plan follows the checks.
+    let plan = report
+        .plan
+        .as_ref()
+        .map(|plan| super::plan_table(plan, color))
+        .unwrap_or_default();
+    format!("{header}\n{table}\n{links}{plan}{verdict}\n")
 }
 
 /// A result's message, with the names OpenShift gives what it found.
@@ -173,5 +185,52 @@ fn outcome(r: &CheckResult) -> Cell {
         cell.add_attribute(Attribute::Bold)
     } else {
         cell
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::alerts::Alert;
+
+    /// Bidi overrides and zero-width characters, in an alert's description
+    /// as a finding quotes it and in a check's message, never reach the
+    /// report; a name that is not a check name is shown escaped.
+    #[test]
+    fn format_characters_do_not_reach_the_report() {
+        let alert = Alert {
+            labels: [("alertname".to_owned(), "KubeNodeNotReady".to_owned())].into(),
+            annotations: [(
+                "description".to_owned(),
+                "Node \u{202e}1-rekrow\u{202c} is \u{2066}not\u{2069} ready\u{200b}".to_owned(),
+            )]
+            .into(),
+            state: "firing".to_owned(),
+            ..Alert::default()
+        };
+        let results = vec![
+            CheckResult::new(
+                "CriticalAlertsFiring",
+                Severity::Blocking,
+                Outcome::Fail,
+                alert.quote(),
+            ),
+            CheckResult::new(
+                "VendorCheck",
+                Severity::Blocking,
+                Outcome::Fail,
+                "driver \u{feff}too\u{200d} old\u{2067}",
+            ),
+            CheckResult::new("Nodes\u{202e}Ready", Severity::Warning, Outcome::Fail, "x"),
+        ];
+        let report = Report::from_results("4.15.3".into(), String::new(), results);
+        let text = table(&report, false);
+        assert!(!text.chars().any(crate::model::text::is_format), "{text:?}");
+        assert!(
+            text.contains("KubeNodeNotReady: Node 1-rekrow is not ready."),
+            "{text}"
+        );
+        assert!(text.contains("driver too old"), "{text}");
+        assert!(text.contains(r#""Nodes\u{202e}Ready""#), "{text}");
     }
 }

@@ -3,7 +3,8 @@
 //! certificate).
 
 pub mod admin;
-mod capped;
+mod conns;
+mod listener;
 pub mod tls;
 pub mod webhook;
 
@@ -14,8 +15,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
+use axum::serve::ListenerExt;
+use axum_server::accept::Accept;
 use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
-use hyper_util::rt::TokioTimer;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tracing::{Instrument, info, info_span};
 
 pub use admin::Health;
@@ -31,9 +34,13 @@ pub struct Listen {
     /// webhook's certificate, no client certificates).
     pub admin_tls: Option<rustls::ServerConfig>,
     pub max_concurrency: usize,
-    /// Webhook connections open at once; past it new ones are closed.
+    /// Webhook connections past their TLS handshake at once, and TLS
+    /// handshakes at once; one peer may hold a quarter of them. Past a
+    /// limit, the longest-idle connection in the way is closed.
     pub max_connections: usize,
     pub handshake_timeout: Duration,
+    /// Time allowed to read a request's headers, and after the handshake,
+    /// for the first request to arrive.
     pub header_read_timeout: Duration,
     /// How long to stay up but unready after SIGTERM, so endpoints update.
     pub shutdown_delay: Duration,
@@ -57,42 +64,49 @@ pub async fn serve(
     listen.webhook.set_nonblocking(true)?;
     listen.admin.set_nonblocking(true)?;
 
-    let handle = axum_server::Handle::<SocketAddr>::new();
-    let acceptor = RustlsAcceptor::new(RustlsConfig::from_config(Arc::new(tls)))
-        .handshake_timeout(listen.handshake_timeout);
-    let acceptor = capped::CappedAcceptor::new(acceptor, listen.max_connections);
-    let mut server = axum_server::from_tcp(listen.webhook)?
-        .acceptor(acceptor)
-        .handle(handle.clone());
+    let mut http = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     // HTTP/1: the header timeout also closes a keep-alive connection that
     // sends no next request. HTTP/2: pings close a connection whose peer
     // is gone, and a client gets few streams at once.
-    server
-        .http_builder()
-        .http1()
+    http.http1()
         .timer(TokioTimer::new())
         .header_read_timeout(listen.header_read_timeout);
-    server
-        .http_builder()
-        .http2()
+    http.http2()
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(Duration::from_secs(20)))
         .keep_alive_timeout(Duration::from_secs(10))
         .max_concurrent_streams(32);
-    let webhook_app = app(gate, listen.max_concurrency).layer(
+    let webhook_app = app(gate.clone(), listen.max_concurrency).layer(
         axum::middleware::from_fn_with_state(health.clone(), close_when_draining),
     );
-    let webhook = tokio::spawn(
-        server
-            .serve(webhook_app.into_make_service())
-            .instrument(info_span!("webhook")),
+    let served = Arc::new(listener::Webhook {
+        table: conns::Table::new(
+            conns::Limits::for_max(listen.max_connections),
+            gate.metrics.tls.clone(),
+        ),
+        tls: RustlsAcceptor::new(RustlsConfig::from_config(Arc::new(tls)))
+            .handshake_timeout(listen.handshake_timeout),
+        first_request: listen.header_read_timeout,
+        http,
+        app: webhook_app,
+    });
+    let (phase, phase_rx) = tokio::sync::watch::channel(listener::Phase::Serving);
+    let mut webhook = tokio::spawn(
+        listener::serve(
+            tokio::net::TcpListener::from_std(listen.webhook)?,
+            served,
+            phase_rx,
+        )
+        .instrument(info_span!("webhook")),
     );
 
     let (admin_stop, admin_stopped) = tokio::sync::oneshot::channel::<()>();
     let admin_app = admin::app(health.clone());
     let admin = match listen.admin_tls {
         None => {
-            let listener = tokio::net::TcpListener::from_std(listen.admin)?;
+            let listener = tokio::net::TcpListener::from_std(listen.admin)?.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             tokio::spawn(
                 axum::serve(listener, admin_app)
                     .with_graceful_shutdown(async {
@@ -105,7 +119,8 @@ pub async fn serve(
         Some(admin_tls) => {
             let admin_handle = axum_server::Handle::<SocketAddr>::new();
             let acceptor = RustlsAcceptor::new(RustlsConfig::from_config(Arc::new(admin_tls)))
-                .handshake_timeout(listen.handshake_timeout);
+                .handshake_timeout(listen.handshake_timeout)
+                .acceptor(NoDelay);
             let server = axum_server::from_tcp(listen.admin)?
                 .acceptor(acceptor)
                 .handle(admin_handle.clone());
@@ -126,9 +141,17 @@ pub async fn serve(
     health.shutting_down.store(true, Ordering::Relaxed);
     info!(delay = ?listen.shutdown_delay, "shutting down: unready, then draining");
     tokio::time::sleep(listen.shutdown_delay).await;
-    handle.graceful_shutdown(Some(listen.shutdown_grace));
-    webhook
-        .await
+    let _ = phase.send(listener::Phase::Draining);
+    // The task ends once every connection has.
+    let drained = tokio::time::timeout(listen.shutdown_grace, &mut webhook).await;
+    let ended = match drained {
+        Ok(ended) => ended,
+        Err(_) => {
+            let _ = phase.send(listener::Phase::Stopped);
+            webhook.await
+        }
+    };
+    ended
         .context("webhook server task")?
         .context("webhook server")?;
     let _ = admin_stop.send(());
@@ -138,6 +161,22 @@ pub async fn serve(
         .context("admin server")?;
     info!("stopped");
     Ok(())
+}
+
+/// The admin port's acceptor under TLS: sets `TCP_NODELAY`, so answers
+/// are not held back waiting for the client's delayed ACK.
+#[derive(Clone, Copy, Debug)]
+struct NoDelay;
+
+impl<S> Accept<tokio::net::TcpStream, S> for NoDelay {
+    type Stream = tokio::net::TcpStream;
+    type Service = S;
+    type Future = std::future::Ready<std::io::Result<(Self::Stream, S)>>;
+
+    fn accept(&self, stream: tokio::net::TcpStream, service: S) -> Self::Future {
+        let _ = stream.set_nodelay(true);
+        std::future::ready(Ok((stream, service)))
+    }
 }
 
 /// While the gate drains, every HTTP/1 answer closes its connection.

@@ -22,7 +22,7 @@ use crate::metrics::Metrics;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         path: PathBuf,
         source: std::io::Error,
@@ -252,7 +252,10 @@ impl ReloadingCert {
                 }
                 Ok(false) => {}
                 Err(e) => {
-                    warn!(error = %e, "new serving certificate refused; keeping the last good one")
+                    warn!(
+                        error = crate::model::text::chain(&e),
+                        "new serving certificate refused; keeping the last good one"
+                    )
                 }
             }
         }

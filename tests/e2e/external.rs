@@ -525,6 +525,19 @@ fn an_erroring_check_lets_the_update_through_only_when_it_is_fail_open() {
 
 /// Asks the API server whether the check's ServiceAccount may do something.
 fn check_sa_may(world: &World, verb: &str, group: &str, resource: &str, namespace: &str) -> bool {
+    check_sa_may_on(world, verb, group, resource, namespace, "")
+}
+
+/// Whether the check's ServiceAccount may do something to the object
+/// `name` (any object when empty).
+fn check_sa_may_on(
+    world: &World,
+    verb: &str,
+    group: &str,
+    resource: &str,
+    namespace: &str,
+    name: &str,
+) -> bool {
     let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
     let review = json!({
         "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
@@ -532,9 +545,9 @@ fn check_sa_may(world: &World, verb: &str, group: &str, resource: &str, namespac
             "user": CHECK_SA,
             "groups": ["system:serviceaccounts", "system:serviceaccounts:preflight-gate", "system:authenticated"],
             "resourceAttributes": {"verb": verb, "group": group, "resource": resource,
-                "subresource": subresource, "namespace": namespace}}});
+                "subresource": subresource, "namespace": namespace, "name": name}}});
     let path = world.dir().join(format!(
-        "sar-{verb}-{resource}-{subresource}-{namespace}.json"
+        "sar-{verb}-{resource}-{subresource}-{namespace}-{name}.json"
     ));
     std::fs::write(&path, review.to_string()).unwrap();
     let answer: Value =
@@ -549,8 +562,6 @@ fn the_check_service_account_reads_and_does_nothing_else_and_no_secrets() {
     let _made = Made::new(world);
     for (group, resource, namespace) in [
         ("", "nodes", ""),
-        ("", "pods", "openshift-etcd"),
-        ("", "configmaps", "openshift-config"),
         ("config.openshift.io", "clusterversions", ""),
         ("config.openshift.io", "clusteroperators", ""),
         ("apps", "deployments", "openshift-storage"),
@@ -580,8 +591,32 @@ fn the_check_service_account_reads_and_does_nothing_else_and_no_secrets() {
             );
         }
     }
-    // Nothing that holds a credential or a key, by any verb that reads.
+    // The admin gates and acks, by name and nothing more.
+    for (namespace, name) in [
+        ("openshift-config-managed", "admin-gates"),
+        ("openshift-config", "admin-acks"),
+    ] {
+        assert!(
+            check_sa_may_on(world, "get", "", "configmaps", namespace, name),
+            "cannot get {namespace}/{name}"
+        );
+    }
+    // Nothing that holds a credential or a key, by any verb that reads:
+    // pod specs hold literal environment values, any ConfigMap may hold a
+    // credential, controllerconfigs the internal registry's pull secret,
+    // proxies credentials in their URLs.
     for (group, resource, namespace) in [
+        ("", "pods", "openshift-etcd"),
+        ("", "pods", ""),
+        ("", "configmaps", "openshift-config"),
+        ("", "configmaps", ""),
+        ("machineconfiguration.openshift.io", "controllerconfigs", ""),
+        ("config.openshift.io", "proxies", ""),
+        (
+            "operators.coreos.com",
+            "installplans",
+            "openshift-operators",
+        ),
         ("", "secrets", ""),
         ("", "secrets", "openshift-config"),
         ("", "secrets", "preflight-gate"),

@@ -688,7 +688,7 @@ fn only_the_api_server_may_ask_and_any_other_caller_is_refused_at_the_handshake(
 /// lives; then the Default one again. The Default one prunes
 /// `desiredUpdate.acceptRisks` and `mode`, TechPreviewNoUpgrade keeps
 /// `acceptRisks`, DevPreviewNoUpgrade both.
-struct FeatureSetCrd<'a>(&'a World);
+pub(crate) struct FeatureSetCrd<'a>(&'a World);
 
 const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/openshift-crds");
 
@@ -697,7 +697,7 @@ fn feature_set_crd(set: &str) -> String {
 }
 
 impl<'a> FeatureSetCrd<'a> {
-    fn apply(world: &'a World, set: &str) -> Option<Self> {
+    pub(crate) fn apply(world: &'a World, set: &str) -> Option<Self> {
         let crd = feature_set_crd(set);
         if !std::path::Path::new(&crd).is_file() {
             return None;

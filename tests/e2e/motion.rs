@@ -167,6 +167,44 @@ fn a_new_target_mid_update_is_denied_naming_progressing_until_it_is_accepted() {
         "preflight.dev/claimed-by-",
     ]);
 
+    // OpenShift's own field, where the ClusterVersion has it (a
+    // TechPreviewNoUpgrade cluster): what `oc adm upgrade accept
+    // Progressing` writes, beside the target.
+    {
+        let _crd = crate::flows::FeatureSetCrd::apply(world, "TechPreviewNoUpgrade")
+            .expect("OpenShift's CRDs are in tests/data/openshift-crds");
+        let accepted = json!({"spec": {"desiredUpdate": {"image": RETARGET, "version": "",
+            "acceptRisks": [{"name": "Progressing"}]}}});
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            // The new schema is served within moments.
+            let out = world.kubectl(
+                User::Admin,
+                &[
+                    "patch",
+                    "clusterversion",
+                    "version",
+                    "--type=merge",
+                    "-p",
+                    &accepted.to_string(),
+                ],
+            );
+            if out.ok {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "acceptRisks never accepted Progressing: {}",
+                out.stderr
+            );
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        assert_eq!(
+            world.cluster_version()["spec"]["desiredUpdate"]["acceptRisks"],
+            json!([{"name": "Progressing"}])
+        );
+    }
+
     // Asking for the update under way again changes nothing.
     let again = world.kubectl(
         User::Admin,

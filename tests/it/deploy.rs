@@ -535,7 +535,7 @@ fn rbac_lets_the_gate_list_everything_the_checks_read() {
         for source in SOURCES {
             // TLS Secrets are read only where the overlay opts in
             // (listing_every_secret_is_opt_in).
-            if source.kind == "Secret" && overlay != "dev" {
+            if source.kind.name == "Secret" && overlay != "dev" {
                 continue;
             }
             // A list with metadata.name=X is authorized as a request for X.
@@ -546,14 +546,14 @@ fn rbac_lets_the_gate_list_everything_the_checks_read() {
                 allowed(
                     &grants,
                     "list",
-                    source.group,
-                    source.plural,
+                    source.kind.group,
+                    source.kind.plural,
                     source.namespace,
                     name
                 ),
                 "{overlay}: the gate may not list {} ({}) {:?}",
-                source.plural,
-                source.group,
+                source.kind.plural,
+                source.kind.group,
                 source.namespace
             );
         }

@@ -63,7 +63,7 @@ fn the_crd_yaml_is_generated_from_the_rust_types() {
     let yaml = serde_saphyr::to_string(&UpdatePreflight::crd()).unwrap();
     check_file(
         "deploy/crds/updatepreflights.preflight.dev.yaml",
-        &format!("# Generated from src/preflight/crd.rs; do not edit.\n{yaml}"),
+        &format!("# Generated from src/model/results.rs; do not edit.\n{yaml}"),
     );
 }
 
@@ -72,7 +72,7 @@ fn the_preflight_check_crd_yaml_is_generated_from_the_rust_types() {
     let yaml = serde_saphyr::to_string(&PreflightCheck::crd()).unwrap();
     check_file(
         "deploy/crds/preflightchecks.preflight.dev.yaml",
-        &format!("# Generated from src/preflight/check.rs; do not edit.\n{yaml}"),
+        &format!("# Generated from src/model/preflight_check.rs; do not edit.\n{yaml}"),
     );
 }
 

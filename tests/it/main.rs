@@ -2,8 +2,10 @@
 
 mod alerts;
 mod bundle;
+mod captures;
 mod check_cli;
 mod checks;
+mod connections;
 mod dashboard;
 mod deploy;
 mod generated;
@@ -11,11 +13,14 @@ mod harness;
 mod image;
 mod keys;
 mod layering;
+mod motion;
 mod must_gathers;
 
 #[path = "../common/oc.rs"]
 mod oc;
 mod one_policy;
+mod pasted;
+mod plan;
 mod prometheus;
 mod release;
 mod report;

@@ -196,3 +196,44 @@ async fn the_check_cli_blocks_on_a_critical_alert_from_prometheus() {
         .unwrap();
     assert_eq!(precheck["outcome"], "Pass", "{precheck}");
 }
+
+/// A querier that answers with more than the gate reads, declared or
+/// streamed without a length: refused at the cap, never read whole.
+#[tokio::test]
+async fn an_answer_past_the_cap_is_refused_not_read_whole() {
+    use axum::body::Body;
+    use preflight_gate::cluster::prometheus::MAX_BODY;
+    let app = Router::new()
+        .route(
+            "/declared/api/v1/alerts",
+            get(|| async { vec![b' '; MAX_BODY + 1] }),
+        )
+        .route(
+            "/streamed/api/v1/alerts",
+            get(|| async {
+                // 1 MiB chunks, with no Content-Length, past the cap.
+                let chunks = (0..=MAX_BODY / (1 << 20))
+                    .map(|_| Ok::<_, std::io::Error>(vec![b' '; 1 << 20]));
+                Body::from_stream(futures::stream::iter(chunks))
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    for path in ["declared", "streamed"] {
+        let prometheus = Prometheus {
+            url: format!("http://{addr}/{path}"),
+            token_file: None,
+            ca_file: None,
+        };
+        let err = prometheus.alerts().await.unwrap_err();
+        assert!(!err.is_transient(), "{path}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "http://{addr}/{path}/api/v1/alerts answered more than {MAX_BODY} bytes of alerts: not read"
+            ),
+            "{path}"
+        );
+    }
+}

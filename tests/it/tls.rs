@@ -206,7 +206,7 @@ async fn slow_clients_are_cut_off() {
     assert_eq!(status, 200);
 }
 
-fn client_config(gate: &Running) -> rustls::ClientConfig {
+pub(crate) fn client_config(gate: &Running) -> rustls::ClientConfig {
     let mut roots = rustls::RootCertStore::empty();
     for pem in &gate.ca_pems {
         use rustls::pki_types::pem::PemObject;
@@ -466,56 +466,5 @@ async fn bodies_that_never_finish_hold_no_permit_and_get_408_at_the_deadline() {
             reply.contains("the review's body did not arrive within the API server's timeout"),
             "{reply}"
         );
-    }
-}
-
-#[tokio::test]
-async fn past_the_connection_cap_a_new_connection_is_closed_and_the_open_ones_served() {
-    let gate = start(Options {
-        max_connections: 3,
-        ..Options::default()
-    })
-    .await;
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(client_config(&gate)));
-    let name = || rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let mut open = Vec::new();
-    for _ in 0..3 {
-        let tcp = TcpStream::connect(gate.addr).await.unwrap();
-        open.push(connector.connect(name(), tcp).await.unwrap());
-    }
-    // The fourth gets no handshake.
-    let tcp = TcpStream::connect(gate.addr).await.unwrap();
-    let refused = tokio::time::timeout(Duration::from_secs(5), connector.connect(name(), tcp))
-        .await
-        .expect("closed at once, not left hanging");
-    assert!(refused.is_err(), "a fourth connection was served");
-
-    // An open one still gets its review answered.
-    let body = Review::merge_patch_to("4.14.12").body();
-    let mut first = open.remove(0);
-    let request = format!(
-        "POST /validate/clusterversion HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    first.write_all(request.as_bytes()).await.unwrap();
-    first.write_all(&body).await.unwrap();
-    let mut reply = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), first.read_to_end(&mut reply))
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&reply).starts_with("HTTP/1.1 200"));
-
-    // Its slot freed, a new connection is served again.
-    drop(first);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let tcp = TcpStream::connect(gate.addr).await.unwrap();
-        if connector.connect(name(), tcp).await.is_ok() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the slot never came back");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -7,9 +7,10 @@
 //! in 4.6 to 4.8, `monitoring/prometheus/rules.json` since 4.9).
 //!
 //! Every object is matched by kind and API version (see
-//! [`super::view::API_VERSIONS`]); the rest are counted by kind and left
+//! [`kinds`](mod@super::kinds)); the rest are counted by kind and left
 //! out. The data's own time is the must-gather's `timestamp` file, else
-//! the newest timestamp among the objects. Two ClusterVersions of
+//! the newest time the ClusterVersion and ClusterOperators record
+//! (`ClusterView::time_of_the_data`). Two ClusterVersions of
 //! different clusters, or two must-gathers, in one snapshot are an error.
 //!
 //! JSON is read without building a tree of the whole file: each List item
@@ -35,7 +36,7 @@ use super::view::{AsOf, ClusterView, kept};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         path: PathBuf,
         source: std::io::Error,
@@ -461,24 +462,6 @@ fn wanted(path: &Path) -> bool {
         )
 }
 
-/// The must-gather resources (group folder, resource) whose files hold
-/// objects the view keeps; ConfigMaps only in the namespaces of those it
-/// keeps.
-const MUST_GATHER_RESOURCES: &[(&str, &str)] = &[
-    ("core", "pods"),
-    ("core", "nodes"),
-    ("core", "secrets"),
-    ("core", "configmaps"),
-    ("policy", "poddisruptionbudgets"),
-    ("config.openshift.io", "clusterversions"),
-    ("config.openshift.io", "clusteroperators"),
-    ("config.openshift.io", "infrastructures"),
-    ("machineconfiguration.openshift.io", "machineconfigpools"),
-    ("apiserver.openshift.io", "apirequestcounts"),
-    ("operator.openshift.io", "ingresscontrollers"),
-    ("operators.coreos.com", "clusterserviceversions"),
-];
-
 /// Whether a file in the must-gather layout need not be opened, and if so
 /// which resource it holds (`events (core)`): a resource no check reads,
 /// ConfigMaps of other namespaces than the ones checks read, or a pod's
@@ -498,10 +481,12 @@ fn unread(path: &Path, has: impl Fn(&Path) -> bool) -> Option<String> {
             .unwrap_or("")
             .to_owned()
     };
+    // The files of the kinds the view keeps; ConfigMaps only in the
+    // namespaces of those it keeps (below).
     let is_kept = |group: &str, resource: &str| {
-        MUST_GATHER_RESOURCES
+        crate::cluster::kinds::ALL
             .iter()
-            .any(|(g, r)| *g == group && *r == resource)
+            .any(|k| k.must_gather_group() == group && k.plural == resource)
     };
     if let Some(i) = parts.iter().rposition(|p| *p == "cluster-scoped-resources")
         && let [group, resource, _name] = &parts[i + 1..]

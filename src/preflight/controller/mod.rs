@@ -93,7 +93,7 @@ impl Ctx {
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Error {
-    #[error("cannot write the status of {name}: {source}")]
+    #[error("cannot write the status of {name}")]
     WriteStatus { name: String, source: kube::Error },
 }
 
@@ -146,6 +146,9 @@ impl Drop for ClearResults {
 }
 
 fn error_policy(_object: Arc<UpdatePreflight>, error: &Error, _ctx: Arc<Ctx>) -> Action {
-    warn!(%error, "reconcile failed; retrying");
+    warn!(
+        error = crate::model::text::chain(error),
+        "reconcile failed; retrying"
+    );
     Action::requeue(Duration::from_secs(10))
 }

@@ -269,8 +269,10 @@ async fn read_alerts(view: &mut crate::cluster::ClusterView, ctx: &Ctx) {
         Ok(alerts) => view.add_alerts(alerts),
         Err(e) => {
             warn!(error = %e, "cannot read the cluster's alerts");
-            view.unreadable
-                .insert(crate::cluster::alerts::KIND.to_owned(), e.to_string());
+            view.unreadable.insert(
+                crate::cluster::alerts::KIND.to_owned(),
+                crate::model::text::chain(&e),
+            );
         }
     }
 }

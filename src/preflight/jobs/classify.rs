@@ -90,16 +90,18 @@ pub(super) fn parse_result(exit_code: i32, message: &str) -> Finding {
         (Outcome::Fail, true) => "failed, without saying why".to_owned(),
         _ => message,
     };
+    // Format characters (bidi overrides, zero-width ones) are dropped where
+    // a check's words enter, whatever the printing does later.
     let finding = Finding {
         outcome,
-        message,
+        message: crate::model::text::strip_format(&message),
         url: None,
         severity: None,
         risks: Vec::new(),
         items: Vec::new(),
     };
     match url {
-        Some(url) => finding.with_url(&url),
+        Some(url) => finding.with_url(&crate::model::text::strip_format(&url)),
         None => finding,
     }
 }

@@ -127,15 +127,60 @@ pub async fn run_external(
     };
     let images = declared.map(|d| &d.images);
     let from_release = declared.map(|d| d.checks.as_slice()).unwrap_or(&[]);
-    let all: Vec<&PreflightCheck> = selected(from_release, selection)
-        .chain(selected(&checks, selection))
-        .collect();
+    let (all, refused): (Vec<&PreflightCheck>, Vec<&PreflightCheck>) =
+        selected(from_release, selection)
+            .chain(selected(&checks, selection))
+            .partition(|c| c.spec.valid_name().is_ok());
+    results.extend(refused_names(&refused));
     let runs = all.into_iter().map(|check| {
         let span = info_span!("external_check", check = %check.spec.check_name);
         run_one(client, check, owner, update, settings, deadline, images).instrument(span)
     });
     results.extend(futures::future::join_all(runs).await);
     results
+}
+
+/// The result for the checks that are not run because their name is not a
+/// check name, saying which and why: none when there are none. Blocking
+/// unless every one of them only warns.
+pub(super) fn refused_names(refused: &[&PreflightCheck]) -> Option<CheckResult> {
+    let why: Vec<String> = refused
+        .iter()
+        .filter_map(|c| {
+            let e = c.spec.valid_name().err()?;
+            Some(format!("PreflightCheck {}: checkName {e}", c.name_any()))
+        })
+        .collect();
+    if why.is_empty() {
+        return None;
+    }
+    let severity = if refused
+        .iter()
+        .all(|c| c.spec.severity == crate::model::Severity::Warning)
+    {
+        crate::model::Severity::Warning
+    } else {
+        crate::model::Severity::Blocking
+    };
+    Some(CheckResult::new(
+        "PreflightChecks",
+        severity,
+        Outcome::Error,
+        format!(
+            "{} not run, as {} no check name: {}",
+            if why.len() == 1 {
+                "1 check is"
+            } else {
+                "some checks are"
+            },
+            if why.len() == 1 {
+                "it has"
+            } else {
+                "they have"
+            },
+            why.join("; ")
+        ),
+    ))
 }
 
 async fn run_one(

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::classify::{Progress, classify, parse_result, result};
 use super::manifest::{CHECK, OWNER_NAME, OWNER_UID, PREFLIGHT_CHECK, Update, job_manifest, plan};
-use super::run::selected;
+use super::run::{refused_names, selected};
 use super::settings::JobSettings;
 use crate::model::preflight_check::{DEFAULT_TIMEOUT_SECONDS, PreflightCheck};
 use crate::model::release::Version;
@@ -249,24 +249,25 @@ fn the_job_is_restricted_limited_owned_and_labelled() {
     .unwrap();
     let j = serde_json::to_value(&job).unwrap();
     assert_eq!(j["metadata"]["generateName"], "pfc-storagedriverready-");
-    // An administrator's check reads the cluster unless it says otherwise.
+    // An administrator's check gets no token unless it asks for one.
+    let token = |api_access: Option<bool>| {
+        let mut c = c.clone();
+        c.spec.api_access = api_access;
+        let job = job_manifest(
+            &c,
+            "example.com/vendor/check:1",
+            &owner(),
+            &update("4.15.3", "4.16.1"),
+            &JobSettings::default(),
+        )
+        .unwrap();
+        serde_json::to_value(&job).unwrap()["spec"]["template"]["spec"]
+            ["automountServiceAccountToken"]
+            .clone()
+    };
     assert_eq!(
-        j["spec"]["template"]["spec"]["automountServiceAccountToken"],
-        true
-    );
-    let mut quiet = c.clone();
-    quiet.spec.api_access = Some(false);
-    let quiet = job_manifest(
-        &quiet,
-        "example.com/vendor/check:1",
-        &owner(),
-        &update("4.15.3", "4.16.1"),
-        &JobSettings::default(),
-    )
-    .unwrap();
-    assert_eq!(
-        serde_json::to_value(&quiet).unwrap()["spec"]["template"]["spec"]["automountServiceAccountToken"],
-        false
+        [token(None), token(Some(false)), token(Some(true))],
+        [false, false, true]
     );
     assert_eq!(j["metadata"]["namespace"], "preflight-gate");
     assert_eq!(
@@ -416,4 +417,47 @@ fn a_run_selects_checks_by_result_name() {
     };
     assert_eq!(names(&[]), ["A", "B"]);
     assert_eq!(names(&["B", "ClusterVersionState"]), ["B"]);
+}
+
+/// An administrator's check whose name is not a check name is not run: one
+/// Error result says which and why (the CRD's pattern may be missing).
+#[rstest]
+#[case::one(&[("Vendor;touch${IFS}x;#", "Blocking")], Some((crate::model::Severity::Blocking, "1 check is not run, as it has no check name: PreflightCheck storage-driver: checkName \"Vendor;touch${IFS}x;#\" is not a check name: character 7 is \";\"")))]
+#[case::only_warnings(&[("Vendor\u{202e}A", "Warning"), ("b", "Warning")], Some((crate::model::Severity::Warning, "some checks are not run, as they have no check name: PreflightCheck storage-driver: checkName \"Vendor\\u{202e}A\" is not a check name")))]
+#[case::none(&[], None)]
+fn checks_with_names_that_are_not_check_names_are_refused_saying_why(
+    #[case] refused: &[(&str, &str)],
+    #[case] expected: Option<(crate::model::Severity, &str)>,
+) {
+    let checks: Vec<PreflightCheck> = refused
+        .iter()
+        .map(|(name, severity)| {
+            check(json!({"checkName": name, "image": "i", "severity": severity}))
+        })
+        .collect();
+    let refs: Vec<&PreflightCheck> = checks.iter().collect();
+    match (refused_names(&refs), expected) {
+        (None, None) => {}
+        (Some(r), Some((severity, says))) => {
+            assert_eq!(
+                (r.name.as_str(), r.outcome, r.severity),
+                ("PreflightChecks", Outcome::Error, severity)
+            );
+            assert!(r.message.starts_with(says), "{}", r.message);
+            assert!(!r.message.contains('\u{202e}'), "{}", r.message);
+        }
+        (other, _) => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn format_characters_in_a_checks_message_are_dropped() {
+    let f = parse_result(
+        1,
+        "{\"outcome\":\"Fail\",\"message\":\"driver \\u202eold\\u2066 too\\u200b\\ufeff\",\"url\":\"https://example.com/\\u202ex\"}",
+    );
+    assert_eq!(f.message, "driver old too");
+    assert_eq!(f.url.as_deref(), Some("https://example.com/x"));
+    let plain = parse_result(1, "\u{202e}driver\u{200d} too old");
+    assert_eq!(plain.message, "driver too old");
 }

@@ -231,13 +231,94 @@ fn a_declared_check_gets_an_api_token_only_when_it_asks() {
         serde_json::json!({"kind": "Job", "metadata": {"name": "c", "annotations": annotations},
             "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i@sha256:aa"}]}}}})
     };
-    let quiet = declared_check(&job(serde_json::json!({DECLARED: "true"}))).unwrap();
+    let quiet = declared_check(&job(serde_json::json!({DECLARED: "true"})))
+        .unwrap()
+        .unwrap();
     assert!(!quiet.spec.api_access());
     let reads = declared_check(&job(
         serde_json::json!({DECLARED: "true", NEEDS_API: "true"}),
     ))
+    .unwrap()
     .unwrap();
     assert!(reads.spec.api_access());
+}
+
+/// What an extraction pod prints for a release whose one declared Job is
+/// named `job` and annotated `preflight.dev/check-name: <check_name>`.
+fn declaring(job: &str, check_name: Option<&str>) -> String {
+    let annotation = check_name
+        .map(|n| format!("\n    preflight.dev/check-name: {}", serde_json::json!(n)))
+        .unwrap_or_default();
+    format!(
+        "{}--- preflight-gate begin 0000_99_vendor_preflight.yaml\n\
+         apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {job}\n  annotations:\n    \
+         openshift.io/preflight-check: \"true\"{annotation}\n\
+         spec: {{template: {{spec: {{containers: [{{name: c, image: \"example.com/ocp@sha256:50\"}}]}}}}}}\n\
+         --- preflight-gate end\n",
+        OUTPUT
+            .split("--- preflight-gate begin 0000")
+            .next()
+            .unwrap()
+    )
+}
+
+/// The name a release gives its check reaches terminals and the commands a
+/// denial suggests: a name that is not a check name refuses the release's
+/// declared checks, saying which Job and why, and is never run, dropped or
+/// renamed.
+#[rstest]
+#[case::shell("ReleaseCheck;touch${IFS}x;#", "character 13 is \";\"")]
+#[case::command_substitution("Release$(touch x)", "character 8 is \"$\"")]
+#[case::back_quotes("Release`touch x`", "character 8 is \"`\"")]
+#[case::bidi("Release\u{202e}kcehC", "character 8 is \"\\u{202e}\"")]
+#[case::zero_width("Release\u{200b}Check", "character 8 is \"\\u{200b}\"")]
+#[case::lower_case("releaseCheck", "it starts with \"r\"")]
+#[case::too_long(&format!("R{}", "e".repeat(63)), "it has 64 characters, more than 63")]
+fn a_release_declaring_a_name_that_is_not_a_check_name_is_refused(
+    #[case] name: &str,
+    #[case] says: &str,
+) {
+    match parse_extraction(&declaring("vendor-check", Some(name))) {
+        Err(DiscoveryError::Manifest { file, reason }) => {
+            assert_eq!(file, "0000_99_vendor_preflight.yaml");
+            assert!(
+                reason.starts_with(
+                    "the Job \"vendor-check\" declares a check whose name (preflight.dev/check-name) is refused: "
+                ),
+                "{reason}"
+            );
+            assert!(reason.contains(says), "{reason}");
+            assert!(!reason.contains(['\u{202e}', '\u{200b}']), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[rstest]
+#[case::annotated("vendor-check", Some("Vendor.Storage-Check"), "Vendor.Storage-Check")]
+#[case::from_the_job_name("vendor-check", None, "VendorCheck")]
+fn a_release_declaring_a_check_name_runs_it_under_that_name(
+    #[case] job: &str,
+    #[case] annotated: Option<&str>,
+    #[case] runs_as: &str,
+) {
+    let declared = parse_extraction(&declaring(job, annotated)).unwrap();
+    let names: Vec<&str> = declared
+        .checks
+        .iter()
+        .map(|c| c.spec.check_name.as_str())
+        .collect();
+    assert_eq!(names, [runs_as]);
+}
+
+#[test]
+fn a_job_name_that_gives_no_check_name_is_refused_too() {
+    let err = parse_extraction(&declaring("0-day", None)).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("the Job \"0-day\" declares a check whose name (its name) is refused: \"0Day\" is not a check name: it starts with \"0\""),
+        "{err}"
+    );
 }
 
 #[test]

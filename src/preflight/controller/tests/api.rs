@@ -189,8 +189,8 @@ async fn a_new_target_is_marked_running_read_checked_written_and_evented() {
     // TLS Secrets it is not allowed to read.
     let wanted: Vec<&str> = SOURCES
         .iter()
-        .filter(|s| s.kind != "Secret")
-        .map(|s| s.plural)
+        .filter(|s| s.kind.name != "Secret")
+        .map(|s| s.kind.plural)
         .collect();
     let paths: Vec<&str> = run.listed.iter().map(|s| s.path.as_str()).collect();
     assert_eq!(paths.len(), wanted.len(), "{paths:?}");

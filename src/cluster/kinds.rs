@@ -1,0 +1,163 @@
+//! The kinds the gate reads, named once: their API group, version and
+//! resource. The view keeps them ([`super::kept`]), the live source lists
+//! them ([`super::live::SOURCES`]), a must-gather's layout files them by
+//! group and resource ([`super::snapshot`]), and the gate's ClusterRole
+//! must grant each (tests/it/deploy.rs holds the rendered RBAC to this
+//! list). A new data source is one entry here and its reading in
+//! [`super::ClusterView::add`].
+
+/// One kind the gate reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kind {
+    pub name: &'static str,
+    /// The API group, empty for the core group.
+    pub group: &'static str,
+    /// The version listed live.
+    pub version: &'static str,
+    /// Older versions a snapshot may hold the kind in, read the same way.
+    pub older: &'static [&'static str],
+    /// The resource, as in a URL and a must-gather's folders.
+    pub plural: &'static str,
+}
+
+const fn kind(
+    name: &'static str,
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+) -> Kind {
+    Kind {
+        name,
+        group,
+        version,
+        older: &[],
+        plural,
+    }
+}
+
+pub const CLUSTER_VERSION: Kind = kind(
+    "ClusterVersion",
+    "config.openshift.io",
+    "v1",
+    "clusterversions",
+);
+pub const CLUSTER_OPERATOR: Kind = kind(
+    "ClusterOperator",
+    "config.openshift.io",
+    "v1",
+    "clusteroperators",
+);
+pub const INFRASTRUCTURE: Kind = kind(
+    "Infrastructure",
+    "config.openshift.io",
+    "v1",
+    "infrastructures",
+);
+/// A core `v1` Node; since 4.12 a must-gather also holds the nodes
+/// configuration, `config.openshift.io/v1` `Node` named `cluster`, which
+/// is no Node of the cluster.
+pub const NODE: Kind = kind("Node", "", "v1", "nodes");
+pub const POD: Kind = kind("Pod", "", "v1", "pods");
+pub const POD_DISRUPTION_BUDGET: Kind = Kind {
+    older: &["v1beta1"],
+    ..kind(
+        "PodDisruptionBudget",
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+    )
+};
+pub const MACHINE_CONFIG_POOL: Kind = kind(
+    "MachineConfigPool",
+    "machineconfiguration.openshift.io",
+    "v1",
+    "machineconfigpools",
+);
+pub const API_REQUEST_COUNT: Kind = kind(
+    "APIRequestCount",
+    "apiserver.openshift.io",
+    "v1",
+    "apirequestcounts",
+);
+pub const CONFIG_MAP: Kind = kind("ConfigMap", "", "v1", "configmaps");
+pub const SECRET: Kind = kind("Secret", "", "v1", "secrets");
+pub const INGRESS_CONTROLLER: Kind = kind(
+    "IngressController",
+    "operator.openshift.io",
+    "v1",
+    "ingresscontrollers",
+);
+pub const CLUSTER_SERVICE_VERSION: Kind = kind(
+    "ClusterServiceVersion",
+    "operators.coreos.com",
+    "v1alpha1",
+    "clusterserviceversions",
+);
+
+/// Every kind the gate reads.
+pub const ALL: &[Kind] = &[
+    CLUSTER_VERSION,
+    CLUSTER_OPERATOR,
+    INFRASTRUCTURE,
+    NODE,
+    POD,
+    POD_DISRUPTION_BUDGET,
+    MACHINE_CONFIG_POOL,
+    API_REQUEST_COUNT,
+    CONFIG_MAP,
+    SECRET,
+    INGRESS_CONTROLLER,
+    CLUSTER_SERVICE_VERSION,
+];
+
+impl Kind {
+    /// Whether an object in `api_version` (`group/version`, or `version`
+    /// for the core group) is of this kind.
+    pub fn reads(&self, api_version: &str) -> bool {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        group == self.group && (version == self.version || self.older.contains(&version))
+    }
+
+    /// The group folder of a must-gather (`core` for the core group).
+    pub fn must_gather_group(&self) -> &'static str {
+        if self.group.is_empty() {
+            "core"
+        } else {
+            self.group
+        }
+    }
+}
+
+/// The kind named `name`.
+pub fn named(name: &str) -> Option<&'static Kind> {
+    ALL.iter().find(|k| k.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case("Node", "v1", true)]
+    #[case("Node", "config.openshift.io/v1", false)]
+    #[case("PodDisruptionBudget", "policy/v1beta1", true)]
+    #[case("PodDisruptionBudget", "policy/v2", false)]
+    #[case("ClusterVersion", "config.openshift.io/v1", true)]
+    #[case("ClusterVersion", "v1", false)]
+    fn a_kind_is_read_in_its_group_and_versions(
+        #[case] name: &str,
+        #[case] api_version: &str,
+        #[case] reads: bool,
+    ) {
+        assert_eq!(named(name).unwrap().reads(api_version), reads);
+    }
+
+    #[test]
+    fn each_kind_is_named_once() {
+        let mut names: Vec<&str> = ALL.iter().map(|k| k.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+    }
+}

@@ -1,0 +1,92 @@
+//! How long things take: the named defaults the plan falls back on, each
+//! with its source, and how a node's, a batch's and a pool's durations add
+//! up.
+
+/// The control plane, when the cluster's own history has fewer than
+/// [`super::control_plane::MIN_SAMPLES`] completed updates of the kind:
+/// Red Hat's documented "60 to 120 minutes" for the cluster version
+/// operator's part of an update (OpenShift docs, "Understanding OpenShift
+/// update duration"). P50 is the range's start, P90 its end.
+pub const CONTROL_PLANE_DOCUMENTED: (u64, u64) = (60 * 60, 120 * 60);
+
+/// A node's drain when the pods it holds are not in the data: the
+/// per-node "draining" estimate of `oc adm upgrade status`.
+pub const DRAIN_UNKNOWN: u64 = 10 * 60;
+
+/// A node's update once drained (the machine-config daemon writes the new
+/// configuration and OS image): `oc adm upgrade status`' "updating".
+pub const NODE_UPDATE: u64 = 5 * 60;
+
+/// A node's reboot until it is Ready again and rejoins the pool:
+/// `oc adm upgrade status`' "rebooting".
+pub const NODE_REBOOT: u64 = 5 * 60;
+
+/// A pod's grace period when it sets none: Kubernetes' default
+/// `terminationGracePeriodSeconds`.
+pub const DEFAULT_GRACE: u64 = 30;
+
+/// An assumption, not a measurement: how long an evicted pod's replacement
+/// takes to be scheduled, start and pass its readiness probe, so that its
+/// PodDisruptionBudget allows the next eviction. The plan cannot know a
+/// workload's start-up time.
+pub const REPLACEMENT_READY: u64 = 2 * 60;
+
+/// How long the machine-config daemon keeps retrying a drain before it
+/// reports the node Degraded ("failed to drain node … after 1 hour"); it
+/// keeps retrying after that.
+pub const DRAIN_DEGRADED_AFTER: u64 = 60 * 60;
+
+/// A pod's grace period, in seconds: its own (never below 0), else the
+/// default.
+pub fn grace(seconds: Option<i64>) -> u64 {
+    seconds.map_or(DEFAULT_GRACE, |s| u64::try_from(s).unwrap_or(0))
+}
+
+/// A node's whole update: its drain, then the update and the reboot.
+pub fn node(drain: u64) -> u64 {
+    drain
+        .saturating_add(NODE_UPDATE)
+        .saturating_add(NODE_REBOOT)
+}
+
+/// A duration as a person reads it: `1h05m`, `12m`, `45s`.
+pub fn words(seconds: u64) -> String {
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m", seconds / 60),
+        _ => format!("{}h{:02}m", seconds / 3600, seconds % 3600 / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::unset(None, 30)]
+    #[case::own(Some(120), 120)]
+    #[case::zero(Some(0), 0)]
+    #[case::garbage_negative(Some(-5), 0)]
+    fn grace_periods(#[case] given: Option<i64>, #[case] seconds: u64) {
+        assert_eq!(grace(given), seconds);
+    }
+
+    #[rstest]
+    #[case::no_drain(0, 600)]
+    #[case::a_minute(60, 660)]
+    #[case::unknown(DRAIN_UNKNOWN, 1200)]
+    #[case::saturates(u64::MAX, u64::MAX)]
+    fn a_node_is_its_drain_then_update_then_reboot(#[case] drain: u64, #[case] total: u64) {
+        assert_eq!(node(drain), total);
+    }
+
+    #[rstest]
+    #[case(45, "45s")]
+    #[case(720, "12m")]
+    #[case(3900, "1h05m")]
+    #[case(36000, "10h00m")]
+    fn durations_in_words(#[case] seconds: u64, #[case] said: &str) {
+        assert_eq!(words(seconds), said);
+    }
+}

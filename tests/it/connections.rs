@@ -1,0 +1,278 @@
+//! Connection floods on loopback, over real TLS: connections that send
+//! nothing, handshakes that never start, one peer opening many. Peers are
+//! told apart by source address (127.0.0.0/8 is all loopback on Linux).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio_rustls::client::TlsStream;
+
+use crate::harness::{Options, Running, start};
+use crate::reviews::Review;
+use crate::tls::client_config;
+
+/// 127.0.0.`peer`, as a source address.
+fn peer(peer: u8) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(127, 0, 0, peer))
+}
+
+/// A TCP connection to the gate from 127.0.0.`from`.
+async fn tcp_from(gate: &Running, from: u8) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind(SocketAddr::new(peer(from), 0)).unwrap();
+    socket.connect(gate.addr).await.unwrap()
+}
+
+/// A completed TLS handshake from 127.0.0.`from`, then nothing.
+async fn silent_from(gate: &Running, from: u8) -> TlsStream<TcpStream> {
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(client_config(gate)));
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    connector
+        .connect(name, tcp_from(gate, from).await)
+        .await
+        .expect("the handshake completes")
+}
+
+/// Whether the gate closed the connection within `within` (an end of
+/// stream, or an error: no close_notify on a connection never used).
+async fn closed_within(stream: &mut (impl AsyncRead + Unpin), within: Duration) -> bool {
+    let mut buf = [0u8; 512];
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0) | Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+        }
+    }
+}
+
+/// Posts a review on a connection of its own, HTTP/1.1 kept alive.
+async fn review_on(tls: &mut TlsStream<TcpStream>) -> String {
+    let body = Review::merge_patch_to("4.14.12").body();
+    let head = format!(
+        "POST /validate/clusterversion HTTP/1.1\r\nHost: localhost\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    tls.write_all(head.as_bytes()).await.unwrap();
+    tls.write_all(&body).await.unwrap();
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    // Small answers, one read or a few: up to the end of the JSON body.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !reply.ends_with(b"}") {
+        let n = tokio::time::timeout_at(deadline, tls.read(&mut buf))
+            .await
+            .expect("answered in time")
+            .unwrap();
+        assert!(n > 0, "closed before the answer");
+        reply.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&reply).into_owned()
+}
+
+/// Every count of closed connections, for failure messages.
+fn all_closed(gate: &Running) -> String {
+    gate.metrics
+        .render()
+        .lines()
+        .filter(|l| l.starts_with("preflight_gate_connections_"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn closed(gate: &Running, reason: &str) -> f64 {
+    gate.metric(
+        "preflight_gate_connections_closed_total",
+        &[&format!("reason=\"{reason}\"")],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_past_the_cap_do_not_keep_a_client_from_being_answered() {
+    // 8 slots, 2 a peer; 10 peers hold 20 silent connections.
+    let gate = start(Options {
+        max_connections: 8,
+        ..Options::default()
+    })
+    .await;
+    let mut silent = Vec::new();
+    for from in 10..20 {
+        for _ in 0..2 {
+            silent.push(silent_from(&gate, from).await);
+        }
+    }
+    let (status, answer) = gate
+        .post(&gate.client(), Review::merge_patch_to("4.15.3").body())
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+    assert!(closed(&gate, "evicted_full") >= 12.0, "the oldest gave way");
+    assert!(gate.metric("preflight_gate_connections_open", &[]) <= 8.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_handshakes_hold_no_slot_and_are_closed_at_the_deadline() {
+    let gate = start(Options {
+        max_connections: 4,
+        handshake_timeout: Duration::from_millis(500),
+        ..Options::default()
+    })
+    .await;
+    // As many stalled handshakes as there are slots, each from its own peer:
+    // TCP connected, no ClientHello.
+    let mut stalled = Vec::new();
+    for from in 30..34 {
+        stalled.push(tcp_from(&gate, from).await);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        gate.metric("preflight_gate_connections_open", &[]),
+        0.0,
+        "a handshake holds no slot"
+    );
+    // A client is answered beside them.
+    let (status, _) = gate
+        .post(&gate.client(), Review::merge_patch_to("4.14.12").body())
+        .await;
+    assert_eq!(status, 200);
+    // Each is closed, at its deadline or to make room.
+    let started = Instant::now();
+    for mut tcp in stalled {
+        assert!(
+            closed_within(&mut tcp, Duration::from_secs(5)).await,
+            "a stalled handshake is closed"
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // At least one at its deadline; each accounted for.
+    let (timed_out, evicted) = (
+        closed(&gate, "handshake_timeout"),
+        closed(&gate, "evicted_full"),
+    );
+    assert!(
+        timed_out >= 1.0 && timed_out + evicted >= 4.0,
+        "{}",
+        all_closed(&gate)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_silent_after_its_handshake_is_closed_at_the_first_request_deadline() {
+    let gate = start(Options {
+        header_read_timeout: Duration::from_millis(500),
+        ..Options::default()
+    })
+    .await;
+    let mut silent = silent_from(&gate, 1).await;
+    let started = Instant::now();
+    assert!(
+        closed_within(&mut silent, Duration::from_secs(5)).await,
+        "a connection that sends nothing is closed"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "not before the deadline"
+    );
+    assert_eq!(closed(&gate, "no_first_request"), 1.0);
+    assert_eq!(gate.metric("preflight_gate_connections_open", &[]), 0.0);
+    // A connection that does send a request is served.
+    let mut used = silent_from(&gate, 1).await;
+    assert!(review_on(&mut used).await.starts_with("HTTP/1.1 200"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_peer_gives_way_with_its_own_connections_only() {
+    // 8 slots, 2 a peer.
+    let gate = start(Options {
+        max_connections: 8,
+        ..Options::default()
+    })
+    .await;
+    let mut other = silent_from(&gate, 41).await;
+    let mut first = silent_from(&gate, 40).await;
+    let _second = silent_from(&gate, 40).await;
+    let _third = silent_from(&gate, 40).await;
+    assert!(
+        closed_within(&mut first, Duration::from_secs(3)).await,
+        "the peer's oldest connection gave way to its third"
+    );
+    assert_eq!(
+        closed(&gate, "evicted_peer_limit"),
+        1.0,
+        "{}",
+        all_closed(&gate)
+    );
+    // Another peer's connection is untouched, and served.
+    assert!(review_on(&mut other).await.starts_with("HTTP/1.1 200"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_full_the_longest_idle_connection_is_closed_not_the_new_one() {
+    // 4 slots, 1 a peer.
+    let gate = start(Options {
+        max_connections: 4,
+        ..Options::default()
+    })
+    .await;
+    // One connection answered once and kept alive, then three silent ones.
+    let mut used = silent_from(&gate, 50).await;
+    assert!(review_on(&mut used).await.starts_with("HTTP/1.1 200"));
+    let mut oldest_silent = silent_from(&gate, 51).await;
+    let _b = silent_from(&gate, 52).await;
+    let _c = silent_from(&gate, 53).await;
+    // A fifth is served; the silent one idle longest made room.
+    let mut new = silent_from(&gate, 54).await;
+    assert!(
+        closed_within(&mut oldest_silent, Duration::from_secs(3)).await,
+        "the longest-idle silent connection is closed"
+    );
+    assert!(review_on(&mut new).await.starts_with("HTTP/1.1 200"));
+    // The one that had sent a review went before none of them, and serves on.
+    assert!(review_on(&mut used).await.starts_with("HTTP/1.1 200"));
+    assert_eq!(closed(&gate, "evicted_full"), 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_every_slot_is_busy_a_new_connection_is_refused_and_the_busy_ones_served() {
+    let gate = start(Options {
+        max_connections: 3,
+        ..Options::default()
+    })
+    .await;
+    // Three reviews whose bodies are still arriving: busy, not idle.
+    let body = Review::merge_patch_to("4.14.12").body();
+    let head = format!(
+        "POST /validate/clusterversion HTTP/1.1\r\nHost: localhost\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let mut busy = Vec::new();
+    for from in 60..63 {
+        let mut tls = silent_from(&gate, from).await;
+        tls.write_all(head.as_bytes()).await.unwrap();
+        tls.write_all(&body[..10]).await.unwrap();
+        tls.flush().await.unwrap();
+        busy.push(tls);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A fourth completes its handshake (a slot is taken only after it),
+    // finds every slot busy, and is closed.
+    let mut refused = silent_from(&gate, 63).await;
+    assert!(closed_within(&mut refused, Duration::from_secs(3)).await);
+    assert_eq!(closed(&gate, "refused_full"), 1.0);
+    // The busy ones finish and are answered.
+    for mut tls in busy {
+        tls.write_all(&body[10..]).await.unwrap();
+        let mut reply = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), tls.read_to_end(&mut reply))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&reply).starts_with("HTTP/1.1 200"));
+    }
+}
