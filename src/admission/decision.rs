@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
+use super::audit;
 use super::message;
 use super::overrides::{self, ForceClaim, ForceKind};
 use super::ports::{Lookup, ResultLookup, RunRequest};
@@ -174,7 +175,7 @@ impl Verdict {
     fn for_target(mut self, target: &Target) -> Self {
         self.target = Some(target.display().to_owned());
         self.audit
-            .insert("target".into(), target.display().to_owned());
+            .insert(audit::TARGET.into(), target.display().to_owned());
         self
     }
 }
@@ -364,8 +365,10 @@ fn claim_write(
     if matches!(granted.reason, Reason::NoTargetChange | Reason::NotGated) {
         granted.reason = Reason::ClaimWritten;
     }
-    granted.audit.insert("claim-by".into(), user.to_owned());
-    granted.audit.insert("claims".into(), claims.join(","));
+    granted
+        .audit
+        .insert(audit::CLAIMS_WRITTEN_BY.into(), user.to_owned());
+    granted.audit.insert(audit::CLAIMS.into(), claims.join(","));
     Decision::NeedsAuthorization(Box::new(PendingOverride {
         user: request.user.clone(),
         granted,
@@ -521,6 +524,122 @@ fn run_request(target: &Target) -> RunRequest {
     }
 }
 
+/// The time limit the denial's commands suggest: four hours, or less when
+/// the policy allows less, cut to the minute.
+fn suggested_until(now: Timestamp, max: Duration) -> Timestamp {
+    now.checked_add(max.min(Duration::from_secs(4 * 3600)))
+        .and_then(|t| {
+            t.round(
+                jiff::TimestampRound::new()
+                    .smallest(jiff::Unit::Minute)
+                    .mode(jiff::RoundMode::Trunc),
+            )
+        })
+        .unwrap_or(now)
+}
+
+/// A request judged by fresh results of its target.
+struct Fresh<'a> {
+    request: &'a Request,
+    target: &'a Target,
+    result: &'a UpdatePreflight,
+    /// The time limit the denial's commands suggest.
+    until: Timestamp,
+}
+
+impl Fresh<'_> {
+    /// The verdict without any force override, and the one an accept
+    /// gives if its writer is authorized (when everything blocking is
+    /// accepted).
+    fn judge(
+        &self,
+        blocking: &Blocking,
+        accept_reason: Option<&str>,
+        approval: &Approval,
+    ) -> (Verdict, Option<Verdict>) {
+        let (target, result) = (self.target, self.result);
+        let results = result.status.as_ref().map_or(&[][..], |s| &s.results[..]);
+        let f = blocking.assess(results);
+        let mut warnings: Vec<String> = f.warnings.iter().map(|c| message::warning(c)).collect();
+        // An accepted name that names no check of this result, no name one
+        // of them carries and none OpenShift is known to use accepts
+        // nothing here: say so, rather than drop it without a word.
+        let unknown = blocking.names_nothing(results);
+        if !unknown.is_empty() {
+            warnings.push(message::unknown_accepts(&unknown));
+        }
+        let run_errored = result.status.as_ref().and_then(|s| s.phase) == Some(Phase::Error);
+        if f.blocking.is_empty() && f.accepted.is_empty() {
+            let mut v = if run_errored {
+                // The run as a whole failed, with no check to blame.
+                Verdict::deny(
+                    Reason::Failed,
+                    403,
+                    message::run_error(target, result, self.until),
+                )
+            } else {
+                Verdict::allow(Reason::Passed)
+            };
+            v.warnings = warnings;
+            return (v, None);
+        }
+        // List what still blocks; when everything is accepted, the accepted
+        // checks are what a refused override leaves blocking.
+        let listed = if f.blocking.is_empty() {
+            &f.accepted
+        } else {
+            &f.blocking
+        };
+        let mut denied = Verdict::deny(
+            Reason::Failed,
+            403,
+            message::failed(target, result, listed, &f.accepted, self.until),
+        );
+        denied.warnings = warnings.clone();
+        denied.effects.push(Effect::Event(EventNote {
+            warning: true,
+            reason: "UpdateBlockedByPreflight",
+            message: message::first_line(&denied.message).to_owned(),
+            related: target.key.object_name(),
+        }));
+        if !f.blocking.is_empty() {
+            return (denied, None);
+        }
+        // Every blocking failure is accepted: allowed if authorized.
+        let names: Vec<&str> = f.accepted.iter().map(|c| c.name.as_str()).collect();
+        let mut granted = Verdict::allow(Reason::RisksAccepted);
+        granted.warnings = warnings;
+        granted
+            .warnings
+            .extend(f.accepted.iter().map(|c| message::accepted(c)));
+        let user = &self.request.user.username;
+        granted
+            .audit
+            .insert(audit::OVERRIDDEN_CHECKS.into(), names.join(","));
+        granted
+            .audit
+            .insert(audit::OVERRIDE_BY.into(), user.clone());
+        granted.audit.insert(
+            audit::OVERRIDE_REASON.into(),
+            accept_reason.unwrap_or("accepted risks").to_owned(),
+        );
+        approval.record(&mut granted);
+        granted.override_kind = Some(OverrideKind::AcceptRisks);
+        granted.effects.push(Effect::Event(EventNote {
+            warning: true,
+            reason: "PreflightChecksAccepted",
+            message: format!(
+                "{user} accepted failing preflight checks {} for {}{}",
+                names.join(", "),
+                target.display(),
+                accept_reason.map(|r| format!(": {r}")).unwrap_or_default()
+            ),
+            related: target.key.object_name(),
+        }));
+        (denied, Some(granted))
+    }
+}
+
 fn gate(
     request: &Request,
     cv: &ClusterVersion,
@@ -532,18 +651,7 @@ fn gate(
     let lookup = source.lookup(&target.key);
     let approval = Approval::of(request, cv, policy);
     let max = policy.max_override_duration;
-    // The time limit the denial's commands suggest: four hours, or less
-    // when the policy allows less, cut to the minute.
-    let until = now
-        .checked_add(max.min(Duration::from_secs(4 * 3600)))
-        .and_then(|t| {
-            t.round(
-                jiff::TimestampRound::new()
-                    .smallest(jiff::Unit::Minute)
-                    .mode(jiff::RoundMode::Trunc),
-            )
-        })
-        .unwrap_or(now);
+    let until = suggested_until(now, max);
     let (accepted, unbound) = overrides::accepted_checks(cv, target, now, max);
     // An accept by annotation gives its reason; acceptRisks has none.
     let accept_reason = (!accepted.in_annotation.is_empty())
@@ -561,93 +669,13 @@ fn gate(
                 fail_open: policy.fail_open_checks.clone(),
                 accepted,
             };
-            let results = result.status.as_ref().map_or(&[][..], |s| &s.results[..]);
-            let f = blocking.assess(results);
-            let mut warnings: Vec<String> =
-                f.warnings.iter().map(|c| message::warning(c)).collect();
-            // An accepted name that names no check of this result, no name
-            // one of them carries and none OpenShift is known to use accepts
-            // nothing here: say so, rather than drop it without a word.
-            let unknown = blocking.names_nothing(results);
-            if !unknown.is_empty() {
-                warnings.push(message::unknown_accepts(&unknown));
-            }
-            let run_errored = result.status.as_ref().and_then(|s| s.phase) == Some(Phase::Error);
-            if f.blocking.is_empty() && f.accepted.is_empty() && run_errored {
-                // The run as a whole failed, with no check to blame.
-                let mut v = Verdict::deny(
-                    Reason::Failed,
-                    403,
-                    message::run_error(target, result, until),
-                );
-                v.warnings = warnings;
-                (v, None)
-            } else if f.blocking.is_empty() && f.accepted.is_empty() {
-                let mut v = Verdict::allow(Reason::Passed);
-                v.warnings = warnings;
-                (v, None)
-            } else {
-                // List what still blocks; when everything is accepted, the
-                // accepted checks are what a refused override leaves blocking.
-                let listed = if f.blocking.is_empty() {
-                    &f.accepted
-                } else {
-                    &f.blocking
-                };
-                let mut denied = Verdict::deny(
-                    Reason::Failed,
-                    403,
-                    message::failed(target, result, listed, &f.accepted, until),
-                );
-                denied.warnings = warnings.clone();
-                denied.effects.push(Effect::Event(EventNote {
-                    warning: true,
-                    reason: "UpdateBlockedByPreflight",
-                    message: message::first_line(&denied.message).to_owned(),
-                    related: target.key.object_name(),
-                }));
-                if f.blocking.is_empty() {
-                    // Every blocking failure is accepted: allowed if authorized.
-                    let mut granted = Verdict::allow(Reason::RisksAccepted);
-                    granted.warnings = warnings;
-                    granted
-                        .warnings
-                        .extend(f.accepted.iter().map(|c| message::accepted(c)));
-                    let names: Vec<&str> = f.accepted.iter().map(|c| c.name.as_str()).collect();
-                    granted
-                        .audit
-                        .insert("overridden-checks".into(), names.join(","));
-                    granted
-                        .audit
-                        .insert("override-by".into(), request.user.username.clone());
-                    granted.audit.insert(
-                        "override-reason".into(),
-                        accept_reason
-                            .clone()
-                            .unwrap_or_else(|| "accepted risks".into()),
-                    );
-                    approval.record(&mut granted);
-                    granted.override_kind = Some(OverrideKind::AcceptRisks);
-                    granted.effects.push(Effect::Event(EventNote {
-                        warning: true,
-                        reason: "PreflightChecksAccepted",
-                        message: format!(
-                            "{} accepted failing preflight checks {} for {}{}",
-                            request.user.username,
-                            names.join(", "),
-                            target.display(),
-                            accept_reason
-                                .as_deref()
-                                .map(|r| format!(": {r}"))
-                                .unwrap_or_default()
-                        ),
-                        related: target.key.object_name(),
-                    }));
-                    (denied, Some(granted))
-                } else {
-                    (denied, None)
-                }
-            }
+            let fresh = Fresh {
+                request,
+                target,
+                result,
+                until,
+            };
+            fresh.judge(&blocking, accept_reason.as_deref(), &approval)
         }
         Results::Missing(why) if source.runs_on_miss() && source.may_run(&target.key) => {
             pending(target, message::Pending::Started(why), policy)
@@ -756,7 +784,9 @@ impl<'a> Approval<'a> {
     /// Records the claim's writer in an honoured override's audit.
     fn record(&self, verdict: &mut Verdict) {
         if let Some(writer) = self.writer {
-            verdict.audit.insert("claimed-by".into(), writer.to_owned());
+            verdict
+                .audit
+                .insert(audit::CLAIMED_BY.into(), writer.to_owned());
         }
     }
 }
@@ -804,10 +834,10 @@ fn forced(request: &Request, target: &Target, base: &Verdict, claim: &ForceClaim
         target.display(),
         message::first_line(&base.message)
     ));
-    v.audit.insert("override-by".into(), user.clone());
+    v.audit.insert(audit::OVERRIDE_BY.into(), user.clone());
     v.audit
-        .insert("override-reason".into(), claim.reason.clone());
-    v.audit.insert("overridden-checks".into(), "*".into());
+        .insert(audit::OVERRIDE_REASON.into(), claim.reason.clone());
+    v.audit.insert(audit::OVERRIDDEN_CHECKS.into(), "*".into());
     v.effects.push(Effect::Event(EventNote {
         warning: true,
         reason: "PreflightOverridden",

@@ -2,6 +2,7 @@
 //! results, apply overrides, and say allow or deny. Pure and sync: no HTTP
 //! and no API server in here.
 
+pub mod audit;
 pub mod decision;
 pub mod message;
 pub mod overrides;

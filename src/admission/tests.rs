@@ -960,7 +960,7 @@ fn a_claim_write_that_names_its_writer_needs_the_override_verb() {
     let written = p.clone().resolve(Authorization::Allowed);
     assert!(written.allowed);
     assert_eq!(written.reason, Reason::ClaimWritten);
-    assert_eq!(written.audit["claim-by"], "alice");
+    assert_eq!(written.audit["claims-written-by"], "alice");
     assert_eq!(
         written.audit["claims"],
         "preflight.dev/claimed-by,preflight.dev/override,preflight.dev/override-reason,preflight.dev/override-until"
@@ -1009,7 +1009,7 @@ fn a_claim_written_with_the_target_is_one_question_for_both() {
     let granted = p.clone().resolve(Authorization::Allowed);
     assert!(granted.allowed);
     assert_eq!(granted.reason, Reason::RisksAccepted);
-    assert_eq!(granted.audit["claim-by"], "alice");
+    assert_eq!(granted.audit["claims-written-by"], "alice");
     assert_eq!(granted.audit["claimed-by"], "alice");
     let refused = p.resolve(Authorization::Denied);
     assert!(!refused.allowed);

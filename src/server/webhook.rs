@@ -24,6 +24,7 @@ use tokio::sync::Semaphore;
 use tokio::time::timeout_at;
 use tracing::{Span, debug, field::Empty, info, instrument};
 
+use crate::admission::audit;
 use crate::admission::ports::{OverrideAuthorizer, ResultLookup, RunTrigger};
 use crate::admission::{
     self, Authorization, Decision, Effect, Policy, Reason, review, review::Request,
@@ -290,8 +291,8 @@ fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
         info!(
             user = %request.user.username,
             kind = kind.as_str(),
-            reason = verdict.audit.get("override-reason").map(String::as_str).unwrap_or(""),
-            checks = verdict.audit.get("overridden-checks").map(String::as_str).unwrap_or(""),
+            reason = verdict.audit.get(audit::OVERRIDE_REASON).map(String::as_str).unwrap_or(""),
+            checks = verdict.audit.get(audit::OVERRIDDEN_CHECKS).map(String::as_str).unwrap_or(""),
             "override honoured"
         );
     }

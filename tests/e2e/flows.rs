@@ -445,8 +445,8 @@ fn the_force_annotation_needs_the_override_verb() {
     assert!(
         audit
             .lines()
-            .any(|l| l.contains(&format!("\"{WEBHOOK}/claim-by\":\"bob\""))),
-        "no audit event carries claim-by=bob"
+            .any(|l| l.contains(&format!("\"{WEBHOOK}/claims-written-by\":\"bob\""))),
+        "no audit event carries claims-written-by=bob"
     );
 }
 
