@@ -37,6 +37,8 @@ pub enum TlsError {
     ClientCa(String),
     #[error("{path} expired at {at}: the pair in use is kept")]
     Expired { path: PathBuf, at: String },
+    #[error("{path} is not valid before {at}: the pair in use is kept")]
+    NotYetValid { path: PathBuf, at: String },
 }
 
 /// The serving certificate and key files.
@@ -51,6 +53,7 @@ struct Loaded {
     key: Arc<CertifiedKey>,
     bytes: (Vec<u8>, Vec<u8>),
     not_after: i64,
+    not_before: i64,
 }
 
 /// The bytes of the pair in use, and of the last pair refused since.
@@ -105,8 +108,14 @@ fn parse(
             path: files.cert.clone(),
         });
     };
-    let not_after = x509_parser::parse_x509_certificate(leaf)
-        .map(|(_, c)| c.validity().not_after.timestamp())
+    let (not_before, not_after) = x509_parser::parse_x509_certificate(leaf)
+        .map(|(_, c)| {
+            let validity = c.validity();
+            (
+                validity.not_before.timestamp(),
+                validity.not_after.timestamp(),
+            )
+        })
         .map_err(|e| TlsError::Key {
             path: files.cert.clone(),
             message: format!("the certificate does not parse: {e}"),
@@ -120,6 +129,7 @@ fn parse(
         key: Arc::new(certified),
         bytes: (cert_pem, key_pem),
         not_after,
+        not_before,
     })
 }
 
@@ -171,12 +181,23 @@ impl ReloadingCert {
         let loaded = parse(&self.files, cert, key, &self.provider).and_then(|loaded| {
             // A pair that matches but has expired is no better than a
             // broken one: every API server would refuse the handshake.
-            if loaded.not_after <= jiff::Timestamp::now().as_second() {
-                let at = jiff::Timestamp::from_second(loaded.not_after)
-                    .map_or_else(|_| loaded.not_after.to_string(), |t| t.to_string());
+            let now = jiff::Timestamp::now().as_second();
+            let at = |second: i64| {
+                jiff::Timestamp::from_second(second)
+                    .map_or_else(|_| second.to_string(), |t| t.to_string())
+            };
+            if loaded.not_after <= now {
                 return Err(TlsError::Expired {
                     path: self.files.cert.clone(),
-                    at,
+                    at: at(loaded.not_after),
+                });
+            }
+            // Nor one not valid yet (a renewal dated ahead, a clock behind):
+            // the API server would refuse it until then.
+            if loaded.not_before > now {
+                return Err(TlsError::NotYetValid {
+                    path: self.files.cert.clone(),
+                    at: at(loaded.not_before),
                 });
             }
             Ok(loaded)
@@ -337,6 +358,23 @@ mod tests {
         std::fs::write(&files.cert, cert.pem()).unwrap();
         std::fs::write(&files.key, key.serialize_pem()).unwrap();
         files
+    }
+
+    #[test]
+    fn a_pair_not_valid_yet_never_replaces_a_good_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let files = pair(dir.path(), (2025, 1, 1), (2099, 1, 1));
+        let metrics = Metrics::new().unwrap();
+        let cert = ReloadingCert::load(files, provider, metrics).unwrap();
+        let good = cert.current.load_full();
+        pair(dir.path(), (2097, 1, 1), (2099, 1, 1));
+        let err = cert.reload().unwrap_err();
+        assert!(
+            matches!(&err, TlsError::NotYetValid { at, .. } if at.starts_with("2097-01-01")),
+            "{err}"
+        );
+        assert!(Arc::ptr_eq(&good, &cert.current.load_full()), "kept");
     }
 
     #[test]
