@@ -11,7 +11,8 @@
 //! the same minor, which neither the CVO nor oc hold, and blocks a minor
 //! one, for which the machine-config operator is not Upgradeable. A pool
 //! that reports neither `Updated` nor `Updating` is not taken for an
-//! updated one.
+//! updated one: the check says it could not look, a warning, as for data
+//! that is missing.
 
 use super::{Check, Context, require};
 use crate::cluster::openshift::{Condition, condition};
@@ -58,6 +59,8 @@ impl Check for MachineConfigPoolsHealthy {
                 .as_ref()
                 .is_none_or(|cv| cv.update_in_progress().is_none());
         let mut paused = Vec::new();
+        // Pools whose state the data does not give.
+        let mut unknown = Vec::new();
         for pool in pools {
             let name = &pool.metadata.name;
             let status = &pool.status;
@@ -75,9 +78,7 @@ impl Check for MachineConfigPoolsHealthy {
             let updated = condition(&status.conditions, "Updated");
             let updating = condition(&status.conditions, "Updating");
             if updated.is_none() && updating.is_none() {
-                problems.push(format!(
-                    "{name} reports neither Updated nor Updating: whether its machines run their rendered config is unknown"
-                ));
+                unknown.push(name.clone());
             } else if updating.is_some_and(|c| c.status == "True") {
                 let updating = format!(
                     "{name} is Updating ({} of {} machines updated)",
@@ -113,7 +114,13 @@ impl Check for MachineConfigPoolsHealthy {
                 list(&to_settle, 5)
             )
         });
-        let notes: Vec<String> = [update_note, settle_note, paused_note]
+        let unknown_note = (!unknown.is_empty()).then(|| {
+            format!(
+                "{} reports neither Updated nor Updating: whether its machines run their rendered config is unknown, and this check could not look",
+                list(&unknown, 5)
+            )
+        });
+        let notes: Vec<String> = [update_note, settle_note, unknown_note, paused_note]
             .into_iter()
             .flatten()
             .collect();
@@ -248,7 +255,7 @@ mod tests {
         json!({"kind": "MachineConfigPool", "metadata": {"name": "worker"}, "status": {"machineCount": 3}}),
         "4.15.4",
         Outcome::Fail,
-        None,
+        Some(Severity::Warning),
         "worker reports neither Updated nor Updating"
     )]
     fn pools(
