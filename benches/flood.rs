@@ -22,19 +22,15 @@
 //! Figures go to docs/benchmarks.md.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use preflight_gate::admission::Policy;
-use preflight_gate::cluster::NoCluster;
-use preflight_gate::metrics::Metrics;
-use preflight_gate::preflight::DirectorySource;
-use preflight_gate::server::{self, CertFiles, Gate, Health, Listen, ReloadingCert};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::watch;
 
-const REVIEW: &str = include_str!("../examples/reviews/update-to-4.15.3.json");
+#[path = "common/gate.rs"]
+mod gate;
+use gate::{REVIEW, Running, connector, start};
 
 /// Connections per attacking address: under the gate's per-peer share.
 const PER_ADDRESS: usize = 50;
@@ -57,94 +53,6 @@ async fn main() {
     run(&gate, "no attackers", 0, 0, reviews).await;
     let name = format!("{silent} silent TLS + {stalled} stalled handshakes");
     run(&gate, &name, silent, stalled, reviews).await;
-}
-
-struct Running {
-    addr: SocketAddr,
-    ca: String,
-    metrics: Metrics,
-    _dir: tempfile::TempDir,
-}
-
-async fn start() -> Running {
-    let dir = tempfile::tempdir().unwrap();
-    let ca = preflight_gate::certs::generate(dir.path(), &[])
-        .unwrap()
-        .ca_pem;
-    let metrics = Metrics::new().unwrap();
-    let source = Arc::new(
-        DirectorySource::load(std::path::Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/examples/results"
-        )))
-        .unwrap(),
-    );
-    let gate = Arc::new(Gate {
-        results: source.clone(),
-        runs: source.clone(),
-        authorizer: Arc::new(NoCluster),
-        events: None,
-        policy: Policy::default(),
-        metrics: metrics.clone(),
-    });
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let cert = Arc::new(
-        ReloadingCert::load(
-            CertFiles {
-                cert: dir.path().join("tls.crt"),
-                key: dir.path().join("tls.key"),
-            },
-            provider.clone(),
-            metrics.clone(),
-        )
-        .unwrap(),
-    );
-    let tls = server::tls::server_config(cert, provider, None).unwrap();
-    let webhook = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = webhook.local_addr().unwrap();
-    let listen = Listen {
-        webhook,
-        admin: std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
-        admin_tls: None,
-        // The defaults of `serve`.
-        max_concurrency: 256,
-        max_connections: 1024,
-        handshake_timeout: Duration::from_secs(5),
-        header_read_timeout: Duration::from_secs(5),
-        shutdown_delay: Duration::ZERO,
-        shutdown_grace: Duration::from_secs(1),
-    };
-    let health = Arc::new(Health {
-        results: source,
-        metrics: metrics.clone(),
-        shutting_down: Default::default(),
-    });
-    tokio::spawn(server::serve(
-        listen,
-        tls,
-        gate,
-        health,
-        std::future::pending(),
-    ));
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    Running {
-        addr,
-        ca,
-        metrics,
-        _dir: dir,
-    }
-}
-
-fn connector(gate: &Running) -> tokio_rustls::TlsConnector {
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(rustls::pki_types::CertificateDer::from_pem_slice(gate.ca.as_bytes()).unwrap())
-        .unwrap();
-    let config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    tokio_rustls::TlsConnector::from(Arc::new(config))
 }
 
 /// The attacker's `n`th address: 127.0.`block`.x, `PER_ADDRESS` apiece.

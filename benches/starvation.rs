@@ -12,18 +12,14 @@
 //! `PREFLIGHT_GATE_BENCH_REVIEWS` sets the normal client's reviews per
 //! scenario (default 200). Figures go to docs/benchmarks.md.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use preflight_gate::admission::Policy;
-use preflight_gate::cluster::NoCluster;
-use preflight_gate::metrics::Metrics;
-use preflight_gate::preflight::DirectorySource;
-use preflight_gate::server::{self, CertFiles, Gate, Health, Listen, ReloadingCert};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-const REVIEW: &str = include_str!("../examples/reviews/update-to-4.15.3.json");
+#[path = "common/gate.rs"]
+mod gate;
+use gate::{REVIEW, Running, connector, start};
 
 struct Scenario {
     name: &'static str,
@@ -59,92 +55,6 @@ async fn main() {
     ] {
         run(&gate, &scenario, reviews).await;
     }
-}
-
-struct Running {
-    addr: std::net::SocketAddr,
-    ca: String,
-    _dir: tempfile::TempDir,
-}
-
-async fn start() -> Running {
-    let dir = tempfile::tempdir().unwrap();
-    let ca = preflight_gate::certs::generate(dir.path(), &[])
-        .unwrap()
-        .ca_pem;
-    let metrics = Metrics::new().unwrap();
-    let source = Arc::new(
-        DirectorySource::load(std::path::Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/examples/results"
-        )))
-        .unwrap(),
-    );
-    let gate = Arc::new(Gate {
-        results: source.clone(),
-        runs: source.clone(),
-        authorizer: Arc::new(NoCluster),
-        events: None,
-        policy: Policy::default(),
-        metrics: metrics.clone(),
-    });
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let cert = Arc::new(
-        ReloadingCert::load(
-            CertFiles {
-                cert: dir.path().join("tls.crt"),
-                key: dir.path().join("tls.key"),
-            },
-            provider.clone(),
-            metrics.clone(),
-        )
-        .unwrap(),
-    );
-    let tls = server::tls::server_config(cert, provider, None).unwrap();
-    let webhook = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = webhook.local_addr().unwrap();
-    let listen = Listen {
-        webhook,
-        admin: std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
-        admin_tls: None,
-        // The defaults of `serve`.
-        max_concurrency: 256,
-        max_connections: 1024,
-        handshake_timeout: Duration::from_secs(5),
-        header_read_timeout: Duration::from_secs(5),
-        shutdown_delay: Duration::ZERO,
-        shutdown_grace: Duration::from_secs(1),
-    };
-    let health = Arc::new(Health {
-        results: source,
-        metrics,
-        shutting_down: Default::default(),
-    });
-    tokio::spawn(server::serve(
-        listen,
-        tls,
-        gate,
-        health,
-        std::future::pending(),
-    ));
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    Running {
-        addr,
-        ca,
-        _dir: dir,
-    }
-}
-
-fn connector(gate: &Running) -> tokio_rustls::TlsConnector {
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(rustls::pki_types::CertificateDer::from_pem_slice(gate.ca.as_bytes()).unwrap())
-        .unwrap();
-    let config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    tokio_rustls::TlsConnector::from(Arc::new(config))
 }
 
 async fn tls(gate: &Running) -> Option<tokio_rustls::client::TlsStream<TcpStream>> {

@@ -1,0 +1,109 @@
+//! The gate served on loopback with `serve`'s defaults and the example
+//! results, and a TLS client that trusts it: what the connection benches
+//! (starvation, flood) share. Included by each with `#[path]`, and each uses
+//! part of it.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use preflight_gate::admission::Policy;
+use preflight_gate::cluster::NoCluster;
+use preflight_gate::metrics::Metrics;
+use preflight_gate::preflight::DirectorySource;
+use preflight_gate::server::{self, CertFiles, Gate, Health, Listen, ReloadingCert};
+
+/// The example review a bench posts.
+pub const REVIEW: &str = include_str!("../../examples/reviews/update-to-4.15.3.json");
+
+/// A gate being served.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub ca: String,
+    pub metrics: Metrics,
+    _dir: tempfile::TempDir,
+}
+
+/// Serves the gate, and waits a moment for it to listen.
+pub async fn start() -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = preflight_gate::certs::generate(dir.path(), &[])
+        .unwrap()
+        .ca_pem;
+    let metrics = Metrics::new().unwrap();
+    let source = Arc::new(
+        DirectorySource::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/results"
+        )))
+        .unwrap(),
+    );
+    let gate = Arc::new(Gate {
+        results: source.clone(),
+        runs: source.clone(),
+        authorizer: Arc::new(NoCluster),
+        events: None,
+        policy: Policy::default(),
+        metrics: metrics.clone(),
+    });
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cert = Arc::new(
+        ReloadingCert::load(
+            CertFiles {
+                cert: dir.path().join("tls.crt"),
+                key: dir.path().join("tls.key"),
+            },
+            provider.clone(),
+            metrics.clone(),
+        )
+        .unwrap(),
+    );
+    let tls = server::tls::server_config(cert, provider, None).unwrap();
+    let webhook = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = webhook.local_addr().unwrap();
+    let listen = Listen {
+        webhook,
+        admin: std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        admin_tls: None,
+        // The defaults of `serve`.
+        max_concurrency: 256,
+        max_connections: 1024,
+        handshake_timeout: Duration::from_secs(5),
+        header_read_timeout: Duration::from_secs(5),
+        shutdown_delay: Duration::ZERO,
+        shutdown_grace: Duration::from_secs(1),
+    };
+    let health = Arc::new(Health {
+        results: source,
+        metrics: metrics.clone(),
+        shutting_down: Default::default(),
+    });
+    tokio::spawn(server::serve(
+        listen,
+        tls,
+        gate,
+        health,
+        std::future::pending(),
+    ));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Running {
+        addr,
+        ca,
+        metrics,
+        _dir: dir,
+    }
+}
+
+/// A TLS client that trusts the gate's certificate.
+pub fn connector(gate: &Running) -> tokio_rustls::TlsConnector {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(gate.ca.as_bytes()).unwrap())
+        .unwrap();
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
