@@ -428,14 +428,19 @@ impl World {
     pub fn set_operator_degraded(&self, name: &str, message: Option<&str>) {
         let names = ["authentication", "etcd", "kube-apiserver", "machine-config"];
         for co in names.iter().filter(|n| message.is_none() || **n == name) {
-            let now = jiff::Timestamp::now().to_string();
-            let (degraded, reason, text) = match message {
-                Some(m) if *co == name => ("True", "TestDegraded", m),
-                _ => ("False", "AsExpected", "ok"),
+            let now = jiff::Timestamp::now();
+            // Degraded for 40 minutes: past `oc adm upgrade status`' 5, so
+            // no longer settling, and past the ClusterOperatorDegraded
+            // alert's `for` of 30, so named by it (model::grace).
+            let since = (now - jiff::SignedDuration::from_mins(40)).to_string();
+            let now = now.to_string();
+            let (degraded, reason, text, since) = match message {
+                Some(m) if *co == name => ("True", "TestDegraded", m, since.as_str()),
+                _ => ("False", "AsExpected", "ok", now.as_str()),
             };
             let status = json!({"status": {"conditions": [
                 {"type": "Available", "status": "True", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"},
-                {"type": "Degraded", "status": degraded, "lastTransitionTime": now, "reason": reason, "message": text},
+                {"type": "Degraded", "status": degraded, "lastTransitionTime": since, "reason": reason, "message": text},
                 {"type": "Progressing", "status": "False", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"},
                 {"type": "Upgradeable", "status": "True", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"}],
                 "versions": [{"name": "operator", "version": "4.14.1"}]}});
