@@ -43,6 +43,8 @@ pub struct Plan {
     pub p90_seconds: u64,
     /// Batches that can never drain, each naming its PDB and node.
     pub blockers: Vec<String>,
+    /// Batches whose drain waits for a PDB, each with its wait.
+    pub waits: Vec<String>,
     /// What will hold the update up, or keep it from finishing.
     pub warnings: Vec<String>,
     /// What the plan cannot know from the data, and what it took instead.
@@ -123,6 +125,7 @@ pub fn plan(view: &ClusterView, kind: Option<UpdateKind>, now: Timestamp) -> Pla
         p90_seconds: 0,
         pools: Vec::new(),
         blockers: Vec::new(),
+        waits: Vec::new(),
         warnings: Vec::new(),
         unknowns: Vec::new(),
         control_plane,
@@ -324,7 +327,7 @@ fn pool_plan(
                         hold.pdb, hold.reason
                     ));
                 }
-                Outcome::Waits => plan.warnings.push(format!(
+                Outcome::Waits => plan.waits.push(format!(
                     "{name} batch {number} ({nodes}) waits{} for PDB {}: it {}",
                     hold.wait_seconds
                         .map(|w| format!(" about {}", words(w)))

@@ -182,7 +182,7 @@ fn a_batch_that_waits_warns_with_its_wait_and_the_wait_counts() {
     );
     assert!(plan.blockers.is_empty(), "{:?}", plan.blockers);
     assert_eq!(
-        plan.warnings,
+        plan.waits,
         [
             "worker batch 1 (w1) waits about 2m for PDB shop/db: it allows 1 of its 2 evictions at once: 1 round of replacements becoming healthy elsewhere"
         ]

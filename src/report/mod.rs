@@ -34,7 +34,7 @@ pub fn render_plan(plan: &crate::plan::Plan, format: Format, color: bool) -> Str
 pub fn plan_exit_code(plan: &crate::plan::Plan) -> u8 {
     if !plan.blockers.is_empty() {
         3
-    } else if !plan.warnings.is_empty() {
+    } else if !plan.waits.is_empty() || !plan.warnings.is_empty() {
         4
     } else {
         0

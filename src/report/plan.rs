@@ -56,6 +56,7 @@ pub fn plan_table(plan: &Plan, color: bool) -> String {
     }
     for (title, lines) in [
         ("Blocked", &plan.blockers),
+        ("Waits", &plan.waits),
         ("Holds", &plan.warnings),
         ("The plan cannot know", &plan.unknowns),
     ] {
