@@ -22,7 +22,7 @@
 //! Figures go to docs/benchmarks.md.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpSocket, TcpStream};
@@ -30,7 +30,7 @@ use tokio::sync::watch;
 
 #[path = "common/gate.rs"]
 mod gate;
-use gate::{REVIEW, Running, connector, start};
+use gate::{Running, connector, post_reviews, start};
 
 /// Connections per attacking address: under the gate's per-peer share.
 const PER_ADDRESS: usize = 50;
@@ -104,44 +104,6 @@ async fn attacker(
     }
 }
 
-/// Reviews one after another; the latencies and how many got a verdict.
-async fn client(gate: &Running, reviews: usize, keep_alive: bool) -> (Vec<Duration>, usize) {
-    let mut builder = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(gate.ca.as_bytes()).unwrap())
-        .timeout(Duration::from_secs(2));
-    if !keep_alive {
-        builder = builder.pool_max_idle_per_host(0);
-    }
-    let client = builder.build().unwrap();
-    let url = format!(
-        "https://localhost:{}/validate/clusterversion?timeout=2s",
-        gate.addr.port()
-    );
-    let mut latencies = Vec::with_capacity(reviews);
-    let mut verdicts = 0usize;
-    for _ in 0..reviews {
-        let started = Instant::now();
-        let answer = client
-            .post(&url)
-            .header("content-type", "application/json")
-            .body(REVIEW)
-            .send()
-            .await;
-        let ok = match answer {
-            Ok(r) if r.status() == 200 => r
-                .json::<serde_json::Value>()
-                .await
-                .is_ok_and(|v| v["response"]["allowed"].is_boolean()),
-            _ => false,
-        };
-        latencies.push(started.elapsed());
-        verdicts += usize::from(ok);
-    }
-    (latencies, verdicts)
-}
-
 fn closed(gate: &Running) -> String {
     gate.metrics
         .render()
@@ -191,7 +153,7 @@ async fn run(gate: &Running, scenario: &str, silent: usize, stalled: usize, revi
         })
         .unwrap_or_default();
     for keep_alive in [true, false] {
-        let (mut latencies, verdicts) = client(gate, reviews, keep_alive).await;
+        let (mut latencies, verdicts) = post_reviews(gate, reviews, keep_alive).await;
         latencies.sort();
         let at =
             |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];

@@ -12,14 +12,14 @@
 //! `PREFLIGHT_GATE_BENCH_REVIEWS` sets the normal client's reviews per
 //! scenario (default 200). Figures go to docs/benchmarks.md.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 #[path = "common/gate.rs"]
 mod gate;
-use gate::{REVIEW, Running, connector, start};
+use gate::{Running, connector, post_reviews, start};
 
 struct Scenario {
     name: &'static str,
@@ -105,37 +105,7 @@ async fn run(gate: &Running, scenario: &Scenario, reviews: usize) {
     let attackers = attack(gate, scenario, stop_rx).await;
     // Let the slow bodies start and reserve what they would.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let client = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(gate.ca.as_bytes()).unwrap())
-        .timeout(Duration::from_secs(2))
-        .build()
-        .unwrap();
-    let url = format!(
-        "https://localhost:{}/validate/clusterversion?timeout=2s",
-        gate.addr.port()
-    );
-    let mut latencies = Vec::with_capacity(reviews);
-    let mut verdicts = 0usize;
-    for _ in 0..reviews {
-        let started = Instant::now();
-        let answer = client
-            .post(&url)
-            .header("content-type", "application/json")
-            .body(REVIEW)
-            .send()
-            .await;
-        let ok = match answer {
-            Ok(r) if r.status() == 200 => r
-                .json::<serde_json::Value>()
-                .await
-                .is_ok_and(|v| v["response"]["allowed"].is_boolean()),
-            _ => false,
-        };
-        latencies.push(started.elapsed());
-        verdicts += usize::from(ok);
-    }
+    let (mut latencies, verdicts) = post_reviews(gate, reviews, true).await;
     let _ = stop_tx.send(true);
     let mut connected = 0;
     for task in attackers {

@@ -6,7 +6,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use preflight_gate::admission::Policy;
 use preflight_gate::cluster::NoCluster;
@@ -106,4 +106,48 @@ pub fn connector(gate: &Running) -> tokio_rustls::TlsConnector {
         .with_root_certificates(roots)
         .with_no_client_auth();
     tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+/// Posts the example review `reviews` times, one after another, as the
+/// API server does (`?timeout=2s`), on one kept-alive connection or a new
+/// one each time; the latencies and how many got a verdict.
+pub async fn post_reviews(
+    gate: &Running,
+    reviews: usize,
+    keep_alive: bool,
+) -> (Vec<Duration>, usize) {
+    let mut builder = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(gate.ca.as_bytes()).unwrap())
+        .timeout(Duration::from_secs(2));
+    if !keep_alive {
+        builder = builder.pool_max_idle_per_host(0);
+    }
+    let client = builder.build().unwrap();
+    let url = format!(
+        "https://localhost:{}/validate/clusterversion?timeout=2s",
+        gate.addr.port()
+    );
+    let mut latencies = Vec::with_capacity(reviews);
+    let mut verdicts = 0usize;
+    for _ in 0..reviews {
+        let started = Instant::now();
+        let answer = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(REVIEW)
+            .send()
+            .await;
+        let ok = match answer {
+            Ok(r) if r.status() == 200 => r
+                .json::<serde_json::Value>()
+                .await
+                .is_ok_and(|v| v["response"]["allowed"].is_boolean()),
+            _ => false,
+        };
+        latencies.push(started.elapsed());
+        verdicts += usize::from(ok);
+    }
+    (latencies, verdicts)
 }
