@@ -87,9 +87,12 @@ pub struct ServerArgs {
     /// Time allowed for a TLS handshake.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_HANDSHAKE_TIMEOUT")]
     pub handshake_timeout: Duration,
-    /// Time allowed to read a request's headers, and for a connection's first request to begin after its handshake.
+    /// Time allowed to read a request's headers once they begin; and, when the gate is half full or draining, for a connection's first request to begin after its handshake.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_HEADER_READ_TIMEOUT")]
     pub header_read_timeout: Duration,
+    /// How long a connection may sit with nothing arriving before it is closed; longer than the API server's 90-second keep-alive, so that it is always the API server that closes an idle connection, never the gate under a review it is sending.
+    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_IDLE_TIMEOUT")]
+    pub idle_timeout: Duration,
     /// After SIGTERM, how long to stay up but unready so endpoints update; each HTTP/1 answer meanwhile closes its connection.
     #[arg(long, default_value = "3s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_SHUTDOWN_DELAY")]
     pub shutdown_delay: Duration,
@@ -198,8 +201,13 @@ pub struct ControllerArgs {
     /// Also run the checks the target release declares (an extraction pod per release, from the release image).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "PREFLIGHT_GATE_RELEASE_CHECKS")]
     pub release_checks: bool,
-    /// Releases whose pods may run besides those the update graph offers (comma-separated): digests, or repository prefixes such as quay.io/openshift-release-dev/ocp-release. A release named by a tag never runs.
-    #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_TRUSTED_RELEASES")]
+    /// Releases whose pods may run without a verified signature (comma-separated): digests, or repository prefixes. Any other release runs only when its signature verifies against the cluster's release keys, as the cluster-version operator verifies it; what the update graph offers is not enough. A release named by a tag never runs.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "quay.io/openshift-release-dev/ocp-release",
+        env = "PREFLIGHT_GATE_TRUSTED_RELEASES"
+    )]
     pub trusted_releases: Vec<String>,
     #[command(flatten)]
     pub alerts: AlertArgs,

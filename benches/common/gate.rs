@@ -71,6 +71,7 @@ pub async fn start() -> Running {
         max_connections: 1024,
         handshake_timeout: Duration::from_secs(5),
         header_read_timeout: Duration::from_secs(5),
+        idle_timeout: Duration::from_secs(120),
         shutdown_delay: Duration::ZERO,
         shutdown_grace: Duration::from_secs(1),
     };

@@ -152,15 +152,27 @@ impl Prometheus {
 }
 
 /// Why a capped read stopped.
-enum Capped {
+pub(crate) enum Capped {
     Over,
     Read(reqwest::Error),
+}
+
+impl std::fmt::Display for Capped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Capped::Over => f.write_str("the answer is larger than allowed"),
+            Capped::Read(e) => write!(f, "{e}"),
+        }
+    }
 }
 
 /// The body of `response`, read chunk by chunk, up to `max` bytes: a
 /// declared length over it is refused before a byte is read, and a stream
 /// that goes past it is cut off.
-async fn read_capped(mut response: reqwest::Response, max: usize) -> Result<Vec<u8>, Capped> {
+pub(crate) async fn read_capped(
+    mut response: reqwest::Response,
+    max: usize,
+) -> Result<Vec<u8>, Capped> {
     if response
         .content_length()
         .is_some_and(|length| length > max as u64)

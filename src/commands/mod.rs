@@ -215,6 +215,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_connections: args.server.max_connections,
         handshake_timeout: args.server.handshake_timeout,
         header_read_timeout: args.server.header_read_timeout,
+        idle_timeout: args.server.idle_timeout,
         shutdown_delay: args.server.shutdown_delay,
         shutdown_grace: args.server.shutdown_grace,
     };

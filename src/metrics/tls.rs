@@ -23,16 +23,22 @@ pub struct TlsMetrics {
 
 /// Why the gate closes a webhook connection (the `reason` label):
 /// - `handshake_timeout`, `handshake_failed`: no TLS session came of it;
-/// - `no_first_request`: the handshake done, no request came in time;
+/// - `no_first_request`: the handshake done, no request came in time while
+///   the gate was half full or draining;
+/// - `header_timeout`: a request's head began and did not end in time;
+/// - `idle_timeout`: nothing arrived for the idle deadline (longer than
+///   the API server's keep-alive);
 /// - `evicted_peer_limit`: its peer (source address) was at its limit and
 ///   this was the peer's longest-idle connection;
 /// - `evicted_full`: the gate was full and this was its longest-idle;
 /// - `refused_peer_limit`, `refused_full`: a new connection, closed because
 ///   every connection in the way was busy with a review.
-pub const CLOSE_REASONS: [&str; 7] = [
+pub const CLOSE_REASONS: [&str; 9] = [
     "handshake_timeout",
     "handshake_failed",
     "no_first_request",
+    "header_timeout",
+    "idle_timeout",
     "evicted_peer_limit",
     "evicted_full",
     "refused_peer_limit",
@@ -90,7 +96,7 @@ impl TlsMetrics {
             IntCounterVec::new(
                 Opts::new(
                     "connections_closed_total",
-                    "Webhook connections the gate closed, by reason (handshake_timeout, handshake_failed, no_first_request, evicted_peer_limit, evicted_full, refused_peer_limit, refused_full).",
+                    "Webhook connections the gate closed, by reason (handshake_timeout, handshake_failed, no_first_request, header_timeout, idle_timeout, evicted_peer_limit, evicted_full, refused_peer_limit, refused_full).",
                 )
                 .namespace(PREFIX),
                 &["reason"],

@@ -12,6 +12,7 @@ pub mod leader;
 pub mod live;
 mod offline;
 pub mod release_checks;
+pub mod signature;
 mod source;
 
 pub use live::LiveSource;

@@ -357,6 +357,20 @@ pub(crate) fn parse_extraction(output: &str) -> Result<Declared, DiscoveryError>
                 file: (*file).to_owned(),
                 reason,
             })?;
+            // A declared Job runs one of the release's own images, named
+            // by digest: never a tag, nor an image the release does not list.
+            if let Some(check) = &declared {
+                let image = check.spec.image.as_deref().unwrap_or_default();
+                if !image.contains("@sha256:") || !images.values().any(|listed| listed == image) {
+                    return Err(DiscoveryError::Manifest {
+                        file: (*file).to_owned(),
+                        reason: format!(
+                            "the image {image:?} of declared check {} is not one of the release's image-references, by digest",
+                            check.spec.check_name
+                        ),
+                    });
+                }
+            }
             checks.extend(declared);
         }
     }
@@ -367,20 +381,19 @@ pub(crate) fn parse_extraction(output: &str) -> Result<Declared, DiscoveryError>
     })
 }
 
-/// Why a release may run as a pod (its extraction pod and declared Jobs),
-/// or why not. Only releases the cluster's update graph offers, or that an
-/// administrator listed (`--trusted-releases`: a digest, or a repository
-/// prefix such as `quay.io/openshift-release-dev/`), are run: anyone who
-/// may create an UpdatePreflight can name any image. Pure.
-pub(crate) fn verified(image: &str, offered: bool, trusted: &[String]) -> Result<String, String> {
+/// Whether the administrator trusts release `image` without a signature:
+/// `--trusted-releases` lists it (a digest, or a repository prefix such as
+/// `quay.io/openshift-release-dev/ocp-release`, the default). Ok(Some)
+/// says which entry; Ok(None) leaves it to the release's signature
+/// ([`crate::preflight::signature`]); Err refuses a release not named by a
+/// digest outright. Offered by the update graph counts for nothing: whoever
+/// may set `spec.upstream` chooses the graph. Pure.
+pub(crate) fn listed(image: &str, trusted: &[String]) -> Result<Option<String>, String> {
     let key = ReleaseKey::from_image(image);
     if !key.is_digest() {
         return Err(format!(
             "{image} is not named by a digest, so what runs could not be told from what was checked"
         ));
-    }
-    if offered {
-        return Ok("the update graph offers it".into());
     }
     // A repository prefix matches at a path boundary: `quay.io/ocp` lists
     // `quay.io/ocp/release@…` and `quay.io/ocp@…`, not `quay.io/ocp-evil/…`.
@@ -395,16 +408,11 @@ pub(crate) fn verified(image: &str, offered: bool, trusted: &[String]) -> Result
                 .is_some_and(|rest| rest.starts_with('/') || rest.starts_with('@'))
         }
     };
-    match trusted
+    Ok(trusted
         .iter()
         .map(|t| t.trim())
         .find(|t| !t.is_empty() && lists(t))
-    {
-        Some(entry) => Ok(format!("--trusted-releases lists {entry}")),
-        None => Err(format!(
-            "the update graph does not offer {image}, and --trusted-releases does not list it"
-        )),
-    }
+        .map(|entry| format!("--trusted-releases lists {entry}")))
 }
 
 /// What releases declare, per digest; and the one extraction pod that may

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use tracing::debug;
@@ -61,11 +61,35 @@ pub(crate) struct Activity {
     requests: AtomicU64,
     /// Since when it has been idle, in microseconds since `epoch`.
     idle_since: AtomicU64,
+    /// When the first byte of a next request came while idle, in
+    /// microseconds since `epoch` plus one; 0 while none has.
+    heard_since: AtomicU64,
     /// The table's epoch.
     epoch: Instant,
 }
 
+/// Where a connection is between requests, for its deadlines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Waiting {
+    /// A request is being answered.
+    Busy,
+    /// A request's head is arriving, its first byte this long ago.
+    Head(Duration),
+    /// Nothing is arriving, for this long.
+    Idle(Duration),
+}
+
 impl Activity {
+    fn new(epoch: Instant) -> Self {
+        Self {
+            in_flight: AtomicUsize::new(0),
+            requests: AtomicU64::new(0),
+            idle_since: AtomicU64::new(micros(epoch)),
+            heard_since: AtomicU64::new(0),
+            epoch,
+        }
+    }
+
     /// Whether it has sent any request.
     pub fn has_sent_a_request(&self) -> bool {
         self.requests.load(Ordering::Relaxed) > 0
@@ -75,8 +99,31 @@ impl Activity {
     pub fn begin(self: &Arc<Self>) -> Busy {
         self.requests.fetch_add(1, Ordering::Relaxed);
         self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.heard_since.store(0, Ordering::Relaxed);
         Busy {
             activity: self.clone(),
+        }
+    }
+
+    /// Bytes came from the client: while idle, the head of a next request.
+    pub fn heard(&self) {
+        if self.in_flight.load(Ordering::Relaxed) == 0
+            && self.heard_since.load(Ordering::Relaxed) == 0
+        {
+            self.heard_since
+                .store(micros(self.epoch) + 1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn waiting(&self) -> Waiting {
+        if self.in_flight.load(Ordering::Relaxed) > 0 {
+            return Waiting::Busy;
+        }
+        let now = micros(self.epoch);
+        let since = |at: u64| Duration::from_micros(now.saturating_sub(at));
+        match self.heard_since.load(Ordering::Relaxed) {
+            0 => Waiting::Idle(since(self.idle_since.load(Ordering::Relaxed))),
+            heard => Waiting::Head(since(heard - 1)),
         }
     }
 }
@@ -244,18 +291,12 @@ impl Table {
         let (close, closed) = oneshot::channel();
         let id = state.next;
         state.next += 1;
-        let now = micros(self.epoch);
         state.entries.insert(
             id,
             Entry {
                 peer,
                 stage: Stage::Handshake,
-                activity: Arc::new(Activity {
-                    in_flight: AtomicUsize::new(0),
-                    requests: AtomicU64::new(0),
-                    idle_since: AtomicU64::new(now),
-                    epoch: self.epoch,
-                }),
+                activity: Arc::new(Activity::new(self.epoch)),
                 close: Some(close),
             },
         );
@@ -273,6 +314,14 @@ impl Table {
     /// Closes counted by reason.
     pub fn closed(&self, reason: &'static str) {
         self.metrics.connection_closed(reason);
+    }
+
+    /// Whether at least half the slots or handshakes are taken: then a
+    /// connection that has sent nothing since its handshake is closed at
+    /// the first-request deadline, not left to idle.
+    pub fn under_pressure(&self) -> bool {
+        let state = self.lock();
+        2 * state.open.max(state.handshakes) >= self.limits.max
     }
 }
 

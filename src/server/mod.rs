@@ -39,9 +39,13 @@ pub struct Listen {
     /// limit, the longest-idle connection in the way is closed.
     pub max_connections: usize,
     pub handshake_timeout: Duration,
-    /// Time allowed to read a request's headers, and after the handshake,
-    /// for the first request to arrive.
+    /// Time allowed to read a request's headers once they begin, and after
+    /// the handshake, for the first request to arrive when the gate is half
+    /// full or draining.
     pub header_read_timeout: Duration,
+    /// How long a connection may sit with nothing arriving
+    /// ([`listener::Webhook::idle`]).
+    pub idle_timeout: Duration,
     /// How long to stay up but unready after SIGTERM, so endpoints update.
     pub shutdown_delay: Duration,
     /// How long in-flight reviews get to finish.
@@ -65,12 +69,13 @@ pub async fn serve(
     listen.admin.set_nonblocking(true)?;
 
     let mut http = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    // HTTP/1: the header timeout also closes a keep-alive connection that
-    // sends no next request. HTTP/2: pings close a connection whose peer
-    // is gone, and a client gets few streams at once.
+    // HTTP/1: hyper's header timeout is off, because it also closes a
+    // keep-alive connection waiting for its next request; the listener
+    // keeps both deadlines apart (header read, idle). HTTP/2: pings close a
+    // connection whose peer is gone, and a client gets few streams at once.
     http.http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(listen.header_read_timeout);
+        .header_read_timeout(None);
     http.http2()
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(Duration::from_secs(20)))
@@ -86,7 +91,8 @@ pub async fn serve(
         ),
         tls: RustlsAcceptor::new(RustlsConfig::from_config(Arc::new(tls)))
             .handshake_timeout(listen.handshake_timeout),
-        first_request: listen.header_read_timeout,
+        header_read: listen.header_read_timeout,
+        idle: listen.idle_timeout,
         http,
         app: webhook_app,
     });

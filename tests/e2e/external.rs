@@ -771,6 +771,11 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
         &["get", "updatepreflight", "e2e-release-declared"],
     ))
     .unwrap();
+    // The cluster trusts the test's release key, and the release's
+    // signature is mirrored into a ConfigMap, as `oc adm release mirror`
+    // leaves it (tests/e2e/signatures.rs tests the rest).
+    let trust = crate::signatures::Trust::test_key(world, &[]);
+    trust.signature_config_map("e2e-release-c", 'c', &format!("sha256-{}-1", "c".repeat(64)));
 
     // The runner with release checks on, as `serve --release-checks` runs it,
     // in a thread of its own while the test plays the kubelet.
@@ -796,28 +801,26 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                 };
                 let cache = Cache::default();
                 let deadline = || Instant::now() + Duration::from_secs(40);
-                // Neither offered by the graph nor listed: nothing runs.
+                // Another release, neither listed nor signed: nothing runs.
+                let unsigned = jobs::Update {
+                    target_image: release('d'),
+                    ..update.clone()
+                };
                 let unverified = jobs::release_declared(
                     &client,
                     &owner,
-                    &update,
-                    false,
+                    &unsigned,
                     &settings,
                     deadline(),
                     &cache,
                 )
                 .await
                 .expect_err("an unverified release is not run");
-                // Listed by its repository: it runs.
-                let settings = JobSettings {
-                    trusted_releases: vec!["ocp-release".into()],
-                    ..settings
-                };
+                // Signed by the cluster's release key (the test's): it runs.
                 let declared = jobs::release_declared(
                     &client,
                     &owner,
                     &update,
-                    false,
                     &settings,
                     deadline(),
                     &cache,
@@ -844,7 +847,6 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                     &client,
                     &owner,
                     &update,
-                    false,
                     &settings,
                     deadline(),
                     &cache,
@@ -916,7 +918,9 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
     assert_eq!(unverified.name, "ReleaseDeclaredChecks");
     assert!(
         unverified.message.contains(&format!(
-            "the update graph does not offer {image}, and --trusted-releases does not list it"
+            "--trusted-releases does not list {}, and no signature of sha256:{} was found",
+            release('d'),
+            "d".repeat(64)
         )),
         "{}",
         unverified.message
@@ -972,7 +976,11 @@ fn the_gate_runs_external_checks_with_the_deployed_rbac_and_the_check_rbac() {
         "e2e-as-gate",
         json!({"checkName": "E2EAsGate", "image": "preflight-e2e/as-gate:1"}),
     );
-    let image = release('d');
+    // A signed release: the gate's account reads the keys and signatures
+    // of openshift-config-managed (deploy/components/openshift-reads).
+    let image = release('c');
+    let trust = crate::signatures::Trust::test_key(world, &[]);
+    trust.signature_config_map("e2e-as-gate-c", 'c', &format!("sha256-{}-1", "c".repeat(64)));
     let uid = made.preflight("e2e-as-gate", &image, "4.14.20", &["E2EAsGate"]);
     let owner: preflight_gate::model::UpdatePreflight =
         serde_json::from_value(get_json(world, &["get", "updatepreflight", "e2e-as-gate"]))
@@ -1004,7 +1012,6 @@ fn the_gate_runs_external_checks_with_the_deployed_rbac_and_the_check_rbac() {
                     &client,
                     &owner,
                     &update,
-                    true,
                     &settings,
                     deadline,
                     &Cache::default(),

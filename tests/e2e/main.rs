@@ -13,4 +13,5 @@ mod motion;
 mod oc;
 mod prompt_exit;
 mod runs;
+mod signatures;
 mod vouch;

@@ -162,9 +162,12 @@ async fn stalled_handshakes_hold_no_slot_and_are_closed_at_the_deadline() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_connection_silent_after_its_handshake_is_closed_at_the_first_request_deadline() {
+async fn a_connection_silent_after_its_handshake_is_closed_at_the_first_request_deadline_when_the_gate_is_half_full()
+ {
+    // 2 slots: one silent connection fills half of them.
     let gate = start(Options {
         header_read_timeout: Duration::from_millis(500),
+        max_connections: 2,
         ..Options::default()
     })
     .await;
@@ -183,6 +186,71 @@ async fn a_connection_silent_after_its_handshake_is_closed_at_the_first_request_
     // A connection that does send a request is served.
     let mut used = silent_from(&gate, 1).await;
     assert!(review_on(&mut used).await.starts_with("HTTP/1.1 200"));
+}
+
+/// The API server keeps idle connections 90 s and sends a review on one
+/// without asking whether the gate still holds it; the review on a
+/// connection the gate closed that instant fails, and is never sent again
+/// (the rollout test's `EOF` and "use of closed network connection"). So
+/// the gate never closes a connection the client may reuse before the
+/// idle deadline, longer than the client's: not a kept-alive one between
+/// reviews, nor one the client opened and has not used yet (Go's client
+/// pools a connection it dialled for a review another connection took),
+/// while the gate has room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_between_reviews_is_kept_until_the_idle_deadline() {
+    let gate = start(Options {
+        header_read_timeout: Duration::from_millis(300),
+        idle_timeout: Duration::from_millis(2500),
+        ..Options::default()
+    })
+    .await;
+    let mut kept = silent_from(&gate, 1).await;
+    assert!(review_on(&mut kept).await.starts_with("HTTP/1.1 200"));
+    let mut unused = silent_from(&gate, 1).await;
+    // Many header-read deadlines later, both are still open and the kept
+    // one answers its next review.
+    assert!(
+        !closed_within(&mut unused, Duration::from_millis(1500)).await,
+        "an unused connection was closed while the gate had room: {}",
+        all_closed(&gate)
+    );
+    assert!(review_on(&mut kept).await.starts_with("HTTP/1.1 200"));
+    assert!(review_on(&mut unused).await.starts_with("HTTP/1.1 200"));
+    // Past the idle deadline, with nothing arriving, both are closed.
+    let started = Instant::now();
+    assert!(closed_within(&mut kept, Duration::from_secs(5)).await);
+    assert!(closed_within(&mut unused, Duration::from_secs(5)).await);
+    assert!(
+        started.elapsed() >= Duration::from_millis(2000),
+        "not before the idle deadline"
+    );
+    assert_eq!(closed(&gate, "idle_timeout"), 2.0, "{}", all_closed(&gate));
+}
+
+/// A request head that begins and never ends is cut off at the
+/// header-read deadline, on a connection that has answered reviews too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_that_never_ends_is_closed_at_the_header_read_deadline() {
+    let gate = start(Options {
+        header_read_timeout: Duration::from_millis(500),
+        ..Options::default()
+    })
+    .await;
+    let mut slow = silent_from(&gate, 1).await;
+    assert!(review_on(&mut slow).await.starts_with("HTTP/1.1 200"));
+    slow.write_all(b"POST /validate/clusterversion HTTP/1.1\r\nHost: loc")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    assert!(closed_within(&mut slow, Duration::from_secs(5)).await);
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    assert_eq!(
+        closed(&gate, "header_timeout"),
+        1.0,
+        "{}",
+        all_closed(&gate)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

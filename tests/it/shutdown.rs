@@ -55,15 +55,17 @@ async fn in_flight_reviews_finish_after_shutdown_begins() {
 
 /// The API server's way with webhooks: HTTP/1.1, one keep-alive connection
 /// reused review after review, no retry of a POST whose connection closed
-/// under it. Draining never closes such a connection between two reviews:
-/// each answer during the delay says `Connection: close`, so the client
-/// leaves on that boundary and no idle connection is left for the end of
-/// the delay to close under a review (the `EOF` a rollout showed). Reviews
-/// are sent through the first half of the delay (by its end the Service
-/// sends new connections elsewhere); none is lost, and then the port is
-/// closed.
+/// under it. Draining never closes a connection under a review the client
+/// may have sent: each answer after SIGTERM says `Connection: close`, so
+/// the client leaves on that boundary, and a connection that comes during
+/// the drain (the Service still routing here while endpoints catch up,
+/// slower on a busy node than the delay) is answered its review too, even
+/// when its handshake straddles the delay's end (the `EOF` a rollout
+/// showed). Reviews are sent, each on a new connection as the API server
+/// sends them after `Connection: close`, through the delay and past it:
+/// none is lost; the listener closes once they stop, and the gate stops.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn draining_closes_http1_connections_only_after_an_answer() {
+async fn draining_answers_every_review_sent_through_and_past_the_delay() {
     let delay = Duration::from_secs(2);
     let mut gate = start(Options {
         shutdown_delay: delay,
@@ -90,33 +92,39 @@ async fn draining_closes_http1_connections_only_after_an_answer() {
     before.bytes().await.unwrap();
 
     gate.trigger_stop();
-    let until = Instant::now() + delay / 2;
-    let (mut answered, mut closing, mut lost) = (0, 0, Vec::new());
+    let began = Instant::now();
+    let until = began + delay + delay / 2;
+    let (mut answered, mut closing, mut after_delay, mut lost) = (0, 0, 0, Vec::new());
     while Instant::now() < until {
         match post().await {
             Ok(response) => {
                 answered += 1;
                 closing += usize::from(closes(&response));
+                after_delay += usize::from(began.elapsed() > delay);
                 response.bytes().await.unwrap();
             }
-            Err(e) => lost.push(format!("{e:?}")),
+            Err(e) => lost.push(format!("{:?}: {e:?}", began.elapsed())),
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     assert!(lost.is_empty(), "reviews lost while draining: {lost:#?}");
+    assert!(answered >= 20, "too few reviews while draining: {answered}");
     assert!(
-        answered >= 10,
-        "too few reviews during the delay: {answered}"
+        after_delay >= 5,
+        "too few reviews after the delay: {after_delay}"
     );
     // The first answer may have been written before the drain began.
     assert!(
         closing + 1 >= answered,
         "{closing} of {answered} answers during the drain closed their connection"
     );
+    // Once the reviews stop, the listener closes and the gate stops.
     gate.stop().await.expect("a clean stop");
     let after = post().await.expect_err("the drained gate still answers");
     assert!(after.is_connect(), "{after:?}");
-    eprintln!("{answered} reviews answered while draining, then: {after}");
+    eprintln!(
+        "{answered} reviews answered while draining ({after_delay} after the delay), then: {after}"
+    );
 }
 
 fn free_port() -> u16 {

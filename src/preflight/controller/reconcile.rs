@@ -298,14 +298,13 @@ async fn run_checks(
     view: Arc<crate::cluster::ClusterView>,
     deadline: Instant,
 ) -> Option<Vec<CheckResult>> {
-    let (mut update, offered) = update_of(view.cluster_version.as_ref(), &object.spec.image);
+    let (mut update, _) = update_of(view.cluster_version.as_ref(), &object.spec.image);
     let mut results = Vec::new();
     let declared = match &ctx.settings.jobs {
         Some(jobs) => jobs::release_declared(
             &ctx.client,
             object,
             &update,
-            offered,
             jobs,
             deadline,
             &ctx.releases,

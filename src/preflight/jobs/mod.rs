@@ -16,5 +16,5 @@ pub mod settings;
 mod tests;
 
 pub use manifest::Update;
-pub use run::{release_declared, run_external};
+pub use run::{release_declared, run_external, trusted};
 pub use settings::JobSettings;

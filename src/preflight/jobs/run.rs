@@ -21,7 +21,8 @@ use crate::model::Finding;
 use crate::model::Outcome;
 use crate::model::UpdatePreflight;
 use crate::model::preflight_check::PreflightCheck;
-use crate::preflight::release_checks::{Cache, Declared, verified};
+use crate::preflight::release_checks::{Cache, Declared, listed};
+use crate::preflight::signature;
 
 /// The result name when the target release's declared checks cannot be listed.
 const RELEASE_DISCOVERY: &str = "ReleaseDeclaredChecks";
@@ -40,13 +41,12 @@ pub(super) fn selected<'a>(
 }
 
 /// What the target release declares, for a run: nothing when release
-/// checks are off; its declared checks when it is a verified release
-/// (`verified`); otherwise a result that says why they were not run.
+/// checks are off; its declared checks when the release is trusted
+/// ([`trusted`]); otherwise a result that says why they were not run.
 pub async fn release_declared(
     client: &kube::Client,
     owner: &UpdatePreflight,
     update: &Update,
-    offered: bool,
     settings: &JobSettings,
     deadline: Instant,
     releases: &Cache,
@@ -54,14 +54,14 @@ pub async fn release_declared(
     if !settings.release_checks || update.target_image.is_empty() {
         return Ok(None);
     }
-    if let Err(why) = verified(&update.target_image, offered, &settings.trusted_releases) {
+    if let Err(why) = trusted(client, &update.target_image, settings).await {
         info!(%why, "the target release's own checks are not run");
         return Err(CheckResult::new(
             RELEASE_DISCOVERY,
             crate::model::Severity::Warning,
             Outcome::Fail,
             format!(
-                "the checks the target release declares were not run: {why}; only verified releases run as pods"
+                "the checks the target release declares were not run: {why}; only releases that --trusted-releases lists or whose signature verifies run as pods"
             ),
         ));
     }
@@ -92,6 +92,23 @@ pub async fn release_declared(
                 format!("cannot list the checks the target release declares: {e}"),
             ))
         }
+    }
+}
+
+/// Why release `image` may run as pods (its extraction pod and declared
+/// Jobs), or why not: `--trusted-releases` lists it, or its signature
+/// verifies as the CVO would verify it ([`signature`]). What the update
+/// graph offers is never enough on its own.
+pub async fn trusted(
+    client: &kube::Client,
+    image: &str,
+    settings: &JobSettings,
+) -> Result<String, String> {
+    match listed(image, &settings.trusted_releases)? {
+        Some(why) => Ok(why),
+        None => signature::fetch::verify_release(client, image)
+            .await
+            .map_err(|why| format!("--trusted-releases does not list {image}, and {why}")),
     }
 }
 

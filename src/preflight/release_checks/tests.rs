@@ -180,25 +180,24 @@ fn names_become_camel_case(#[case] name: &str, #[case] camel_case: &str) {
 }
 
 #[rstest]
-#[case::offered("q/ocp@sha256:aa", true, &[], Ok("the update graph offers it"))]
-#[case::listed_digest("q/ocp@sha256:aa", false, &["other/ocp@sha256:aa"], Ok("--trusted-releases lists other/ocp@sha256:aa"))]
-#[case::listed_repository("quay.io/ocp/release@sha256:aa", false, &["quay.io/ocp/"], Ok("--trusted-releases lists quay.io/ocp/"))]
-#[case::listed_repository_exactly("quay.io/ocp/release@sha256:aa", false, &["quay.io/ocp/release"], Ok("--trusted-releases lists quay.io/ocp/release"))]
-#[case::not_at_a_path_boundary("quay.io/ocp-evil/release@sha256:aa", false, &["quay.io/ocp"], Err("the update graph does not offer"))]
-#[case::another_digest("q/ocp@sha256:bb", false, &["q/ocp@sha256:aa"], Err("the update graph does not offer"))]
-#[case::nothing_listed("q/ocp@sha256:aa", false, &[], Err("the update graph does not offer q/ocp@sha256:aa, and --trusted-releases does not list it"))]
-#[case::a_tag_even_if_listed("quay.io/ocp/release:4.16.3", false, &["quay.io/ocp/"], Err("is not named by a digest"))]
-#[case::a_tag_even_if_offered("quay.io/ocp/release:4.16.3", true, &[], Err("is not named by a digest"))]
-fn only_verified_releases_run_as_pods(
+#[case::listed_digest("q/ocp@sha256:aa", &["other/ocp@sha256:aa"], Ok(Some("--trusted-releases lists other/ocp@sha256:aa")))]
+#[case::listed_repository("quay.io/ocp/release@sha256:aa", &["quay.io/ocp/"], Ok(Some("--trusted-releases lists quay.io/ocp/")))]
+#[case::listed_repository_exactly("quay.io/ocp/release@sha256:aa", &["quay.io/ocp/release"], Ok(Some("--trusted-releases lists quay.io/ocp/release")))]
+#[case::not_at_a_path_boundary("quay.io/ocp-evil/release@sha256:aa", &["quay.io/ocp"], Ok(None))]
+#[case::another_digest("q/ocp@sha256:bb", &["q/ocp@sha256:aa"], Ok(None))]
+#[case::nothing_listed("q/ocp@sha256:aa", &[], Ok(None))]
+#[case::a_tag_even_if_listed("quay.io/ocp/release:4.16.3", &["quay.io/ocp/"], Err("is not named by a digest"))]
+fn only_listed_or_signed_releases_run_as_pods(
     #[case] image: &str,
-    #[case] offered: bool,
     #[case] trusted: &[&str],
-    #[case] expected: Result<&str, &str>,
+    #[case] expected: Result<Option<&str>, &str>,
 ) {
     let trusted: Vec<String> = trusted.iter().map(|t| t.to_string()).collect();
-    let got = verified(image, offered, &trusted);
+    // Ok(None): not listed, so only a verified signature lets it run
+    // (preflight::signature).
+    let got = listed(image, &trusted);
     match (got, expected) {
-        (Ok(why), Ok(want)) => assert_eq!(why, want),
+        (Ok(why), Ok(want)) => assert_eq!(why.as_deref(), want),
         (Err(why), Err(want)) => assert!(why.contains(want), "{why}"),
         (got, want) => panic!("{got:?}, expected {want:?}"),
     }
@@ -493,4 +492,22 @@ fn only_a_pod_cut_short_or_a_silent_api_is_worth_another_extraction() {
     assert!(DiscoveryError::Api("connection reset".into()).is_transient());
     assert!(!DiscoveryError::Pod("cannot pull the release image".into()).is_transient());
     assert!(!DiscoveryError::NoImageReferences.is_transient());
+}
+
+#[rstest]
+#[case::a_tag("example.com/ocp:4.16.3")]
+#[case::a_digest_the_release_does_not_list("attacker.example/tool@sha256:50")]
+#[case::no_image("")]
+fn a_declared_job_runs_only_an_image_of_the_release_by_digest(#[case] image: &str) {
+    let output = OUTPUT.replace(
+        "        image: example.com/ocp@sha256:50\n",
+        &format!("        image: {image:?}\n"),
+    );
+    assert_ne!(output, OUTPUT);
+    let refused = parse_extraction(&output).unwrap_err().to_string();
+    assert!(
+        refused.starts_with("cannot read 0000_50_cluster-storage-operator_99_preflight.yaml: the image")
+            && refused.contains("of declared check StorageCsiMigration is not one of the release's image-references, by digest"),
+        "{refused}"
+    );
 }
