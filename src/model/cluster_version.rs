@@ -8,8 +8,10 @@ use super::meta::{Condition, Metadata, is_true, newest_condition_time, null_as_d
 use super::release::{ReleaseKey, Version, is_image};
 
 /// A lean view of `config.openshift.io/v1` ClusterVersion: the fields the
-/// decision, the checks and the controller read. Everything else (
-/// capabilities, overrides, signature stores) is skipped.
+/// decision, the checks and the controller read. Everything else is
+/// skipped; of the fields that decide what the cluster trusts (the graph,
+/// signature stores, overrides, capabilities) only whether a write changes
+/// them is read ([`Spec::trust_changes`]).
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct ClusterVersion {
@@ -25,6 +27,54 @@ pub struct Spec {
     pub cluster_id: Option<String>,
     pub channel: Option<String>,
     pub desired_update: Option<DesiredUpdate>,
+    /// The update graph's server: whoever sets it chooses what is offered.
+    pub upstream: Option<String>,
+    /// Where the CVO reads release signatures.
+    pub signature_stores: Option<serde_json::Value>,
+    /// Components the CVO stops managing (`unmanaged: true`).
+    pub overrides: Option<serde_json::Value>,
+    /// The optional capabilities enabled.
+    pub capabilities: Option<serde_json::Value>,
+}
+
+impl Spec {
+    /// The fields that decide what the cluster trusts and runs, each by
+    /// its name in the API, that differ from `before`: a new graph
+    /// (`upstream`), new signature stores, overrides that take a component
+    /// away from the CVO, capabilities. An empty value and an absent one
+    /// are the same.
+    pub fn trust_changes(&self, before: &Spec) -> Vec<&'static str> {
+        fn set(v: &Option<serde_json::Value>) -> Option<&serde_json::Value> {
+            v.as_ref().filter(|v| {
+                !(v.is_null()
+                    || v.as_array().is_some_and(Vec::is_empty)
+                    || v.as_object().is_some_and(serde_json::Map::is_empty))
+            })
+        }
+        let upstream = |s: &Spec| s.upstream.clone().filter(|u| !u.trim().is_empty());
+        let mut changed = Vec::new();
+        if upstream(self) != upstream(before) {
+            changed.push("spec.upstream");
+        }
+        for (name, now, was) in [
+            (
+                "spec.signatureStores",
+                &self.signature_stores,
+                &before.signature_stores,
+            ),
+            ("spec.overrides", &self.overrides, &before.overrides),
+            (
+                "spec.capabilities",
+                &self.capabilities,
+                &before.capabilities,
+            ),
+        ] {
+            if set(now) != set(was) {
+                changed.push(name);
+            }
+        }
+        changed
+    }
 }
 
 /// `spec.desiredUpdate`.
@@ -492,6 +542,36 @@ pub(crate) fn same_target(new: &Resolution, old: &Resolution) -> bool {
 mod tests {
     use super::*;
     use rstest::rstest;
+    use serde_json::json;
+
+    fn spec(json: serde_json::Value) -> Spec {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[rstest]
+    #[case::nothing(json!({"channel": "stable-4.15"}), json!({"channel": "fast-4.15"}), &[])]
+    #[case::a_new_graph(json!({}), json!({"upstream": "https://graph.example/api"}), &["spec.upstream"])]
+    #[case::the_default_graph_again(json!({"upstream": "https://graph.example/api"}), json!({}), &["spec.upstream"])]
+    #[case::empty_is_absent(json!({"upstream": ""}), json!({"signatureStores": [], "overrides": null}), &[])]
+    #[case::stores(json!({}), json!({"signatureStores": [{"url": "https://sigs.example"}]}), &["spec.signatureStores"])]
+    #[case::an_unmanaged_component(
+        json!({"overrides": []}),
+        json!({"overrides": [{"kind": "Deployment", "group": "apps", "namespace": "openshift-etcd-operator", "name": "etcd-operator", "unmanaged": true}]}),
+        &["spec.overrides"]
+    )]
+    #[case::capabilities(json!({"capabilities": {"baselineCapabilitySet": "None"}}), json!({"capabilities": {"baselineCapabilitySet": "vCurrent"}}), &["spec.capabilities"])]
+    #[case::all_at_once(
+        json!({}),
+        json!({"upstream": "u", "signatureStores": [{"url": "s"}], "overrides": [{"name": "x"}], "capabilities": {"additionalEnabledCapabilities": ["Console"]}}),
+        &["spec.upstream", "spec.signatureStores", "spec.overrides", "spec.capabilities"]
+    )]
+    fn what_the_cluster_trusts_changes_by_name(
+        #[case] before: serde_json::Value,
+        #[case] after: serde_json::Value,
+        #[case] changed: &[&str],
+    ) {
+        assert_eq!(spec(after).trust_changes(&spec(before)), changed);
+    }
 
     #[rstest]
     #[case(

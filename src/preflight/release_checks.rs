@@ -144,6 +144,9 @@ pub(crate) fn extraction_pod(
             "generateName": "pfx-release-",
             "namespace": settings.namespace,
             "labels": {"app.kubernetes.io/managed-by": "preflight-gate", EXTRACTION: label},
+            "annotations": {
+                crate::preflight::jobs::REQUIRED_SCC: crate::preflight::jobs::RESTRICTED_SCC,
+            },
             "ownerReferences": owner_ref.into_iter().collect::<Vec<_>>(),
         },
         "spec": {

@@ -14,6 +14,12 @@ use crate::model::UpdatePreflight;
 use crate::model::preflight_check::{DEFAULT_TIMEOUT_SECONDS, NotApplicable, PreflightCheck};
 use crate::model::release::{UpdateKind, Version};
 
+/// The pod annotation that makes OpenShift admit a pod under the named SCC
+/// or refuse it (4.14 and later).
+pub(crate) const REQUIRED_SCC: &str = "openshift.io/required-scc";
+/// The SCC every pod the gate starts runs under.
+pub(crate) const RESTRICTED_SCC: &str = "restricted-v2";
+
 /// The name of the check's container in the Job's pod.
 pub(super) const CONTAINER: &str = "check";
 /// Label on Jobs and pods: the UID of the `UpdatePreflight` the run is for.
@@ -198,7 +204,9 @@ pub(super) fn job_manifest(
             "activeDeadlineSeconds": timeout,
             "ttlSecondsAfterFinished": settings.ttl_after_finished.as_secs(),
             "template": {
-                "metadata": {"labels": labels},
+                // OpenShift admits the pod under restricted-v2 or not at
+                // all: a broader SCC the account may hold is never chosen.
+                "metadata": {"labels": labels, "annotations": {REQUIRED_SCC: RESTRICTED_SCC}},
                 "spec": {
                     "serviceAccountName": settings.service_account,
                     // A release's own check reads the cluster only when it

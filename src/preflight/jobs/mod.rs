@@ -16,5 +16,6 @@ pub mod settings;
 mod tests;
 
 pub use manifest::Update;
+pub(crate) use manifest::{REQUIRED_SCC, RESTRICTED_SCC};
 pub use run::{release_declared, run_external, trusted};
 pub use settings::JobSettings;

@@ -294,6 +294,10 @@ fn the_job_is_restricted_limited_owned_and_labelled() {
         spec["template"]["metadata"]["labels"],
         j["metadata"]["labels"]
     );
+    assert_eq!(
+        spec["template"]["metadata"]["annotations"]["openshift.io/required-scc"], "restricted-v2",
+        "admitted under restricted-v2 or not at all"
+    );
     let pod = &spec["template"]["spec"];
     assert_eq!(pod["serviceAccountName"], "preflight-check");
     assert_eq!(pod["restartPolicy"], "Never");

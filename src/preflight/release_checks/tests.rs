@@ -130,6 +130,12 @@ fn the_extraction_pod_runs_the_release_image_restricted_and_without_a_token() {
     assert_eq!(p["metadata"]["labels"][EXTRACTION], "release-sha256-aa");
     assert_eq!(p["spec"]["automountServiceAccountToken"], false);
     assert_eq!(p["spec"]["restartPolicy"], "Never");
+    // Admitted under restricted-v2 or not at all, whatever SCC the account
+    // may also hold.
+    assert_eq!(
+        p["metadata"]["annotations"]["openshift.io/required-scc"],
+        "restricted-v2"
+    );
     let c = &p["spec"]["containers"][0];
     assert_eq!(c["image"], "example.com/ocp-release@sha256:aa");
     assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
