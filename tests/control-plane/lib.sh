@@ -26,6 +26,13 @@ cp_made_by_up() {
         grep -qxF "export CP_DIR=$1" "$1/env"
 }
 
+# True if PID $1 is alive and is one of this control plane's: its command
+# line names the state dir (every process that up starts has it in a flag),
+# so a PID file whose process is gone never makes us signal another's.
+cp_owns_pid() {
+    [[ -r "/proc/$1/cmdline" ]] && tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF "$CP_DIR/"
+}
+
 cp_log() { printf '[control-plane] %s\n' "$*" >&2; }
 cp_die() { cp_log "error: $*"; exit 1; }
 

@@ -1,31 +1,25 @@
 //! The shared world of the end-to-end tests: the control plane, the CRDs,
 //! RBAC, the ClusterVersion `version`, the gate and its webhook
 //! registration. Set up once per run; tests take turns through `lock()`
-//! because they share the one ClusterVersion.
+//! because they share the one ClusterVersion. The control plane's plumbing
+//! is tests/common/control_plane.rs, shared with the node suite.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
+#[path = "../common/control_plane.rs"]
+mod control_plane;
+
+pub use control_plane::{
+    CLEAR_TARGET, OPENSHIFT_CRDS, Output, image_patch_args, merge_patch_args, run,
+};
+use control_plane::{ControlPlane, ROOT, poll, wait_for};
+
 pub const WEBHOOK: &str = "clusterversions.preflight.dev";
-
-/// What `oc adm upgrade --clear` amounts to: `spec.desiredUpdate` removed.
-pub const CLEAR_TARGET: [&str; 6] = [
-    "patch",
-    "clusterversion",
-    "version",
-    "--type=json",
-    "-p",
-    r#"[{"op":"remove","path":"/spec/desiredUpdate"}]"#,
-];
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// OpenShift's own CRDs (openshift/api, Apache-2.0), in the repository.
-pub const OPENSHIFT_CRDS: &str = "tests/data/openshift-crds";
 
 /// Who runs a kubectl command.
 #[derive(Clone, Copy, Debug)]
@@ -39,6 +33,15 @@ pub enum User {
 }
 
 impl User {
+    /// The env file's variable naming the user's kubeconfig.
+    fn kubeconfig(self) -> &'static str {
+        match self {
+            Self::Admin => "ADMIN_KUBECONFIG",
+            Self::Alice => "ALICE_KUBECONFIG",
+            Self::Bob => "BOB_KUBECONFIG",
+        }
+    }
+
     /// The user name the API server authenticates (the certificate's CN).
     pub fn name(self) -> &'static str {
         match self {
@@ -50,13 +53,12 @@ impl User {
 }
 
 pub struct World {
-    env: HashMap<String, String>,
+    plane: ControlPlane,
     pub gate_port: u16,
     pub admin_port: u16,
     pub ca_bundle: String,
     /// The in-process controller replicas; the first is started with the world.
     pub replicas: Mutex<Vec<Replica>>,
-    _dir: tempfile::TempDir,
 }
 
 /// Lease duration of the test replicas: short, so a takeover is quick.
@@ -93,12 +95,6 @@ impl Replica {
     }
 }
 
-pub struct Output {
-    pub ok: bool,
-    pub stdout: String,
-    pub stderr: String,
-}
-
 static WORLD: OnceLock<World> = OnceLock::new();
 static TURN: Mutex<()> = Mutex::new(());
 
@@ -119,30 +115,6 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn run(command: &mut Command) -> Output {
-    let out = command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
-    Output {
-        ok: out.status.success(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// Reads the variables of the control plane's env file.
-fn read_env(file: &Path) -> HashMap<String, String> {
-    let out = run(Command::new("bash")
-        .args(["-c", "set -a; source \"$1\"; env", "env"])
-        .arg(file));
-    assert!(out.ok, "cannot read {}: {}", file.display(), out.stderr);
-    out.stdout
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
-}
-
 impl World {
     fn set_up() -> World {
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -151,24 +123,13 @@ impl World {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
-        let up = run(&mut Command::new(format!("{ROOT}/tests/control-plane/up")));
-        assert!(up.ok, "the control plane did not come up:\n{}", up.stderr);
-        let env_file = up
-            .stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("source "))
-            .expect("up prints the env file")
-            .trim()
-            .to_owned();
-        let env = read_env(Path::new(&env_file));
-        let dir = tempfile::tempdir().unwrap();
+        let plane = ControlPlane::up(&mut Command::new(format!("{ROOT}/tests/control-plane/up")));
         let mut world = World {
-            env,
+            plane,
             gate_port: free_port(),
             admin_port: free_port(),
             ca_bundle: String::new(),
             replicas: Mutex::new(Vec::new()),
-            _dir: dir,
         };
         world.install_crds();
         world.apply_rbac();
@@ -269,27 +230,9 @@ impl World {
 
     /// Healthy ClusterOperators, as a cluster at rest reports them.
     fn create_cluster_operators(&self) {
-        for name in ["authentication", "etcd", "kube-apiserver", "machine-config"] {
-            let co = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator", "metadata": {"name": name}, "spec": {}});
-            let path = self.dir().join(format!("co-{name}.json"));
-            std::fs::write(&path, co.to_string()).unwrap();
-            let _ = self.kubectl(User::Admin, &["create", "-f", path.to_str().unwrap()]);
-            let now = jiff::Timestamp::now().to_string();
-            let conditions = json!({"status": {"conditions": [
-                {"type": "Available", "status": "True", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"},
-                {"type": "Degraded", "status": "False", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"},
-                {"type": "Progressing", "status": "False", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"},
-                {"type": "Upgradeable", "status": "True", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"}],
-                "versions": [{"name": "operator", "version": "4.14.1"}]}});
-            self.admin(&[
-                "patch",
-                "clusteroperator",
-                name,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                &conditions.to_string(),
-            ]);
+        for name in control_plane::OPERATORS {
+            self.plane
+                .put_cluster_operator(name, &control_plane::operator_status(None));
         }
     }
 
@@ -331,74 +274,38 @@ impl World {
     }
 
     pub fn var(&self, name: &str) -> &str {
-        self.env
-            .get(name)
-            .unwrap_or_else(|| panic!("{name} is not in the control plane's env"))
+        self.plane.var(name)
     }
 
     pub fn dir(&self) -> &Path {
-        self._dir.path()
+        self.plane.dir()
     }
 
     pub fn kubectl<S: AsRef<std::ffi::OsStr>>(&self, user: User, args: &[S]) -> Output {
-        let kubeconfig = match user {
-            User::Admin => self.var("ADMIN_KUBECONFIG"),
-            User::Alice => self.var("ALICE_KUBECONFIG"),
-            User::Bob => self.var("BOB_KUBECONFIG"),
-        };
-        run(Command::new(self.var("KUBECTL"))
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .args(args))
+        self.plane.kubectl_with(user.kubeconfig(), args)
     }
 
     /// kubectl that must succeed.
     pub fn admin<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(&self, args: &[S]) -> String {
-        let out = self.kubectl(User::Admin, args);
-        assert!(out.ok, "kubectl {args:?} failed: {}", out.stderr);
-        out.stdout
+        self.plane.admin(args)
     }
 
     pub fn apply_json(&self, object: &Value) {
-        let path = self.dir().join(format!("apply-{}.json", rand_suffix()));
-        std::fs::write(&path, serde_json::to_vec(object).unwrap()).unwrap();
-        self.admin(&[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "-f",
-            path.to_str().unwrap(),
-        ]);
+        self.plane.apply_json(object);
     }
 
     fn install_crds(&self) {
         // OpenShift's own CRDs (tests/data/openshift-crds), so our objects
-        // are validated by the real schemas.
-        let crd = |file: &str| PathBuf::from(ROOT).join(OPENSHIFT_CRDS).join(file);
-        let crds = [
-            crd("0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml"),
-            crd("0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"),
-            PathBuf::from(ROOT).join("deploy/crds/updatepreflights.preflight.dev.yaml"),
-            PathBuf::from(ROOT).join("deploy/crds/preflightchecks.preflight.dev.yaml"),
-        ];
-        for crd in &crds {
-            self.admin(&[
-                "apply",
-                "--server-side",
-                "--force-conflicts",
-                "-f",
-                crd.to_str().unwrap(),
-            ]);
+        // are validated by the real schemas; then the gate's.
+        self.plane.install_cluster_crds();
+        for crd in ["updatepreflights", "preflightchecks"] {
+            self.plane.apply_file(
+                &PathBuf::from(ROOT).join(format!("deploy/crds/{crd}.preflight.dev.yaml")),
+            );
         }
-        self.admin(&[
-            "wait",
-            "--for",
-            "condition=established",
-            "--timeout=60s",
-            "crd/clusterversions.config.openshift.io",
-            "crd/clusteroperators.config.openshift.io",
-            "crd/updatepreflights.preflight.dev",
-            "crd/preflightchecks.preflight.dev",
+        self.plane.wait_established(&[
+            "updatepreflights.preflight.dev",
+            "preflightchecks.preflight.dev",
         ]);
         // Established is not yet served: wait until discovery lists them.
         for resource in [
@@ -407,11 +314,15 @@ impl World {
             "updatepreflights",
             "preflightchecks",
         ] {
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while !self.kubectl(User::Admin, &["get", resource]).ok {
-                assert!(Instant::now() < deadline, "{resource} never served");
-                std::thread::sleep(Duration::from_millis(200));
-            }
+            wait_for(
+                &format!("{resource} to be served"),
+                Duration::from_secs(30),
+                || {
+                    self.kubectl(User::Admin, &["get", resource])
+                        .ok
+                        .then_some(())
+                },
+            );
         }
     }
 
@@ -450,42 +361,11 @@ impl World {
         self.apply_json(&json!({"apiVersion": "v1", "kind": "List", "items": items}));
     }
 
-    /// The example ClusterVersion (from examples/reviews/), whose offered
-    /// releases the sample results cover: 4.14.12 passes, 4.15.3 fails,
-    /// 4.15.16 has no results.
-    fn example_cluster_version() -> Value {
-        let review: Value = serde_json::from_str(include_str!(
-            "../../examples/reviews/update-to-4.14.12.json"
-        ))
-        .unwrap();
-        let mut cv = review["request"]["oldObject"].clone();
-        cv["metadata"] = json!({"name": "version"});
-        cv["status"]["versionHash"] = json!("XGjSjKwUh");
-        cv
-    }
-
+    /// The example ClusterVersion (see `example_cluster_version`), its
+    /// status written through the subresource as the CVO writes it.
     fn create_cluster_version(&self) {
-        let cv = Self::example_cluster_version();
-        let exists = self
-            .kubectl(User::Admin, &["get", "clusterversion", "version"])
-            .ok;
-        if !exists {
-            let spec_only = json!({"apiVersion": cv["apiVersion"], "kind": cv["kind"], "metadata": cv["metadata"], "spec": cv["spec"]});
-            let path = self.dir().join("cv.json");
-            std::fs::write(&path, spec_only.to_string()).unwrap();
-            self.admin(&["create", "-f", path.to_str().unwrap()]);
-        }
-        // The CVO writes status through the subresource; so do we.
-        let status = json!({"status": cv["status"]}).to_string();
-        self.admin(&[
-            "patch",
-            "clusterversion",
-            "version",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &status,
-        ]);
+        self.plane
+            .put_cluster_version(&control_plane::example_cluster_version());
     }
 
     /// Serves the gate in-process on a thread of its own, as `preflight-gate
@@ -529,11 +409,9 @@ impl World {
                 eprintln!("the gate stopped: {e:#}");
             }
         });
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.scrape_status_on(admin_port, "/readyz") != Some(200) {
-            assert!(Instant::now() < deadline, "the gate never became ready");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for("the gate to become ready", Duration::from_secs(30), || {
+            (self.scrape_status_on(admin_port, "/readyz") == Some(200)).then_some(())
+        });
         written.ca_bundle()
     }
 
@@ -648,21 +526,15 @@ impl World {
 
     /// Waits until the object for `image` satisfies `done`; returns it.
     pub fn wait_for_result(&self, image: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        loop {
-            if let Some(o) = self
-                .update_preflights()
-                .into_iter()
-                .find(|o| o["spec"]["image"] == image && done(o))
-            {
-                return o;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no UpdatePreflight for {image} {what}"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        wait_for(
+            &format!("an UpdatePreflight for {image} {what}"),
+            Duration::from_secs(90),
+            || {
+                self.update_preflights()
+                    .into_iter()
+                    .find(|o| o["spec"]["image"] == image && done(o))
+            },
+        )
     }
 
     pub fn restart_apiserver(&self, down_for: Duration) -> std::thread::JoinHandle<Output> {
@@ -687,22 +559,21 @@ impl World {
 
     /// Waits until the API server calls the webhook as registered.
     fn wait_for_webhook(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let out = self.kubectl(
-                User::Admin,
-                &merge_patch_args("4.15.3", &["--dry-run=server"]),
-            );
-            if !out.ok && out.stderr.contains("preflight for 4.15.3 failed") {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the webhook never took effect: {}",
-                out.stderr
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        poll(
+            "the webhook to take effect",
+            Duration::from_secs(30),
+            || {
+                let out = self.kubectl(
+                    User::Admin,
+                    &merge_patch_args("4.15.3", &["--dry-run=server"]),
+                );
+                if !out.ok && out.stderr.contains("preflight for 4.15.3 failed") {
+                    Ok(())
+                } else {
+                    Err(out.stderr)
+                }
+            },
+        );
     }
 
     /// Back to rest: no target, no gate annotations, the webhook registered.
@@ -770,57 +641,22 @@ impl World {
 
     /// Waits for an Event with `reason` whose note contains `text`.
     pub fn wait_for_event(&self, reason: &str, text: &str) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(e) = self
-                .events(reason)
-                .into_iter()
-                .find(|e| e["note"].as_str().unwrap_or("").contains(text))
-            {
-                return e;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no {reason} Event mentioning {text:?}"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        wait_for(
+            &format!("a {reason} Event mentioning {text:?}"),
+            Duration::from_secs(60),
+            || {
+                self.events(reason)
+                    .into_iter()
+                    .find(|e| e["note"].as_str().unwrap_or("").contains(text))
+            },
+        )
     }
 
     /// The API server's audit log, when the control plane writes one.
     pub fn audit_log(&self) -> Option<String> {
-        let path = self.env.get("AUDIT_LOG")?;
+        let path = self.plane.get("AUDIT_LOG")?;
         std::fs::read_to_string(path).ok()
     }
-}
-
-fn rand_suffix() -> String {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    N.fetch_add(1, Ordering::Relaxed).to_string()
-}
-
-/// What `oc adm upgrade --to-image IMAGE --allow-explicit-upgrade` sends.
-pub fn image_patch_args(image: &str, extra: &[&str]) -> Vec<String> {
-    let patch = json!({"spec": {"desiredUpdate": {"image": image, "version": "", "force": false}}})
-        .to_string();
-    let mut args: Vec<String> = ["patch", "clusterversion", "version", "--type=merge", "-p"]
-        .map(String::from)
-        .to_vec();
-    args.push(patch);
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
-}
-
-/// What `oc adm upgrade --to VERSION` sends: a JSON merge patch.
-pub fn merge_patch_args(version: &str, extra: &[&str]) -> Vec<String> {
-    let patch = json!({"spec": {"desiredUpdate": {"version": version}}}).to_string();
-    let mut args: Vec<String> = ["patch", "clusterversion", "version", "--type=merge", "-p"]
-        .map(String::from)
-        .to_vec();
-    args.push(patch);
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
 }
 
 /// The sum of a metric's samples with all of `labels`.

@@ -775,7 +775,11 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
     // signature is mirrored into a ConfigMap, as `oc adm release mirror`
     // leaves it (tests/e2e/signatures.rs tests the rest).
     let trust = crate::signatures::Trust::test_key(world, &[]);
-    trust.signature_config_map("e2e-release-c", 'c', &format!("sha256-{}-1", "c".repeat(64)));
+    trust.signature_config_map(
+        "e2e-release-c",
+        'c',
+        &format!("sha256-{}-1", "c".repeat(64)),
+    );
 
     // The runner with release checks on, as `serve --release-checks` runs it,
     // in a thread of its own while the test plays the kubelet.
@@ -817,17 +821,11 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                 .await
                 .expect_err("an unverified release is not run");
                 // Signed by the cluster's release key (the test's): it runs.
-                let declared = jobs::release_declared(
-                    &client,
-                    &owner,
-                    &update,
-                    &settings,
-                    deadline(),
-                    &cache,
-                )
-                .await
-                .unwrap()
-                .unwrap();
+                let declared =
+                    jobs::release_declared(&client, &owner, &update, &settings, deadline(), &cache)
+                        .await
+                        .unwrap()
+                        .unwrap();
                 let both = [
                     "E2EFromRelease".to_owned(),
                     "StorageCsiMigration".to_owned(),
@@ -843,16 +841,10 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                 )
                 .await;
                 // Asked again for the same digest: the cache answers, no pod runs.
-                let again = jobs::release_declared(
-                    &client,
-                    &owner,
-                    &update,
-                    &settings,
-                    deadline(),
-                    &cache,
-                )
-                .await
-                .unwrap();
+                let again =
+                    jobs::release_declared(&client, &owner, &update, &settings, deadline(), &cache)
+                        .await
+                        .unwrap();
                 let none = ["NoSuchCheck".to_owned()];
                 let second = jobs::run_external(
                     &client,
@@ -980,7 +972,11 @@ fn the_gate_runs_external_checks_with_the_deployed_rbac_and_the_check_rbac() {
     // of openshift-config-managed (deploy/components/openshift-reads).
     let image = release('c');
     let trust = crate::signatures::Trust::test_key(world, &[]);
-    trust.signature_config_map("e2e-as-gate-c", 'c', &format!("sha256-{}-1", "c".repeat(64)));
+    trust.signature_config_map(
+        "e2e-as-gate-c",
+        'c',
+        &format!("sha256-{}-1", "c".repeat(64)),
+    );
     let uid = made.preflight("e2e-as-gate", &image, "4.14.20", &["E2EAsGate"]);
     let owner: preflight_gate::model::UpdatePreflight =
         serde_json::from_value(get_json(world, &["get", "updatepreflight", "e2e-as-gate"]))

@@ -72,17 +72,7 @@ fn text(out: &std::process::Output) -> String {
 
 #[test]
 fn the_rules_file_is_the_prometheusrules_spec() {
-    let generated = rules_file_text();
-    let path = root().join(RULES_FILE);
-    if std::env::var_os("PREFLIGHT_GATE_BLESS").is_some() {
-        std::fs::write(&path, &generated).unwrap();
-        return;
-    }
-    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        checked_in == generated,
-        "{RULES_FILE} is stale: run PREFLIGHT_GATE_BLESS=1 cargo test --test it alerts"
-    );
+    crate::golden::file(RULES_FILE, &rules_file_text(), "alerts");
 }
 
 #[test]

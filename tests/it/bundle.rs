@@ -22,7 +22,6 @@
 //!   leave the target alone at once.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -445,37 +444,7 @@ pub fn generate() -> BTreeMap<String, String> {
 
 #[test]
 fn the_bundle_is_generated_from_the_openshift_overlay() {
-    let root = Path::new(ROOT).join("bundle");
-    let files = generate();
-    if std::env::var_os("PREFLIGHT_GATE_BLESS").is_some() {
-        let _ = std::fs::remove_dir_all(root.join("manifests"));
-        for (path, text) in &files {
-            let path = root.join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-    }
-    let mut stale = Vec::new();
-    for (path, text) in &files {
-        if std::fs::read_to_string(root.join(path)).ok().as_deref() != Some(text.as_str()) {
-            stale.push(path.clone());
-        }
-    }
-    let present: Vec<String> = std::fs::read_dir(root.join("manifests"))
-        .map(|d| {
-            d.map(|e| format!("manifests/{}", e.unwrap().file_name().to_string_lossy()))
-                .collect()
-        })
-        .unwrap_or_default();
-    for path in present {
-        if !files.contains_key(&path) {
-            stale.push(format!("{path} (not generated)"));
-        }
-    }
-    assert!(
-        stale.is_empty(),
-        "bundle/ is stale: {stale:?}; run PREFLIGHT_GATE_BLESS=1 cargo test --test it bundle"
-    );
+    crate::golden::tree("bundle", &generate(), "bundle");
 }
 
 #[test]

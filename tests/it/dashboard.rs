@@ -47,16 +47,8 @@ pub fn queries() -> Vec<String> {
 
 #[test]
 fn the_console_dashboard_carries_the_grafana_json() {
-    let generated = console_text();
-    let path = Path::new(ROOT).join(CONSOLE);
-    if std::env::var_os("PREFLIGHT_GATE_BLESS").is_some() {
-        std::fs::write(&path, &generated).unwrap();
-    }
-    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        checked_in == generated,
-        "{CONSOLE} is stale: run PREFLIGHT_GATE_BLESS=1 cargo test --test it dashboard"
-    );
+    crate::golden::file(CONSOLE, &console_text(), "dashboard");
+    let checked_in = std::fs::read_to_string(Path::new(ROOT).join(CONSOLE)).unwrap();
     // And it reads back as the same dashboard, with the console's label.
     let config_map: Value = serde_saphyr::from_str(&checked_in).unwrap();
     assert_eq!(

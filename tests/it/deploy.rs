@@ -100,24 +100,15 @@ fn strings(value: &Value) -> Vec<&str> {
 
 #[test]
 fn every_overlay_renders_as_checked_in() {
-    let bless = std::env::var_os("PREFLIGHT_GATE_BLESS").is_some();
-    let mut stale = Vec::new();
-    for overlay in OVERLAYS {
-        let fresh = render(overlay);
-        let relative = format!("deploy/rendered/{overlay}.yaml");
-        let path = Path::new(ROOT).join(&relative);
-        if bless {
-            // Beside, then renamed: the other tests here read these files.
-            let tmp = path.with_extension("yaml.tmp");
-            std::fs::write(&tmp, &fresh).unwrap();
-            std::fs::rename(&tmp, &path).unwrap();
-        } else if std::fs::read_to_string(&path).unwrap_or_default() != fresh {
-            stale.push(relative);
-        }
-    }
-    assert!(
-        stale.is_empty(),
-        "{stale:?} stale: run PREFLIGHT_GATE_BLESS=1 cargo test --test it deploy"
+    let rendered: Vec<(String, String)> = OVERLAYS
+        .iter()
+        .map(|overlay| (format!("deploy/rendered/{overlay}.yaml"), render(overlay)))
+        .collect();
+    crate::golden::files(
+        rendered
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str())),
+        "deploy",
     );
 }
 

@@ -40,22 +40,9 @@ fn splice(text: &str, name: &str, body: &str) -> String {
     )
 }
 
-fn bless() -> bool {
-    std::env::var_os("PREFLIGHT_GATE_BLESS").is_some()
-}
-
 /// Compares a checked-in file with what the code generates, or rewrites it.
 fn check_file(relative: &str, generated: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
-    if bless() {
-        std::fs::write(&path, generated).unwrap();
-        return;
-    }
-    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        checked_in == generated,
-        "{relative} is stale: run PREFLIGHT_GATE_BLESS=1 cargo test --test it generated"
-    );
+    crate::golden::file(relative, generated, "generated");
 }
 
 #[test]

@@ -120,6 +120,7 @@ pub struct Options {
     pub layout: Layout,
     pub client_ca: Option<PathBuf>,
     pub header_read_timeout: Duration,
+    pub idle_timeout: Duration,
     pub handshake_timeout: Duration,
     pub shutdown_delay: Duration,
     /// Serve the admin port over TLS too.
@@ -135,6 +136,7 @@ impl Default for Options {
             layout: Layout::Plain,
             client_ca: None,
             header_read_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(120),
             handshake_timeout: Duration::from_secs(5),
             shutdown_delay: Duration::ZERO,
             admin_tls: false,
@@ -229,6 +231,7 @@ pub async fn start(options: Options) -> Running {
         max_connections: options.max_connections,
         handshake_timeout: options.handshake_timeout,
         header_read_timeout: options.header_read_timeout,
+        idle_timeout: options.idle_timeout,
         shutdown_delay: options.shutdown_delay,
         shutdown_grace: Duration::from_secs(10),
     };

@@ -5,10 +5,13 @@ mod bundle;
 mod captures;
 mod check_cli;
 mod checks;
+mod checks_doc;
 mod connections;
 mod dashboard;
 mod deploy;
 mod generated;
+#[path = "../common/golden.rs"]
+mod golden;
 mod harness;
 mod image;
 mod keys;

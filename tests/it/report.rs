@@ -72,19 +72,10 @@ fn blocking_failures(report: &Report) -> BTreeSet<String> {
 fn golden_reports(#[case] name: &str, #[case] to: &str) {
     let report = report(name, to);
     let table = report.render(Format::Table, false);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/golden")
-        .join(format!("{name}.txt"));
-    if std::env::var_os("PREFLIGHT_GATE_BLESS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &table).unwrap();
-        return;
-    }
-    let golden = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; run with PREFLIGHT_GATE_BLESS=1", path.display()));
-    assert!(
-        golden == table,
-        "{name}: the report changed; run with PREFLIGHT_GATE_BLESS=1 and review the diff\n{table}"
+    crate::golden::file(
+        &format!("tests/data/golden/{name}.txt"),
+        &table,
+        "golden_reports",
     );
 }
 

@@ -3,9 +3,9 @@
 //! deploy/image/build and the test images by tests/node/images, all imported
 //! into the node's containerd, and the gate deployed from
 //! deploy/overlays/node with a serving certificate from the test CA. Set up
-//! once per run; tests take turns through `lock()`.
+//! once per run; tests take turns through `lock()`. The control plane's
+//! plumbing is tests/common/control_plane.rs, shared with the e2e suite.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -13,26 +13,24 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-pub const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+#[path = "../common/control_plane.rs"]
+mod control_plane;
+
+use control_plane::{CLEAR_TARGET, ControlPlane, OPERATORS, unique, vars};
+pub use control_plane::{Output, ROOT, run, wait_for};
+
 pub const NAMESPACE: &str = "preflight-gate";
 pub const WEBHOOK: &str = "clusterversions.preflight.dev";
 pub const LEASE: &str = "preflight-gate-controller";
 
 pub struct World {
-    env: HashMap<String, String>,
+    plane: ControlPlane,
     pub check_image: String,
     pub release_image: String,
     /// The manifest digest deploy/image/build printed.
     pub gate_digest: String,
     /// The image's config digest: its ID, as the kubelet reports it.
     pub gate_image_id: String,
-    dir: tempfile::TempDir,
-}
-
-pub struct Output {
-    pub ok: bool,
-    pub stdout: String,
-    pub stderr: String,
 }
 
 static WORLD: OnceLock<World> = OnceLock::new();
@@ -48,37 +46,6 @@ pub fn lock() -> (MutexGuard<'static, ()>, &'static World) {
     (turn, world)
 }
 
-pub fn run(command: &mut Command) -> Output {
-    let out = command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
-    Output {
-        ok: out.status.success(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// `NAME=value` lines.
-fn vars(text: &str) -> HashMap<String, String> {
-    text.lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
-}
-
-/// Polls `f` until it returns `Some`, for at most `limit`.
-pub fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
 /// The state dir of the node suite's control plane: its own, so it never
 /// shares an API server with the e2e suite.
 pub fn cp_dir() -> PathBuf {
@@ -91,35 +58,22 @@ pub fn cp_dir() -> PathBuf {
 impl World {
     fn set_up() -> World {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let up = run(Command::new(format!("{ROOT}/tests/control-plane/up"))
-            .arg("--node")
-            .env("PREFLIGHT_GATE_CP_DIR", cp_dir()));
-        assert!(up.ok, "the node did not come up:\n{}", up.stderr);
-        let env_file = up
-            .stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("source "))
-            .expect("up prints the env file")
-            .trim()
-            .to_owned();
-        let sourced = run(Command::new("bash")
-            .args(["-c", "set -a; source \"$1\"; env", "env"])
-            .arg(&env_file));
-        assert!(sourced.ok, "{}", sourced.stderr);
-        let env = vars(&sourced.stdout);
-        let dir = tempfile::tempdir().unwrap();
+        let plane = ControlPlane::up(
+            Command::new(format!("{ROOT}/tests/control-plane/up"))
+                .arg("--node")
+                .env("PREFLIGHT_GATE_CP_DIR", cp_dir()),
+        );
         let mut world = World {
-            env,
+            plane,
             check_image: String::new(),
             release_image: String::new(),
             gate_digest: String::new(),
             gate_image_id: String::new(),
-            dir,
         };
         (world.gate_digest, world.gate_image_id) = world.import_gate_image();
         let images = run(Command::new(format!("{ROOT}/tests/node/images"))
             .arg(world.dir().join("images"))
-            .envs(&world.env));
+            .envs(world.plane.env()));
         assert!(images.ok, "tests/node/images failed:\n{}", images.stderr);
         let images = vars(&images.stdout);
         world.check_image = images["CHECK_IMAGE"].clone();
@@ -131,46 +85,29 @@ impl World {
     }
 
     pub fn var(&self, name: &str) -> &str {
-        self.env
-            .get(name)
-            .unwrap_or_else(|| panic!("{name} is not in the control plane's env file"))
+        self.plane.var(name)
     }
 
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        self.plane.dir()
     }
 
     /// kubectl as the admin (system:masters).
     pub fn kubectl<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Output {
-        run(Command::new(self.var("KUBECTL"))
-            .arg("--kubeconfig")
-            .arg(self.var("ADMIN_KUBECONFIG"))
-            .args(args))
+        self.plane.kubectl(args)
     }
 
     /// kubectl that must succeed; its stdout.
     pub fn admin<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(&self, args: &[S]) -> String {
-        let out = self.kubectl(args);
-        assert!(out.ok, "kubectl {args:?} failed: {}", out.stderr);
-        out.stdout
+        self.plane.admin(args)
     }
 
     pub fn get_json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        serde_json::from_str(&self.admin(&all)).unwrap()
+        self.plane.get_json(args)
     }
 
     pub fn apply_json(&self, object: &Value) {
-        let path = self.dir().join(format!("apply-{}.json", unique()));
-        std::fs::write(&path, object.to_string()).unwrap();
-        self.admin(&[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "-f",
-            path.to_str().unwrap(),
-        ]);
+        self.plane.apply_json(object);
     }
 
     /// The gate's image: from PREFLIGHT_GATE_IMAGE_TAR (tests/run builds it
@@ -224,26 +161,7 @@ impl World {
 
     fn install_openshift_crds(&self) {
         // OpenShift's own CRDs, as the cluster serves them.
-        let crd = |file: &str| {
-            PathBuf::from(ROOT)
-                .join("tests/data/openshift-crds")
-                .join(file)
-        };
-        for crd in [
-            crd("0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml"),
-            crd("0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"),
-        ] {
-            let path = crd.to_str().unwrap();
-            self.admin(&["apply", "--server-side", "--force-conflicts", "-f", path]);
-        }
-        self.admin(&[
-            "wait",
-            "--for",
-            "condition=established",
-            "--timeout=60s",
-            "crd/clusterversions.config.openshift.io",
-            "crd/clusteroperators.config.openshift.io",
-        ]);
+        self.plane.install_cluster_crds();
     }
 
     /// deploy/overlays/node, the serving Secret from the test CA, the
@@ -263,13 +181,9 @@ impl World {
             "-k",
             &format!("{ROOT}/deploy/overlays/node"),
         ]);
-        self.admin(&[
-            "wait",
-            "--for",
-            "condition=established",
-            "--timeout=60s",
-            "crd/updatepreflights.preflight.dev",
-            "crd/preflightchecks.preflight.dev",
+        self.plane.wait_established(&[
+            "updatepreflights.preflight.dev",
+            "preflightchecks.preflight.dev",
         ]);
         self.write_serving_secret();
         let ca = base64(&std::fs::read(self.var("CA_CERT")).unwrap());
@@ -384,75 +298,31 @@ impl World {
     /// The example ClusterVersion of examples/reviews/ (at 4.14.1), its
     /// status as the CVO writes it, and healthy ClusterOperators.
     fn create_cluster_version(&self) {
-        let review: Value = serde_json::from_str(include_str!(
-            "../../examples/reviews/update-to-4.14.12.json"
-        ))
-        .unwrap();
-        let mut cv = review["request"]["oldObject"].clone();
-        cv["metadata"] = json!({"name": "version"});
-        cv["status"]["versionHash"] = json!("XGjSjKwUh");
+        let mut cv = control_plane::example_cluster_version();
         // The update graph offers the local release image only: the gate
         // checks offered targets ahead of time, and the node must never try
         // to pull a release from outside.
         cv["status"]["availableUpdates"] = json!([{"version": "4.99.0",
             "image": self.release_image, "channels": ["stable-4.99"]}]);
         cv["status"]["conditionalUpdates"] = json!([]);
-        if !self.kubectl(&["get", "clusterversion", "version"]).ok {
-            let spec_only = json!({"apiVersion": cv["apiVersion"], "kind": cv["kind"],
-                "metadata": cv["metadata"], "spec": cv["spec"]});
-            let path = self.dir().join("cv.json");
-            std::fs::write(&path, spec_only.to_string()).unwrap();
-            self.admin(&["create", "-f", path.to_str().unwrap()]);
-        }
-        let status = json!({"status": cv["status"]}).to_string();
-        self.admin(&[
-            "patch",
-            "clusterversion",
-            "version",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &status,
-        ]);
-        for name in ["authentication", "etcd", "kube-apiserver", "machine-config"] {
-            if !self.kubectl(&["get", "clusteroperator", name]).ok {
-                self.apply_json(&json!({"apiVersion": "config.openshift.io/v1",
-                    "kind": "ClusterOperator", "metadata": {"name": name}, "spec": {}}));
-            }
-        }
+        self.plane.put_cluster_version(&cv);
         self.set_operator_degraded("machine-config", None);
     }
 
     /// Writes the ClusterOperator's status: healthy, or Degraded with
     /// `message`.
     pub fn set_operator_degraded(&self, name: &str, message: Option<&str>) {
-        let names = ["authentication", "etcd", "kube-apiserver", "machine-config"];
-        for co in names.iter().filter(|n| message.is_none() || **n == name) {
-            let now = jiff::Timestamp::now();
-            // Degraded for 40 minutes: past `oc adm upgrade status`' 5, so
-            // no longer settling, and past the ClusterOperatorDegraded
-            // alert's `for` of 30, so named by it (model::grace).
-            let since = (now - jiff::SignedDuration::from_mins(40)).to_string();
-            let now = now.to_string();
-            let (degraded, reason, text, since) = match message {
-                Some(m) if *co == name => ("True", "TestDegraded", m, since.as_str()),
-                _ => ("False", "AsExpected", "ok", now.as_str()),
-            };
-            let status = json!({"status": {"conditions": [
-                {"type": "Available", "status": "True", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"},
-                {"type": "Degraded", "status": degraded, "lastTransitionTime": since, "reason": reason, "message": text},
-                {"type": "Progressing", "status": "False", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"},
-                {"type": "Upgradeable", "status": "True", "lastTransitionTime": now, "reason": "AsExpected", "message": "ok"}],
-                "versions": [{"name": "operator", "version": "4.14.1"}]}});
-            self.admin(&[
-                "patch",
-                "clusteroperator",
-                co,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                &status.to_string(),
-            ]);
+        // Degraded for 40 minutes: past `oc adm upgrade status`' 5, so no
+        // longer settling, and past the ClusterOperatorDegraded alert's
+        // `for` of 30, so named by it (model::grace).
+        let since = jiff::Timestamp::now() - jiff::SignedDuration::from_mins(40);
+        for co in OPERATORS
+            .iter()
+            .filter(|n| message.is_none() || **n == name)
+        {
+            let degraded = message.filter(|_| *co == name).map(|m| (m, since));
+            self.plane
+                .put_cluster_operator(co, &control_plane::operator_status(degraded));
         }
     }
 
@@ -461,14 +331,7 @@ impl World {
     fn reset(&self) {
         let cv = self.get_json(&["get", "clusterversion", "version"]);
         if cv["spec"].get("desiredUpdate").is_some() {
-            self.admin(&[
-                "patch",
-                "clusterversion",
-                "version",
-                "--type=json",
-                "-p",
-                r#"[{"op":"remove","path":"/spec/desiredUpdate"}]"#,
-            ]);
+            self.admin(&CLEAR_TARGET);
         }
         self.admin(&["delete", "preflightchecks", "--all", "--wait=true"]);
         self.admin(&["delete", "updatepreflights", "--all", "--wait=true"]);
@@ -539,18 +402,7 @@ impl World {
     /// A target change as `oc adm upgrade --to-image IMAGE
     /// --allow-explicit-upgrade` sends it (a JSON merge patch).
     pub fn request_image(&self, image: &str, extra: &[&str]) -> Output {
-        let patch =
-            json!({"spec": {"desiredUpdate": {"image": image, "version": "", "force": false}}});
-        let mut args = vec![
-            "patch".to_owned(),
-            "clusterversion".into(),
-            "version".into(),
-            "--type=merge".into(),
-            "-p".into(),
-            patch.to_string(),
-        ];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        self.kubectl(&args)
+        self.kubectl(&control_plane::image_patch_args(image, extra))
     }
 
     /// Requests `image` until the gate has a verdict (it first answers that
@@ -566,12 +418,6 @@ impl World {
             std::thread::sleep(Duration::from_secs(1));
         }
     }
-}
-
-fn unique() -> String {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    N.fetch_add(1, Ordering::Relaxed).to_string()
 }
 
 fn rand_serial() -> u64 {
