@@ -5,6 +5,7 @@
 mod checks_live;
 mod cluster;
 mod deploy;
+mod docs;
 mod external;
 mod flows;
 mod metrics;
