@@ -37,7 +37,7 @@ pub enum Command {
     Certs(CertsArgs),
     /// Run the preflight checks for an update and print the report. Exit
     /// codes: 0 all pass, 3 blocking failures, 4 warnings only, 1 or 2 errors.
-    Check(CheckArgs),
+    Check(Box<CheckArgs>),
     /// Ask the cluster's gate for a preflight run of a target and print the result.
     Run(RunArgs),
 }
@@ -368,6 +368,12 @@ pub struct CheckArgs {
     /// update up, else 0.
     #[arg(long, env = "PREFLIGHT_GATE_PLAN_ONLY")]
     pub plan_only: bool,
+    /// The end of the maintenance window the update must fit in (RFC 3339):
+    /// an update whose plan ends past it at its P90 (now, or --now, plus
+    /// the P90) is blocked (MaintenanceWindow fails; exit 3). As the
+    /// webhook's preflight.dev/window-end annotation.
+    #[arg(long, value_name = "RFC3339", env = "PREFLIGHT_GATE_WINDOW_END")]
+    pub window_end: Option<String>,
     #[command(flatten)]
     pub limits: LimitsArgs,
     /// Checks whose errors only warn (comma-separated), as the gate's

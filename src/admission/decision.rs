@@ -15,7 +15,9 @@ use super::ports::{Lookup, ResultLookup, RunRequest};
 use super::review::{Operation, Request, UserInfo};
 use crate::model::cluster_version::{ClusterVersion, Resolution, Target, same_target};
 use crate::model::policy::{Blocking, OverrideKind};
+pub use crate::model::policy::{WINDOW_END, WindowFit};
 use crate::model::release::Version;
+use crate::model::results::PlanSummary;
 use crate::model::vouch::{NotVouched, vouch};
 use crate::model::{Phase, UpdatePreflight};
 
@@ -86,6 +88,9 @@ pub enum Reason {
     NotVouched,
     /// The target image is named by a tag, which can move after a check.
     NotADigest,
+    /// The update may not finish within the maintenance window
+    /// (`preflight.dev/window-end`), or the window cannot be read.
+    OutsideWindow,
 }
 
 impl Reason {
@@ -107,6 +112,7 @@ impl Reason {
             Self::ClaimRefused => "claim_refused",
             Self::NotVouched => "not_vouched",
             Self::NotADigest => "not_a_digest",
+            Self::OutsideWindow => "outside_window",
         }
     }
 }
@@ -361,6 +367,15 @@ fn claim_write(
         message::add_note(&mut refused.message, &format!("{why}."));
         return Decision::Final(refused);
     }
+    // A window is checked as it is written too, so a mistake is said at
+    // once rather than at the update it would hold.
+    if claims.contains(&WINDOW_END)
+        && let Some(text) = cv.annotation(WINDOW_END)
+        && let Err(why) = window_end(WINDOW_END, text, now, Some(policy.max_override_duration))
+    {
+        message::add_note(&mut refused.message, &format!("{why}."));
+        return Decision::Final(refused);
+    }
     let mut granted = granted_if_authorized(decision);
     if matches!(granted.reason, Reason::NoTargetChange | Reason::NotGated) {
         granted.reason = Reason::ClaimWritten;
@@ -545,6 +560,8 @@ struct Fresh<'a> {
     result: &'a UpdatePreflight,
     /// The time limit the denial's commands suggest.
     until: Timestamp,
+    /// How the plan meets the maintenance window, when one is set.
+    fit: Option<WindowFit>,
 }
 
 impl Fresh<'_> {
@@ -569,6 +586,10 @@ impl Fresh<'_> {
             warnings.push(message::unknown_accepts(&unknown));
         }
         let run_errored = result.status.as_ref().and_then(|s| s.phase) == Some(Phase::Error);
+        // What the update will do and how long it takes, in one line: a
+        // warning when it goes ahead, a line of the denial otherwise.
+        let plan = result.status.as_ref().and_then(|s| s.plan.as_ref());
+        let plan_warning = plan.map(|p| message::plan_warning(p, self.fit.as_ref()));
         if f.blocking.is_empty() && f.accepted.is_empty() {
             let mut v = if run_errored {
                 // The run as a whole failed, with no check to blame.
@@ -581,6 +602,9 @@ impl Fresh<'_> {
                 Verdict::allow(Reason::Passed)
             };
             v.warnings = warnings;
+            if v.allowed {
+                v.warnings.extend(plan_warning);
+            }
             return (v, None);
         }
         // List what still blocks; when everything is accepted, the accepted
@@ -612,6 +636,7 @@ impl Fresh<'_> {
         granted
             .warnings
             .extend(f.accepted.iter().map(|c| message::accepted(c)));
+        granted.warnings.extend(plan_warning);
         let user = &self.request.user.username;
         granted
             .audit
@@ -661,6 +686,11 @@ fn gate(
     ignored.extend(unbound);
     let force = overrides::force_claim(cv, target, policy.honor_desired_update_force, now, max)
         .and_then(|claim| approval.force(claim));
+    let window = cv
+        .annotation(WINDOW_END)
+        .map(|text| window_end(WINDOW_END, text, now, Some(max)));
+    // What the window has to go by: the plan of fresh results.
+    let mut judged = Judged::NoResult;
 
     // The verdict without any force override.
     let (base, accept_pending) = match classify(&lookup, target, policy, now) {
@@ -669,11 +699,21 @@ fn gate(
                 fail_open: policy.fail_open_checks.clone(),
                 accepted,
             };
+            let plan = result.status.as_ref().and_then(|s| s.plan.as_ref());
+            let fit = match (&window, plan) {
+                (Some(Ok(end)), Some(plan)) => Some(window_fit(*end, now, plan.p90_seconds)),
+                _ => None,
+            };
+            judged = match plan {
+                Some(plan) => Judged::Plan(plan, fit),
+                None => Judged::NoPlan,
+            };
             let fresh = Fresh {
                 request,
                 target,
                 result,
                 until,
+                fit,
             };
             fresh.judge(&blocking, accept_reason.as_deref(), &approval)
         }
@@ -695,6 +735,18 @@ fn gate(
             None,
         ),
     };
+    let (base, accept_pending) = match &window {
+        Some(window) => {
+            let limits = WindowLimits {
+                target,
+                until,
+                may_run: source.runs_on_miss() && source.may_run(&target.key),
+                retry: policy.retry_after,
+            };
+            limits.apply(window, &judged, base, accept_pending)
+        }
+        None => (base, accept_pending),
+    };
     let mut base = base.for_target(target);
 
     let claim = force.unwrap_or_else(|why| {
@@ -712,6 +764,11 @@ fn gate(
     match (claim, accept_pending) {
         (Some(claim), _) if !base.allowed => {
             let mut granted = forced(request, target, &base, &claim);
+            if let Judged::Plan(plan, fit) = &judged {
+                granted
+                    .warnings
+                    .push(message::plan_warning(plan, fit.as_ref()));
+            }
             approval.record(&mut granted);
             needs_authorization(request, granted, base)
         }
@@ -855,4 +912,129 @@ fn forced(request: &Request, target: &Target, base: &Verdict, claim: &ForceClaim
             .cloned(),
     );
     v
+}
+
+/// The window rule, one for the webhook and `check --window-end`: an
+/// update started at `now` fits a window ending at `end` when it ends by
+/// then at its plan's P90 (`now + P90`).
+pub fn window_fit(end: Timestamp, now: Timestamp, p90_seconds: u64) -> WindowFit {
+    WindowFit::new(end, now, p90_seconds)
+}
+
+/// A window's end as `what` gives it (the annotation, or `--window-end`):
+/// an RFC 3339 time after `now` and, with `max`, at most that far ahead,
+/// as every claim's time is. `Err` says what is wrong with it.
+pub fn window_end(
+    what: &str,
+    text: &str,
+    now: Timestamp,
+    max: Option<Duration>,
+) -> Result<Timestamp, String> {
+    let end: Timestamp = text.trim().parse().map_err(|_| {
+        format!(
+            "{what} {:?} is not an RFC 3339 time (such as 2026-11-30T22:00:00Z)",
+            message::clean(text, 80)
+        )
+    })?;
+    if end <= now {
+        return Err(format!("{what} {end} has passed"));
+    }
+    if let Some(max) = max {
+        let latest = now
+            .checked_add(max)
+            .map_err(|_| format!("--max-override-duration {max:?} is out of range"))?;
+        if end > latest {
+            return Err(format!(
+                "{what} {end} is more than {} ahead (--max-override-duration)",
+                humantime::format_duration(max)
+            ));
+        }
+    }
+    Ok(end)
+}
+
+/// What the maintenance window has to go by.
+enum Judged<'a> {
+    /// Fresh results with a plan, and how the plan meets the window when
+    /// its end could be read.
+    Plan(&'a PlanSummary, Option<WindowFit>),
+    /// Fresh results written without a plan (by a gate from before plans).
+    NoPlan,
+    /// No fresh results: the verdict is pending, or the result is refused.
+    NoResult,
+}
+
+/// What a window's verdict needs besides the window.
+struct WindowLimits<'a> {
+    target: &'a Target,
+    until: Timestamp,
+    /// Whether a run may be asked for the target.
+    may_run: bool,
+    retry: Duration,
+}
+
+impl WindowLimits<'_> {
+    /// The verdict and the accept's, with the maintenance window applied:
+    /// an update that may not finish within it, or a window that cannot be
+    /// read, is denied; a denial for other reasons says so too. Only a
+    /// force override goes past the window, as past everything else.
+    fn apply(
+        &self,
+        window: &Result<Timestamp, String>,
+        judged: &Judged,
+        base: Verdict,
+        accept: Option<Verdict>,
+    ) -> (Verdict, Option<Verdict>) {
+        let target = self.target;
+        let (first, note, run) = match (window, judged) {
+            (Err(why), _) => (
+                message::window_unreadable(target, why),
+                message::window_unreadable_note(why),
+                false,
+            ),
+            (Ok(_), Judged::Plan(plan, Some(fit))) if !fit.fits() => (
+                message::outside_window(target, fit, plan, self.until),
+                message::outside_window_note(fit),
+                false,
+            ),
+            (Ok(_), Judged::Plan(..)) => return (base, accept),
+            (Ok(end), Judged::NoPlan) => (
+                message::window_without_plan(target, *end, self.may_run, self.retry),
+                message::window_without_plan_note(*end),
+                self.may_run,
+            ),
+            // Without fresh results the verdict is pending or refused:
+            // allowed only by --on-pending=allow, which says the window
+            // went unjudged.
+            (Ok(end), Judged::NoResult) => {
+                let mut base = base;
+                if base.allowed {
+                    base.warnings.push(message::window_unjudged(target, *end));
+                }
+                return (base, accept);
+            }
+        };
+        if !base.allowed {
+            let mut base = base;
+            message::add_note(&mut base.message, &note);
+            return (base, None);
+        }
+        let mut denied = Verdict::deny(Reason::OutsideWindow, 403, first);
+        denied.warnings = base
+            .warnings
+            .into_iter()
+            .filter(|w| !message::is_plan_warning(w))
+            .collect();
+        denied.effects = base.effects;
+        if run {
+            denied.effects.push(Effect::Run(run_request(target)));
+        }
+        denied.effects.push(Effect::Event(EventNote {
+            warning: true,
+            reason: "UpdateOutsideMaintenanceWindow",
+            message: message::first_line(&denied.message).to_owned(),
+            related: target.key.object_name(),
+        }));
+        (denied, None)
+    }
 }

@@ -10,7 +10,8 @@ use std::collections::BTreeSet;
 
 use jiff::Timestamp;
 
-use crate::model::results::{check_name, shown_check_name};
+use crate::model::policy::{WINDOW_END, WindowFit};
+use crate::model::results::{PlanSummary, check_name, duration_words, shown_check_name};
 pub use crate::model::text::clean;
 use crate::model::text::{is_format, shell_list, shell_word};
 
@@ -250,6 +251,10 @@ pub fn failed(
         let names: Vec<String> = accepted.iter().map(|c| shown_check_name(&c.name)).collect();
         let _ = write!(m, "\nAccepted as risks: {}", names.join(", "));
     }
+    if let Some(plan) = result.status.as_ref().and_then(|s| s.plan.as_ref()) {
+        m.push('\n');
+        m.push_str(&plan_line(plan, None));
+    }
     m.push('\n');
     m.push_str(&report_hint(result));
     m.push('\n');
@@ -445,5 +450,181 @@ pub(crate) fn version_mismatch(image: &str, claimed: &str, known: &str) -> Strin
     format!(
         "spec.desiredUpdate says version {claimed}, but the update graph says {image} is {known}\n\
          Give the version or the image, not both, so that the release checked is the one named."
+    )
+}
+
+/// The longest plan line, in characters: it quotes a blocker, which names
+/// a node and a PodDisruptionBudget.
+pub(crate) const MAX_PLAN_LINE: usize = 400;
+
+/// The pool whose rollout the control plane's figure already holds.
+const MASTER_POOL: &str = "master";
+
+/// A time as a denial says it: to the second.
+fn at(time: Timestamp) -> String {
+    time.round(jiff::Unit::Second).unwrap_or(time).to_string()
+}
+
+/// The update plan (`status.plan`) in one line: the expected duration,
+/// the batches of each pool that adds to it, and the first batch that can
+/// never drain. With a window, where its P90 ends against the window's.
+pub fn plan_line(plan: &PlanSummary, fit: Option<&WindowFit>) -> String {
+    let mut line = format!(
+        "expected duration: about {} (P90 {})",
+        duration_words(plan.p50_seconds),
+        duration_words(plan.p90_seconds)
+    );
+    // The master pool's rollout is part of the control plane's figure.
+    let pools: Vec<String> = plan
+        .pools
+        .iter()
+        .filter(|p| p.name != MASTER_POOL)
+        .map(|p| {
+            let name = clean(&p.name, 60);
+            match (p.updates, p.batches) {
+                (false, _) => format!("{name} paused"),
+                (true, 1) => format!("1 {name} batch"),
+                (true, n) => format!("{n} {name} batches"),
+            }
+        })
+        .collect();
+    if !pools.is_empty() {
+        let _ = write!(line, ", {}", crate::model::text::list(&pools, 3));
+    }
+    if let Some(first) = plan.blockers.first() {
+        let more = plan.blockers.len().saturating_sub(1) + plan.more_blockers as usize;
+        let _ = write!(line, "; blocked: {}", clean(first, MAX_LINE));
+        if more > 0 {
+            let _ = write!(line, " (and {more} more)");
+        }
+    }
+    if let Some(fit) = fit {
+        let _ = write!(
+            line,
+            "; its P90 ends {}, {} ({WINDOW_END} {})",
+            at(fit.p90_end),
+            if fit.fits() {
+                "within the maintenance window"
+            } else {
+                "after the maintenance window's end"
+            },
+            at(fit.end)
+        );
+    }
+    clean(&line, MAX_PLAN_LINE)
+}
+
+const PLAN_WARNING: &str = "preflight-gate: expected duration: ";
+
+/// The plan line as a warning of an update that goes ahead.
+pub(crate) fn plan_warning(plan: &PlanSummary, fit: Option<&WindowFit>) -> String {
+    format!("preflight-gate: {}", plan_line(plan, fit))
+}
+
+/// Whether `warning` is the plan's line.
+pub(crate) fn is_plan_warning(warning: &str) -> bool {
+    warning.starts_with(PLAN_WARNING)
+}
+
+/// How the plan meets the window, in words: `its P90 of 2h00m from now
+/// ends …, after the maintenance window's end … (<what>)`.
+pub fn window_words(fit: &WindowFit, what: &str) -> String {
+    format!(
+        "its P90 of {} from now ends {}, {} the maintenance window's end {} ({what})",
+        duration_words(fit.p90_seconds),
+        at(fit.p90_end),
+        if fit.fits() { "by" } else { "after" },
+        at(fit.end),
+    )
+}
+
+/// How to move or remove the window, as commands to copy.
+fn window_hint() -> String {
+    format!(
+        "To move the window: oc annotate --overwrite clusterversion version {WINDOW_END}=<RFC 3339 time> {CLAIMED_BY}=\"$(oc whoami)\"; to remove it: oc annotate clusterversion version {WINDOW_END}-"
+    )
+}
+
+/// The denial of an update that may not finish within the maintenance
+/// window: the window, the P90 and when it would end, the plan, and the
+/// ways on.
+pub(crate) fn outside_window(
+    target: &Target,
+    fit: &WindowFit,
+    plan: &PlanSummary,
+    until: Timestamp,
+) -> String {
+    format!(
+        "preflight for {}: the update may not finish within the maintenance window: {}\n{}\n{}\n{}",
+        target.display(),
+        window_words(fit, WINDOW_END),
+        plan_line(plan, None),
+        window_hint(),
+        override_hint(target, &[], until),
+    )
+}
+
+/// The same, as a note on a denial for other reasons.
+pub(crate) fn outside_window_note(fit: &WindowFit) -> String {
+    format!(
+        "Nor may it finish within the maintenance window: {}.",
+        window_words(fit, WINDOW_END)
+    )
+}
+
+/// The denial while `preflight.dev/window-end` cannot be read, has passed
+/// or is too far ahead.
+pub(crate) fn window_unreadable(target: &Target, why: &str) -> String {
+    format!(
+        "preflight for {}: the maintenance window is not one the gate can hold the update to: {why}\n{}",
+        target.display(),
+        window_hint()
+    )
+}
+
+/// The same, as a note on a denial for other reasons.
+pub(crate) fn window_unreadable_note(why: &str) -> String {
+    format!("The maintenance window is not one the gate can hold the update to either: {why}.")
+}
+
+/// The denial when fresh results carry no plan to fit the window with
+/// (written by a gate from before plans).
+pub(crate) fn window_without_plan(
+    target: &Target,
+    end: Timestamp,
+    run: bool,
+    retry: Duration,
+) -> String {
+    let next = if run {
+        format!(
+            "A run was asked for; retry in ~{} s, once it has written one.",
+            retry.as_secs()
+        )
+    } else {
+        "The next run writes one.".to_owned()
+    };
+    format!(
+        "preflight for {}: whether the update fits the maintenance window ({WINDOW_END} {}) is not known: its results carry no update plan\n{next}\n{}",
+        target.display(),
+        at(end),
+        window_hint()
+    )
+}
+
+/// The same, as a note on a denial for other reasons.
+pub(crate) fn window_without_plan_note(end: Timestamp) -> String {
+    format!(
+        "Whether it fits the maintenance window ({WINDOW_END} {}) is not known either: its results carry no update plan.",
+        at(end)
+    )
+}
+
+/// The warning of an update allowed without results (`--on-pending=allow`):
+/// the window could not be held to.
+pub(crate) fn window_unjudged(target: &Target, end: Timestamp) -> String {
+    format!(
+        "preflight-gate: whether the update to {} fits the maintenance window ({WINDOW_END} {}) is not known: there are no results to plan it by",
+        target.display(),
+        at(end)
     )
 }

@@ -1653,3 +1653,318 @@ fn a_result_named_with_shell_text_is_not_vouched_for() {
     );
     assert!(!v.message.contains("To accept them"), "{}", v.message);
 }
+
+/// A plan as a run writes it into the status: about 2h10m (P90 3h05m),
+/// the master pool and four worker batches, the third of which can
+/// never drain.
+fn plan() -> Value {
+    json!({
+        "computedAt": "2026-11-30T11:00:00Z",
+        "p50Seconds": 7800, "p90Seconds": 11100,
+        "controlPlane": {"p50Seconds": 4200, "p90Seconds": 7500, "source": "history", "samples": 6,
+                         "basis": "this cluster's 6 completed patch updates (the P50 of the last 5)"},
+        "pools": [
+            {"name": "master", "nodes": 3, "updates": true, "batches": 3, "batchSize": 1, "seconds": 3600, "blocked": false},
+            {"name": "worker", "nodes": 4, "updates": true, "batches": 4, "batchSize": 1, "seconds": 3600, "blocked": true},
+        ],
+        "batches": [{"pool": "worker", "number": 3, "nodes": ["ip-10-0-1-5"], "nodeCount": 1,
+                     "holds": ["PDB db/pg: never drains"], "seconds": 900}],
+        "blockers": ["worker batch 3 (ip-10-0-1-5) cannot drain: PDB db/pg allows no disruption"],
+        "waits": 0, "warnings": 0, "unknowns": 0,
+    })
+}
+
+/// The line the webhook says of `plan()`.
+const PLAN_LINE: &str = "expected duration: about 2h10m (P90 3h05m), 4 worker batches; blocked: worker batch 3 (ip-10-0-1-5) cannot drain: PDB db/pg allows no disruption";
+
+/// The sample results, each with `plan` in its status.
+fn planned(plan: Value) -> TestSource {
+    let source = source();
+    for image in [IMG_PASS, IMG_FAIL] {
+        let mut r = (*source.cache.get(&ReleaseKey::from_image(image)).unwrap()).clone();
+        let mut status = serde_json::to_value(r.status.as_ref().unwrap()).unwrap();
+        status["plan"] = plan.clone();
+        r.status = Some(serde_json::from_value(status).unwrap());
+        source.cache.apply(r);
+    }
+    source
+}
+
+fn planned_verdict(review: Review) -> Verdict {
+    decide_with(&review, &planned(plan()), &Policy::default())
+        .into_final()
+        .expect("no authorization needed")
+}
+
+#[test]
+fn an_allowed_update_says_its_plan_in_one_warning() {
+    let v = planned_verdict(Review::new().version("4.14.12"));
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(
+        v.warnings.last().unwrap(),
+        &format!("preflight-gate: {PLAN_LINE}")
+    );
+    // Results from before plans: no line, nothing else changes.
+    let v = verdict(Review::new().version("4.14.12"));
+    assert!(!v.warnings.iter().any(|w| w.contains("expected duration")));
+}
+
+#[test]
+fn a_denial_says_the_plan_in_one_line_after_the_failures() {
+    let v = planned_verdict(Review::new().version("4.15.3"));
+    assert_eq!(v.reason, Reason::Failed);
+    let lines: Vec<&str> = v.message.lines().collect();
+    assert!(lines[2].starts_with("- NodesReady"), "{}", v.message);
+    assert_eq!(lines[3], PLAN_LINE, "{}", v.message);
+    assert!(lines[4].starts_with("Full report: "), "{}", v.message);
+    assert!(!v.warnings.iter().any(|w| w.contains("expected duration")));
+}
+
+#[test]
+fn the_plan_line_names_each_pool_that_adds_to_the_update_and_counts_the_blockers() {
+    let mut p = plan();
+    p["pools"].as_array_mut().unwrap().extend([
+        json!({"name": "infra", "nodes": 1, "updates": true, "batches": 1}),
+        json!({"name": "gpu", "nodes": 2, "updates": false, "batches": 0}),
+    ]);
+    p["blockers"].as_array_mut().unwrap().push(json!(
+        "worker batch 4 (ip-10-0-1-6) cannot drain: PDB db/pg …"
+    ));
+    p["moreBlockers"] = json!(3);
+    let summary: crate::model::results::PlanSummary = serde_json::from_value(p).unwrap();
+    assert_eq!(
+        message::plan_line(&summary, None),
+        "expected duration: about 2h10m (P90 3h05m), 4 worker batches, 1 infra batch, gpu paused; blocked: worker batch 3 (ip-10-0-1-5) cannot drain: PDB db/pg allows no disruption (and 4 more)"
+    );
+    let mut hostile = summary.clone();
+    hostile.blockers = vec![format!("\u{1b}[31m{}", "x".repeat(5000))];
+    let line = message::plan_line(&hostile, None);
+    assert!(line.chars().count() < message::MAX_PLAN_LINE + 40, "{line}");
+    assert!(!line.contains('\u{1b}'));
+}
+
+const WINDOW: &str = "preflight.dev/window-end";
+
+#[rstest]
+// now() + P90 3h05m = 15:05:00.
+#[case::fits("2026-11-30T16:00:00Z", true)]
+#[case::ends_on_the_dot("2026-11-30T15:05:00Z", true)]
+#[case::a_second_short("2026-11-30T15:04:59Z", false)]
+#[case::p50_fits_p90_does_not("2026-11-30T14:30:00Z", false)]
+fn the_window_rule_is_now_plus_the_p90(#[case] end: &str, #[case] fits: bool) {
+    let fit = decision::window_fit(end.parse().unwrap(), now(), 11100);
+    assert_eq!(fit.p90_end, "2026-11-30T15:05:00Z".parse().unwrap());
+    assert_eq!(fit.fits(), fits);
+    assert_eq!(
+        decision::window_fit(now(), now(), u64::MAX).p90_end,
+        Timestamp::MAX
+    );
+}
+
+#[test]
+fn an_update_that_fits_the_window_goes_ahead_saying_where_its_p90_ends() {
+    let v = planned_verdict(
+        Review::new()
+            .version("4.14.12")
+            .annotate(WINDOW, "2026-11-30T16:00:00Z"),
+    );
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(
+        v.warnings.last().unwrap(),
+        &format!(
+            "preflight-gate: {PLAN_LINE}; its P90 ends 2026-11-30T15:05:00Z, within the maintenance window (preflight.dev/window-end 2026-11-30T16:00:00Z)"
+        )
+    );
+}
+
+#[test]
+fn an_update_past_the_windows_end_is_denied_naming_the_window_and_the_p90() {
+    let v = planned_verdict(
+        Review::new()
+            .version("4.14.12")
+            .annotate(WINDOW, "2026-11-30T14:00:00Z"),
+    );
+    assert!(!v.allowed);
+    assert_eq!((v.reason, v.code), (Reason::OutsideWindow, 403));
+    let lines: Vec<&str> = v.message.lines().collect();
+    assert_eq!(
+        lines[0],
+        "preflight for 4.14.12: the update may not finish within the maintenance window: its P90 of 3h05m from now ends 2026-11-30T15:05:00Z, after the maintenance window's end 2026-11-30T14:00:00Z (preflight.dev/window-end)"
+    );
+    assert_eq!(lines[1], PLAN_LINE);
+    assert!(
+        v.message
+            .contains("oc annotate clusterversion version preflight.dev/window-end-"),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.message.contains("preflight.dev/override=4.14.12"),
+        "{}",
+        v.message
+    );
+    // The check's warning stays; the plan is in the message, not twice.
+    assert!(v.warnings[0].starts_with("preflight warning: CertificatesExpiringSoon"));
+    assert!(!v.warnings.iter().any(|w| w.contains("expected duration")));
+    assert!(
+        matches!(&v.effects[..], [Effect::Event(e)] if e.reason == "UpdateOutsideMaintenanceWindow" && e.message == lines[0])
+    );
+    assert_eq!(v.audit["target"], "4.14.12");
+}
+
+#[rstest]
+#[case::not_a_time(
+    "Saturday night",
+    "preflight.dev/window-end \"Saturday night\" is not an RFC 3339 time (such as 2026-11-30T22:00:00Z)"
+)]
+#[case::passed(
+    "2026-11-30T11:00:00Z",
+    "preflight.dev/window-end 2026-11-30T11:00:00Z has passed"
+)]
+#[case::too_far(
+    "2026-12-05T00:00:00Z",
+    "preflight.dev/window-end 2026-12-05T00:00:00Z is more than 1day ahead (--max-override-duration)"
+)]
+fn a_window_the_gate_cannot_hold_to_is_denied_saying_why(#[case] end: &str, #[case] says: &str) {
+    let v = planned_verdict(Review::new().version("4.14.12").annotate(WINDOW, end));
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::OutsideWindow);
+    assert_eq!(
+        message::first_line(&v.message),
+        format!(
+            "preflight for 4.14.12: the maintenance window is not one the gate can hold the update to: {says}"
+        )
+    );
+    assert!(
+        v.message.contains("preflight.dev/window-end-"),
+        "{}",
+        v.message
+    );
+}
+
+#[test]
+fn a_failing_update_outside_the_window_says_both() {
+    let v = planned_verdict(
+        Review::new()
+            .version("4.15.3")
+            .annotate(WINDOW, "2026-11-30T14:00:00Z"),
+    );
+    assert_eq!(v.reason, Reason::Failed);
+    assert!(
+        v.message.ends_with("Nor may it finish within the maintenance window: its P90 of 3h05m from now ends 2026-11-30T15:05:00Z, after the maintenance window's end 2026-11-30T14:00:00Z (preflight.dev/window-end)."),
+        "{}",
+        v.message
+    );
+}
+
+/// Accepting every failing check lets an update go ahead, but not past
+/// the window; only a force override does.
+#[test]
+fn an_accept_does_not_go_past_the_window_and_an_override_does() {
+    let review = || {
+        accepting(
+            Review::new().version("4.15.3"),
+            "NodesReady,ClusterOperatorsHealthy",
+        )
+        .annotate(WINDOW, "2026-11-30T14:00:00Z")
+    };
+    let v = decide_with(&review(), &planned(plan()), &Policy::default())
+        .into_final()
+        .expect("nothing left to authorize");
+    assert!(!v.allowed);
+    assert!(
+        v.message
+            .contains("Nor may it finish within the maintenance window"),
+        "{}",
+        v.message
+    );
+
+    let review = forced(Review::new().version("4.15.3")).annotate(WINDOW, "2026-11-30T14:00:00Z");
+    let p = match decide_with(&review, &planned(plan()), &Policy::default()) {
+        Decision::NeedsAuthorization(p) => *p,
+        Decision::Final(v) => panic!("{v:?}"),
+    };
+    let v = p.resolve(Authorization::Allowed);
+    assert_eq!(v.reason, Reason::Overridden);
+    assert_eq!(
+        v.warnings.last().unwrap(),
+        &format!(
+            "preflight-gate: {PLAN_LINE}; its P90 ends 2026-11-30T15:05:00Z, after the maintenance window's end (preflight.dev/window-end 2026-11-30T14:00:00Z)"
+        )
+    );
+}
+
+#[test]
+fn results_without_a_plan_cannot_be_fitted_and_a_run_is_asked_for() {
+    let v = verdict(
+        Review::new()
+            .version("4.14.12")
+            .annotate(WINDOW, "2026-11-30T16:00:00Z"),
+    );
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::OutsideWindow);
+    assert_eq!(
+        message::first_line(&v.message),
+        "preflight for 4.14.12: whether the update fits the maintenance window (preflight.dev/window-end 2026-11-30T16:00:00Z) is not known: its results carry no update plan"
+    );
+    assert!(
+        v.message.contains("A run was asked for; retry in ~60 s"),
+        "{}",
+        v.message
+    );
+    assert_eq!(runs(&v), [IMG_PASS]);
+}
+
+#[test]
+fn without_results_the_window_is_said_to_be_unjudged_when_pending_updates_go_ahead() {
+    let policy = Policy {
+        on_pending: OnPending::Allow,
+        ..Policy::default()
+    };
+    let review = Review::new()
+        .version("4.15.16")
+        .annotate(WINDOW, "2026-11-30T16:00:00Z");
+    let v = decide_with(&review, &source(), &policy)
+        .into_final()
+        .unwrap();
+    assert!(v.allowed);
+    assert!(
+        v.warnings.iter().any(|w| w.contains("fits the maintenance window (preflight.dev/window-end 2026-11-30T16:00:00Z) is not known: there are no results")),
+        "{:?}",
+        v.warnings
+    );
+    // Denied while pending, as ever.
+    let v = verdict(review);
+    assert_eq!(v.reason, Reason::Pending);
+}
+
+#[rstest]
+#[case::not_a_time("tonight", "is not an RFC 3339 time")]
+#[case::passed("2026-11-30T11:00:00Z", "has passed")]
+#[case::too_far("2026-12-02T12:00:01Z", "is more than 1day ahead")]
+fn a_window_is_refused_as_written_when_it_cannot_be_held_to(#[case] end: &str, #[case] says: &str) {
+    let v = verdict(
+        Review::new()
+            .write("preflight.dev/claimed-by", "alice")
+            .write(WINDOW, end),
+    );
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::ClaimRefused);
+    assert!(v.message.contains(says), "{}", v.message);
+}
+
+#[test]
+fn a_window_written_within_its_bounds_is_a_claim_for_the_override_verb() {
+    let review = Review::new()
+        .write("preflight.dev/claimed-by", "alice")
+        .write(WINDOW, "2026-11-30T22:00:00Z");
+    let p = match decide_with(&review, &source(), &Policy::default()) {
+        Decision::NeedsAuthorization(p) => *p,
+        Decision::Final(v) => panic!("{v:?}"),
+    };
+    assert_eq!(
+        p.clone().resolve(Authorization::Allowed).reason,
+        Reason::ClaimWritten
+    );
+    assert!(!p.resolve(Authorization::Denied).allowed);
+}

@@ -1,7 +1,7 @@
 //! `preflight-gate check`: load the cluster (a snapshot directory, the API
 //! server, or the embedded sample) and, if asked, alerts from Prometheus;
-//! resolve the target, run the catalogue, print the report and turn it into
-//! an exit code.
+//! resolve the target, run the catalogue, hold the plan to the maintenance
+//! window if one is given, print the report and turn it into an exit code.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::admission::{decision, message};
 use crate::checks::{self, Context};
 use crate::cli::CheckArgs;
 use crate::cluster::ClusterView;
-use crate::model::CheckResult;
 use crate::model::policy::{self, Blocking};
 use crate::model::release::is_image;
+use crate::model::{CheckResult, Outcome, Severity};
 use crate::report::{Format, Report};
 use crate::suite;
 
@@ -40,6 +41,8 @@ pub(crate) enum CheckError {
     BadTarget(String),
     #[error("--accept {0}")]
     UnknownAccept(String),
+    #[error("{0}; give the end of the maintenance window as an RFC 3339 time to come")]
+    Window(String),
 }
 
 /// Runs the command and returns the process's exit code.
@@ -53,7 +56,12 @@ pub fn check(args: &CheckArgs) -> ExitCode {
             let (text, code) = match (&report.plan, args.plan_only) {
                 (Some(plan), true) => (
                     crate::report::render_plan(plan, format, color),
-                    crate::report::plan_exit_code(plan),
+                    // A window the plan does not fit blocks, as a batch
+                    // that never drains does.
+                    match &plan.window {
+                        Some(window) if !window.fits => 3,
+                        _ => crate::report::plan_exit_code(plan),
+                    },
                 ),
                 _ => (report.render(format, color), report.exit_code()),
             };
@@ -70,9 +78,10 @@ pub fn check(args: &CheckArgs) -> ExitCode {
         Err(e) => {
             eprintln!("error: {}", crate::model::text::chain(&e));
             ExitCode::from(match e {
-                CheckError::NoTarget | CheckError::BadTarget(_) | CheckError::UnknownAccept(_) => {
-                    EXIT_USAGE
-                }
+                CheckError::NoTarget
+                | CheckError::BadTarget(_)
+                | CheckError::UnknownAccept(_)
+                | CheckError::Window(_) => EXIT_USAGE,
                 CheckError::Snapshot(e) if e.is_mixed() => EXIT_USAGE,
                 _ => EXIT_ERROR,
             })
@@ -130,6 +139,15 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
     let target = view.target(to);
     let view = std::sync::Arc::new(view);
     let clock = jiff::Timestamp::now();
+    // The update starts now at the earliest (or at --now): the window is
+    // read before anything runs, so a mistake in it is said at once.
+    let start = args.now.unwrap_or(clock);
+    let window = args
+        .window_end
+        .as_deref()
+        .map(|text| decision::window_end("--window-end", text, start, None))
+        .transpose()
+        .map_err(CheckError::Window)?;
     progress.set_message(format!("running {} checks", checks::catalogue().len()));
     let blocking = Blocking {
         fail_open: args.fail_open_checks.iter().cloned().collect(),
@@ -142,7 +160,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
             .collect(),
     };
     // The plan alone runs no check.
-    let results = if args.plan_only {
+    let mut results = if args.plan_only {
         Vec::new()
     } else {
         suite::run_accepting(
@@ -154,14 +172,56 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         )
     };
     progress.finish_and_clear();
+    let ctx = Context::new(&view, &target, clock);
+    let fit = window.map(|end| {
+        let plan = crate::plan::plan(ctx.view, ctx.kind, ctx.now);
+        decision::window_fit(end, start, plan.p90_seconds)
+    });
+    // The plan alone carries the window in the plan, and its exit code.
+    if let Some(fit) = fit.as_ref().filter(|_| !args.plan_only) {
+        results.push(window_result(fit));
+    }
     if !args.allow_unknown_accept
         && !args.plan_only
         && let Some(why) = unknown_accepts(&args.accept, &results)
     {
         return Err(CheckError::UnknownAccept(why));
     }
-    let ctx = Context::new(&view, &target, clock);
-    Ok((Report::new(&ctx, results, &blocking), args.output))
+    let mut report = Report::new(&ctx, results, &blocking);
+    if let (Some(fit), Some(plan)) = (fit, report.plan.as_mut()) {
+        plan.window = Some(crate::plan::Window {
+            end: fit.end,
+            p90_end: fit.p90_end,
+            fits: fit.fits(),
+        });
+    }
+    Ok((report, args.output))
+}
+
+/// The finding of `--window-end`: the webhook's window rule, as a result
+/// the report counts (a blocking failure when the plan does not fit), and
+/// that no name accepts (`policy::MAINTENANCE_WINDOW`).
+fn window_result(fit: &decision::WindowFit) -> CheckResult {
+    let words = message::window_words(fit, "--window-end");
+    let (outcome, text) = if fit.fits() {
+        (
+            Outcome::Pass,
+            format!("the update fits the maintenance window: {words}"),
+        )
+    } else {
+        (
+            Outcome::Fail,
+            format!(
+                "the update may not finish within the maintenance window: {words}; update in a window that ends later, or make the update shorter (docs/plan.md)"
+            ),
+        )
+    };
+    CheckResult::new(
+        policy::MAINTENANCE_WINDOW,
+        Severity::Blocking,
+        outcome,
+        text,
+    )
 }
 
 /// A spinner on stderr when it is a terminal; hidden otherwise.
@@ -217,4 +277,130 @@ fn live(kubeconfig: PathBuf, progress: &ProgressBar) -> Result<ClusterView, Chec
         .await
         .map_err(|e| CheckError::Live(e.into()))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// `check` of the embedded sample for 4.14.12 at a fixed time, its one
+    /// blocking finding (a pod that cannot pull its image) accepted, with
+    /// `extra` flags.
+    fn args(extra: &[&str]) -> CheckArgs {
+        let mut argv = vec![
+            "preflight-gate",
+            "check",
+            "--to",
+            "4.14.12",
+            "--now",
+            "2026-11-30T12:00:00Z",
+            "--accept",
+            "KubeContainerWaiting",
+        ];
+        argv.extend(extra);
+        match crate::cli::Cli::try_parse_from(argv).unwrap().command {
+            crate::cli::Command::Check(args) => *args,
+            _ => unreachable!(),
+        }
+    }
+
+    fn window(report: &Report) -> &CheckResult {
+        report
+            .results
+            .iter()
+            .find(|r| r.name == policy::MAINTENANCE_WINDOW)
+            .expect("a MaintenanceWindow result")
+    }
+
+    /// The sample's plan: about 1h31m, P90 2h31m, from 12:00 ends at 14:31.
+    #[test]
+    fn an_update_past_the_windows_end_blocks_with_the_plans_figures() {
+        let (report, _) = report(&args(&["--window-end", "2026-11-30T14:00:00Z"])).unwrap();
+        let result = window(&report);
+        assert_eq!(
+            (result.outcome, result.severity),
+            (Outcome::Fail, Severity::Blocking)
+        );
+        assert!(
+            result.message.starts_with("the update may not finish within the maintenance window: its P90 of 2h31m from now ends 2026-11-30T14:31:30Z, after the maintenance window's end 2026-11-30T14:00:00Z (--window-end)"),
+            "{}",
+            result.message
+        );
+        assert_eq!(report.exit_code(), 3);
+        // Accepting it changes nothing: the window is the administrator's.
+        let (accepted, _) = report_accepting();
+        assert_eq!(accepted.exit_code(), 3);
+        assert!(
+            accepted
+                .summary_line()
+                .contains("MaintenanceWindow cannot be accepted"),
+            "{}",
+            accepted.summary_line()
+        );
+        let plan = report.plan.as_ref().unwrap();
+        assert!(!plan.window.as_ref().unwrap().fits);
+        assert!(
+            crate::report::render_plan(plan, Format::Table, false)
+                .contains("maintenance window: ends 2026-11-30T14:00:00Z; started now, the update ends at its P90 2026-11-30T14:31:30Z: it may not finish within it")
+        );
+    }
+
+    fn report_accepting() -> (Report, Format) {
+        report(&args(&[
+            "--window-end",
+            "2026-11-30T14:00:00Z",
+            "--accept",
+            "KubeContainerWaiting,MaintenanceWindow",
+        ]))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_update_that_fits_passes_and_the_plan_alone_says_so() {
+        let (report, _) = report(&args(&["--window-end", "2026-11-30T15:00:00Z"])).unwrap();
+        let result = window(&report);
+        assert_eq!(result.outcome, Outcome::Pass, "{}", result.message);
+        assert!(
+            result.message.contains("by the maintenance window's end"),
+            "{}",
+            result.message
+        );
+        let (plan_only, _) = super::report(&args(&[
+            "--window-end",
+            "2026-11-30T15:00:00Z",
+            "--plan-only",
+        ]))
+        .unwrap();
+        assert!(plan_only.results.is_empty(), "the plan alone runs no check");
+        assert!(plan_only.plan.unwrap().window.unwrap().fits);
+    }
+
+    #[test]
+    fn without_a_window_there_is_no_window_result() {
+        let (report, _) = report(&args(&[])).unwrap();
+        assert_ne!(report.exit_code(), 3, "{}", report.summary_line());
+        assert!(
+            !report
+                .results
+                .iter()
+                .any(|r| r.name == policy::MAINTENANCE_WINDOW)
+        );
+        assert!(report.plan.unwrap().window.is_none());
+    }
+
+    #[rstest::rstest]
+    #[case::not_a_time(
+        "Friday",
+        "--window-end \"Friday\" is not an RFC 3339 time (such as 2026-11-30T22:00:00Z); give the end of the maintenance window as an RFC 3339 time to come"
+    )]
+    #[case::passed(
+        "2026-11-30T11:00:00Z",
+        "--window-end 2026-11-30T11:00:00Z has passed; give"
+    )]
+    fn a_window_that_cannot_be_held_to_is_a_usage_error(#[case] end: &str, #[case] says: &str) {
+        let e = report(&args(&["--window-end", end])).err().unwrap();
+        assert!(matches!(e, CheckError::Window(_)));
+        assert!(e.to_string().starts_with(says), "{e}");
+    }
 }

@@ -1,9 +1,9 @@
-//! The preflight controller: whether this replica leads, and the runs it
-//! finished.
+//! The preflight controller: whether this replica leads, the runs it
+//! finished, and how long completed updates took against the plan.
 
 use std::time::Duration;
 
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
 
 use prometheus::core::Collector;
 
@@ -19,6 +19,18 @@ pub struct ControllerMetrics {
     runs: IntCounterVec,
     /// Duration of preflight runs.
     run_seconds: Histogram,
+    /// Completed updates: the control plane's duration over the plan's
+    /// P50 for it, by the prediction's `source`.
+    control_plane_ratio: HistogramVec,
+}
+
+/// The `source` label: where the control plane's prediction came from.
+fn source_label(source: &str) -> &'static str {
+    match source {
+        "history" => "history",
+        "documented" => "documented",
+        _ => "unknown",
+    }
 }
 
 impl ControllerMetrics {
@@ -57,11 +69,37 @@ impl ControllerMetrics {
                 ]),
             )?,
         )?;
+        let control_plane_ratio = register(
+            registry,
+            HistogramVec::new(
+                HistogramOpts::new(
+                    "control_plane_duration_ratio",
+                    "Completed updates: how long the control plane took over the P50 the update plan predicted for it (1 as predicted, 2 twice as long), by the prediction's source (history, documented).",
+                )
+                .namespace(PREFIX)
+                .buckets(vec![
+                    0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0,
+                ]),
+                &["source"],
+            )?,
+        )?;
         Ok(Self {
             leader,
             runs,
             run_seconds,
+            control_plane_ratio,
         })
+    }
+
+    /// An update completed, its control plane taking `actual` seconds where
+    /// the plan (from `source`) predicted a P50 of `predicted`.
+    pub fn update_completed(&self, source: &str, actual: u64, predicted: u64) {
+        if predicted == 0 {
+            return;
+        }
+        self.control_plane_ratio
+            .with_label_values(&[source_label(source)])
+            .observe(actual as f64 / predicted as f64);
     }
 
     /// Whether this replica holds the Lease now.
@@ -120,6 +158,35 @@ mod tests {
         m.controller.leader(false);
         assert_eq!(value(&m, "preflight_gate_controller_leader"), Some(0.0));
         assert!(!m.controller.is_leader());
+    }
+
+    #[test]
+    fn completed_updates_are_observed_as_actual_over_predicted_by_source() {
+        let m = Metrics::new().unwrap();
+        m.controller.update_completed("history", 4320, 3600);
+        m.controller.update_completed("documented", 1800, 3600);
+        m.controller.update_completed("made-up", 3600, 3600);
+        m.controller.update_completed("history", 3600, 0);
+        let bucket = |source: &str, le: &str| {
+            value(
+                &m,
+                &format!(
+                    r#"preflight_gate_control_plane_duration_ratio_bucket{{source="{source}",le="{le}"}}"#
+                ),
+            )
+        };
+        assert_eq!(bucket("history", "1.1"), Some(0.0));
+        assert_eq!(bucket("history", "1.25"), Some(1.0));
+        assert_eq!(bucket("documented", "0.5"), Some(1.0));
+        assert_eq!(bucket("unknown", "1"), Some(1.0));
+        assert_eq!(
+            value(
+                &m,
+                r#"preflight_gate_control_plane_duration_ratio_count{source="history"}"#
+            ),
+            Some(1.0),
+            "no prediction, no ratio"
+        );
     }
 
     #[test]

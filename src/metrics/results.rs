@@ -27,6 +27,9 @@ pub struct ResultMetrics {
     /// Targets the update graph offers: 1 recommended (`availableUpdates`),
     /// 0 conditional only; set by the controller's leader.
     target_recommended: IntGaugeVec,
+    /// The update plan's P50 and P90 of each target's newest result, by
+    /// `target_version` and `quantile`.
+    plan_seconds: GaugeVec,
     series: Arc<Mutex<ResultSeries>>,
 }
 
@@ -79,12 +82,24 @@ impl ResultMetrics {
                 &["target_version"],
             )?,
         )?;
+        let plan_seconds = register(
+            registry,
+            GaugeVec::new(
+                Opts::new(
+                    "plan_duration_seconds",
+                    "How long the update to the target is expected to take by the update plan of its latest result: quantile 0.5 (P50) and 0.9 (P90). Exported by the controller's leader.",
+                )
+                .namespace(PREFIX),
+                &["target_version", "quantile"],
+            )?,
+        )?;
         Ok(Self {
             cached,
             watch_up,
             check_status,
             completed_at,
             target_recommended,
+            plan_seconds,
             series: Arc::default(),
         })
     }
@@ -176,6 +191,8 @@ struct ObjectSeries {
     target: String,
     completed: f64,
     checks: Vec<(String, &'static str, i64)>,
+    /// The plan's P50 and P90, in seconds, when the result has one.
+    plan: Option<(u64, u64)>,
 }
 
 /// The result series and which label sets are exported now, so that series
@@ -188,6 +205,8 @@ struct ResultSeries {
     seq: u64,
     checks: HashSet<[String; 3]>,
     targets: HashSet<String>,
+    /// Targets whose plan is exported.
+    planned: HashSet<String>,
 }
 
 impl ResultSeries {
@@ -221,6 +240,11 @@ impl ResultSeries {
             })
             .collect();
         let target = target_label(object.spec.version.as_deref().unwrap_or("")).to_owned();
+        let plan = object
+            .status
+            .as_ref()
+            .and_then(|s| s.plan.as_ref())
+            .map(|p| (p.p50_seconds, p.p90_seconds));
         self.objects.insert(
             name,
             ObjectSeries {
@@ -228,6 +252,7 @@ impl ResultSeries {
                 target,
                 completed,
                 checks,
+                plan,
             },
         );
     }
@@ -243,7 +268,17 @@ impl ResultSeries {
         }
         let mut checks = HashSet::new();
         let mut targets = HashSet::new();
+        let mut planned = HashSet::new();
         for (target, o) in &newest {
+            if let Some((p50, p90)) = o.plan {
+                for (quantile, seconds) in [("0.5", p50), ("0.9", p90)] {
+                    metrics
+                        .plan_seconds
+                        .with_label_values(&[target, quantile])
+                        .set(seconds as f64);
+                }
+                planned.insert((*target).to_owned());
+            }
             metrics
                 .completed_at
                 .with_label_values(&[target])
@@ -266,8 +301,14 @@ impl ResultSeries {
         for gone in self.targets.difference(&targets) {
             let _ = metrics.completed_at.remove_label_values(&[gone]);
         }
+        for gone in self.planned.difference(&planned) {
+            for quantile in ["0.5", "0.9"] {
+                let _ = metrics.plan_seconds.remove_label_values(&[gone, quantile]);
+            }
+        }
         self.checks = checks;
         self.targets = targets;
+        self.planned = planned;
     }
 }
 
@@ -385,6 +426,47 @@ mod tests {
         m.results.observe(&failing);
         m.results.clear();
         assert!(exported(&m, "preflight_gate_check_status{").is_empty());
+    }
+
+    fn plan(m: &Metrics, target: &str, quantile: &str) -> Option<f64> {
+        value(
+            m,
+            &format!(
+                r#"preflight_gate_plan_duration_seconds{{quantile="{quantile}",target_version="{target}"}}"#
+            ),
+        )
+    }
+
+    #[test]
+    fn the_plan_of_each_targets_newest_result_is_exported_and_withdrawn_with_it() {
+        let m = Metrics::new().unwrap();
+        let mut planned = object("a", "4.15.3", "2026-11-30T10:00:00Z", Vec::new());
+        planned.status.as_mut().unwrap().plan = Some(crate::model::results::PlanSummary {
+            p50_seconds: 7800,
+            p90_seconds: 11100,
+            ..Default::default()
+        });
+        m.results.observe(&planned);
+        assert_eq!(plan(&m, "4.15.3", "0.5"), Some(7800.0));
+        assert_eq!(plan(&m, "4.15.3", "0.9"), Some(11100.0));
+        // A result without a plan (an older gate's, or a run that could
+        // not read the cluster) exports none.
+        m.results
+            .observe(&object("b", "4.14.12", "2026-11-30T10:00:00Z", Vec::new()));
+        assert_eq!(
+            exported(&m, "preflight_gate_plan_duration_seconds{").len(),
+            2
+        );
+        // A newer result for the target without a plan withdraws it; the
+        // object's deletion too.
+        m.results
+            .observe(&object("c", "4.15.3", "2026-11-30T11:00:00Z", Vec::new()));
+        assert!(exported(&m, "preflight_gate_plan_duration_seconds{").is_empty());
+        let mark = m.results.mark();
+        m.results.retain(["a"], mark);
+        assert_eq!(plan(&m, "4.15.3", "0.9"), Some(11100.0));
+        m.results.clear();
+        assert!(exported(&m, "preflight_gate_plan_duration_seconds{").is_empty());
     }
 
     #[test]

@@ -13,14 +13,23 @@ use super::risks;
 /// The built-in check for admin gates without their ack.
 pub const ADMIN_ACKS_MISSING: &str = "AdminAcksMissing";
 
+/// The finding of `check --window-end`: whether the update fits the
+/// maintenance window. The window is the administrator's own rule, so no
+/// name accepts it: moving the window, or an override, is the way on.
+pub const MAINTENANCE_WINDOW: &str = "MaintenanceWindow";
+
 /// Whether any name may accept `result`. A missing admin ack may not: the
 /// CVO holds a minor update until the ack is in `openshift-config/admin-acks`,
 /// whatever `acceptRisks` says, so accepting it at the gate would only let
 /// through an update the CVO then refuses. Neither the check's name nor
 /// any OpenShift name it carries (`AdminAck-<gate>`, `ConditionalUpdateRisk`)
 /// accepts it; its finding says how to give the ack.
+/// Nor may any name accept a maintenance window the update does not fit
+/// ([`MAINTENANCE_WINDOW`]).
 pub fn acceptable(result: &CheckResult) -> bool {
-    result.name != ADMIN_ACKS_MISSING && !result.risks.iter().any(|r| risks::is_admin_ack(r))
+    result.name != ADMIN_ACKS_MISSING
+        && result.name != MAINTENANCE_WINDOW
+        && !result.risks.iter().any(|r| risks::is_admin_ack(r))
 }
 
 /// What, besides a result itself, decides whether it blocks.
@@ -162,6 +171,44 @@ pub fn known(name: &str, results: &[CheckResult]) -> bool {
             .any(|r| r.name == name || r.risks.iter().any(|risk| risk == name))
 }
 
+/// The annotation on the ClusterVersion that ends the maintenance window an
+/// update must fit in: an RFC 3339 time. A `preflight.dev/` claim, so
+/// writing it needs the `override` verb and `preflight.dev/claimed-by`.
+pub const WINDOW_END: &str = "preflight.dev/window-end";
+
+/// How an update's plan meets a maintenance window: the webhook's window
+/// rule (`admission::decision`) and `check --window-end` build it alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowFit {
+    /// The window's end.
+    pub end: jiff::Timestamp,
+    /// When the update ends at its P90, started at the time given.
+    pub p90_end: jiff::Timestamp,
+    /// The plan's P90, in seconds.
+    pub p90_seconds: u64,
+}
+
+impl WindowFit {
+    /// An update of P90 `p90_seconds` started at `now`, against a window
+    /// ending at `end`.
+    pub fn new(end: jiff::Timestamp, now: jiff::Timestamp, p90_seconds: u64) -> Self {
+        let p90_end = i64::try_from(p90_seconds)
+            .ok()
+            .and_then(|s| now.checked_add(jiff::SignedDuration::from_secs(s)).ok())
+            .unwrap_or(jiff::Timestamp::MAX);
+        Self {
+            end,
+            p90_end,
+            p90_seconds,
+        }
+    }
+
+    /// Whether the update ends, at its P90, by the window's end.
+    pub fn fits(&self) -> bool {
+        self.p90_end <= self.end
+    }
+}
+
 /// Kinds of honoured override, as a metric label: what let a blocked update through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OverrideKind {
@@ -272,6 +319,17 @@ mod tests {
             ..policy
         };
         assert_eq!(policy.standing(&other), Standing::Accepted);
+    }
+
+    #[test]
+    fn a_maintenance_window_is_never_accepted() {
+        let r = result(MAINTENANCE_WINDOW, Outcome::Fail, Severity::Blocking);
+        let policy = Blocking {
+            fail_open: BTreeSet::new(),
+            accepted: names(&[MAINTENANCE_WINDOW]),
+        };
+        assert!(!acceptable(&r));
+        assert_eq!(policy.standing(&r), Standing::Blocks);
     }
 
     #[test]

@@ -55,6 +55,166 @@ pub struct UpdatePreflightStatus {
     pub summary: Option<Summary>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// The update plan the run computed from the cluster it read
+    /// (docs/plan.md), bounded; none when the run could not read the
+    /// cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanSummary>,
+    /// How long the control plane took once the cluster completed the
+    /// update to this release, against what the plan predicted; written
+    /// once, when the controller sees the completion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_duration: Option<UpdateDuration>,
+}
+
+/// The update plan of a run (docs/plan.md), bounded in size: its figures,
+/// each pool's, the first batches of each pool and every batch that can
+/// never drain, each in full; counts for the rest. Durations are in
+/// seconds.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanSummary {
+    /// The time of the data it was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub computed_at: Option<Time>,
+    /// The whole update, until every node of a pool that updates runs the
+    /// target: the control plane, then the slowest other pool.
+    #[serde(default)]
+    pub p50_seconds: u64,
+    #[serde(default)]
+    pub p90_seconds: u64,
+    #[serde(default)]
+    pub control_plane: ControlPlaneSummary,
+    /// The master pool first, then by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<PoolSummary>,
+    /// Pools left out of `pools`.
+    #[serde(default)]
+    pub more_pools: u32,
+    /// The first batches of each pool that updates, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batches: Vec<BatchSummary>,
+    /// Batches of pools that update left out of `batches`.
+    #[serde(default)]
+    pub more_batches: u32,
+    /// Batches that can never drain, each naming its pool, batch, node
+    /// and PodDisruptionBudget.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blockers: Vec<String>,
+    /// Blockers left out of `blockers`.
+    #[serde(default)]
+    pub more_blockers: u32,
+    /// Batches whose drain waits for a PodDisruptionBudget.
+    #[serde(default)]
+    pub waits: u32,
+    /// What will hold the update up, or keep it from finishing.
+    #[serde(default)]
+    pub warnings: u32,
+    /// What the plan cannot know from the data.
+    #[serde(default)]
+    pub unknowns: u32,
+}
+
+/// The control plane's part of the plan.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ControlPlaneSummary {
+    #[serde(default)]
+    pub p50_seconds: u64,
+    #[serde(default)]
+    pub p90_seconds: u64,
+    /// `history` (the cluster's own completed updates) or `documented`
+    /// (Red Hat's documented range).
+    #[serde(default)]
+    pub source: String,
+    /// How many completed updates it was computed from.
+    #[serde(default)]
+    pub samples: u32,
+    /// What it was computed from, in words.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub basis: String,
+}
+
+/// One MachineConfigPool's rollout in the plan.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolSummary {
+    pub name: String,
+    #[serde(default)]
+    pub nodes: u32,
+    /// Whether the update rolls it now (it is not paused).
+    #[serde(default)]
+    pub updates: bool,
+    #[serde(default)]
+    pub batches: u32,
+    /// Nodes updated at once.
+    #[serde(default)]
+    pub batch_size: u32,
+    /// Its rollout, batch after batch.
+    #[serde(default)]
+    pub seconds: u64,
+    /// Some batch can never drain.
+    #[serde(default)]
+    pub blocked: bool,
+}
+
+/// One batch of the plan: nodes that update together.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchSummary {
+    pub pool: String,
+    /// From 1.
+    pub number: u32,
+    /// The first of its nodes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    /// All of its nodes.
+    #[serde(default)]
+    pub node_count: u32,
+    /// Pods its drains evict; none without Pod data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evictions: Option<u32>,
+    /// What holds its drain: `PDB <namespace>/<name>: never drains`,
+    /// `waits 4m`, `waits, how long unknown`, `unknown`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holds: Vec<String>,
+    /// Its slowest node.
+    #[serde(default)]
+    pub seconds: u64,
+}
+
+/// An update the cluster completed to this release, against the plan's
+/// prediction for it.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateDuration {
+    /// `status.history`'s `startedTime` and `completionTime` of the update.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Time>,
+    /// `completionTime - startedTime`: the control plane, master pool
+    /// included.
+    #[serde(default)]
+    pub control_plane_seconds: u64,
+    /// The control plane's P50 and P90 the plan predicted.
+    #[serde(default)]
+    pub predicted_p50_seconds: u64,
+    #[serde(default)]
+    pub predicted_p90_seconds: u64,
+    /// The prediction's source: `history` or `documented`.
+    #[serde(default)]
+    pub source: String,
+}
+
+/// A duration as a person reads it: `1h05m`, `12m`, `45s`. The plan, the
+/// report and the webhook's line all say durations this way.
+pub fn duration_words(seconds: u64) -> String {
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m", seconds / 60),
+        _ => format!("{}h{:02}m", seconds / 3600, seconds % 3600 / 60),
+    }
 }
 
 /// Lifecycle of a preflight run.

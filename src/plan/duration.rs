@@ -49,14 +49,9 @@ pub fn node(drain: u64) -> u64 {
         .saturating_add(NODE_REBOOT)
 }
 
-/// A duration as a person reads it: `1h05m`, `12m`, `45s`.
-pub fn words(seconds: u64) -> String {
-    match seconds {
-        0..60 => format!("{seconds}s"),
-        60..3600 => format!("{}m", seconds / 60),
-        _ => format!("{}h{:02}m", seconds / 3600, seconds % 3600 / 60),
-    }
-}
+/// A duration as a person reads it: `1h05m`, `12m`, `45s` (the model's
+/// words, which the webhook's line says too).
+pub use crate::model::results::duration_words as words;
 
 #[cfg(test)]
 mod tests {

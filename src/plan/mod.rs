@@ -8,11 +8,13 @@
 //! - `pools`: which pools update, their batches and their order.
 //! - `drains`: what each batch evicts and the PDBs that hold it.
 //! - `duration`: the named defaults and how durations add up.
+//! - `status`: the plan bounded, as an `UpdatePreflight`'s status keeps it.
 
 pub mod control_plane;
 pub mod drains;
 pub mod duration;
 pub mod pools;
+pub mod status;
 
 use jiff::Timestamp;
 use serde::Serialize;
@@ -49,6 +51,21 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// What the plan cannot know from the data, and what it took instead.
     pub unknowns: Vec<String>,
+    /// The maintenance window the update must fit in, when one is given
+    /// (`check --window-end`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+}
+
+/// A maintenance window and how the plan meets it: the update, started
+/// now, ends at its P90 by the window's end, or not.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Window {
+    pub end: Timestamp,
+    /// Now, plus the plan's P90.
+    pub p90_end: Timestamp,
+    pub fits: bool,
 }
 
 /// One MachineConfigPool's rollout.
@@ -128,6 +145,7 @@ pub fn plan(view: &ClusterView, kind: Option<UpdateKind>, now: Timestamp) -> Pla
         waits: Vec::new(),
         warnings: Vec::new(),
         unknowns: Vec::new(),
+        window: None,
         control_plane,
     };
     if plan.control_plane.source == "documented" {

@@ -1,6 +1,7 @@
-//! The update plan as the report prints it: its figures, a table per pool
-//! that updates (batch, nodes, evictions, blockers, duration), then what
-//! holds it up and what it cannot know.
+//! The update plan as the report prints it: its figures (and the
+//! maintenance window, when one is given), a table per pool that updates
+//! (batch, nodes, evictions, blockers, duration), then what holds it up and
+//! what it cannot know.
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, Color, ContentArrangement, Table};
@@ -26,6 +27,21 @@ pub fn plan_table(plan: &Plan, color: bool) -> String {
         words(cp.p90_seconds),
         clean(&cp.basis, 300),
     );
+    if let Some(window) = &plan.window {
+        out.push_str(&format!(
+            "  maintenance window: ends {}; started now, the update ends at its P90 {}: {}\n",
+            window.end,
+            window
+                .p90_end
+                .round(jiff::Unit::Second)
+                .unwrap_or(window.p90_end),
+            if window.fits {
+                "it fits"
+            } else {
+                "it may not finish within it"
+            }
+        ));
+    }
     for pool in &plan.pools {
         out.push_str(&format!(
             "  pool {}: {} nodes",

@@ -16,3 +16,4 @@ mod prompt_exit;
 mod runs;
 mod signatures;
 mod vouch;
+mod window;

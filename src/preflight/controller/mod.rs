@@ -1,9 +1,11 @@
-//! The preflight controller: runs a target's suite when its `UpdatePreflight`
-//! is new, changed, asked for or old (`reconcile`); keeps the update graph's
-//! targets checked ahead of time (`refresh`); garbage-collects what the graph
-//! no longer offers (`gc`). Only the replica holding the Lease runs it (see
-//! `leader`).
+//! The preflight controller: runs a target's suite, and computes its update
+//! plan, when its `UpdatePreflight` is new, changed, asked for or old
+//! (`reconcile`); keeps the update graph's targets checked ahead of time
+//! (`refresh`); compares a completed update with its plan (`completion`);
+//! garbage-collects what the graph no longer offers (`gc`). Only the
+//! replica holding the Lease runs it (see `leader`).
 
+mod completion;
 mod gc;
 mod reconcile;
 mod refresh;

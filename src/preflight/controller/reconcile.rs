@@ -1,6 +1,7 @@
 //! One object's turn: whether a run is due, and the run itself (the
-//! built-in suite over a fresh live view beside the external checks, one
-//! status written before and after, an Event at the end).
+//! built-in suite over a fresh live view beside the external checks, the
+//! update plan from the same view, one status written before and after, an
+//! Event at the end).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +19,7 @@ use super::{Ctx, Error, Settings};
 use crate::admission::ports::RunRequest;
 use crate::cluster::live;
 use crate::model::release::{ReleaseKey, Version};
+use crate::model::results::PlanSummary;
 use crate::model::status::{self, Ending, errored, good_for};
 use crate::model::{
     CheckResult, ClusterVersion, Phase, Target, UpdatePreflight, UpdatePreflightStatus,
@@ -164,7 +166,13 @@ async fn write_status(
     name: &str,
     status: &UpdatePreflightStatus,
 ) -> Result<(), Error> {
-    let patch = Patch::Merge(json!({ "status": status }));
+    let mut patch = json!({ "status": status });
+    // A run without a plan removes the last one (a merge keeps what it
+    // does not name).
+    if status.plan.is_none() {
+        patch["status"]["plan"] = serde_json::Value::Null;
+    }
+    let patch = Patch::Merge(patch);
     // The field manager is how the webhook tells the gate's status writes
     // from anyone else's (model::vouch).
     let params = PatchParams {
@@ -210,11 +218,13 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<UpdatePrefligh
         Ok(Err(e)) => Err(("ClusterUnreadable", format!("cannot read the cluster: {e}"))),
         Err(_) => Err(("RunTimedOut", timed_out(ctx))),
     };
+    let mut plan = None;
     let (phase, results, reason, message) = match view {
         Ok(view) => {
             let results = run_checks(object, ctx, view, deadline).await;
             match results {
-                Some(results) => {
+                Some((results, planned)) => {
+                    plan = planned;
                     let (phase, reason, message) =
                         status::conclusion(&results, &ctx.settings.blocking);
                     (phase, results, reason, message)
@@ -236,6 +246,9 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<UpdatePrefligh
             at: Timestamp::now(),
         },
     );
+    // The plan of this run, or none: an earlier run's plan describes a
+    // cluster this run could not read.
+    status.plan = plan;
     write_status(&api, &name, &status).await?;
 
     let elapsed = started.elapsed();
@@ -285,8 +298,9 @@ fn timed_out(ctx: &Ctx) -> String {
 }
 
 /// Runs the suite over `view`, each built-in check with its own timeout,
-/// and the external checks beside it, all within the run's deadline; None
-/// when the built-ins did not finish by then.
+/// and the external checks beside it, all within the run's deadline, and
+/// computes the update plan from the same view; None when the built-ins
+/// did not finish by then.
 ///
 /// The target's version comes from a trusted place only, never from the
 /// object, whoever wrote it: the update graph, matched by digest; else the
@@ -297,23 +311,18 @@ async fn run_checks(
     ctx: &Ctx,
     view: Arc<crate::cluster::ClusterView>,
     deadline: Instant,
-) -> Option<Vec<CheckResult>> {
+) -> Option<(Vec<CheckResult>, Option<PlanSummary>)> {
     let (mut update, _) = update_of(view.cluster_version.as_ref(), &object.spec.image);
     let mut results = Vec::new();
     let declared = match &ctx.settings.jobs {
-        Some(jobs) => jobs::release_declared(
-            &ctx.client,
-            object,
-            &update,
-            jobs,
-            deadline,
-            &ctx.releases,
-        )
-        .await
-        .unwrap_or_else(|not_run| {
-            results.push(not_run);
-            None
-        }),
+        Some(jobs) => {
+            jobs::release_declared(&ctx.client, object, &update, jobs, deadline, &ctx.releases)
+                .await
+                .unwrap_or_else(|not_run| {
+                    results.push(not_run);
+                    None
+                })
+        }
         None => None,
     };
     if update.target_version.is_none() {
@@ -351,13 +360,15 @@ async fn run_checks(
         budget: deadline.saturating_duration_since(Instant::now()),
     };
     let built_in = tokio::task::spawn_blocking(move || {
-        suite::run(
-            view,
-            &target,
-            Timestamp::now(),
-            selection.as_deref(),
-            limits,
-        )
+        let clock = Timestamp::now();
+        let results = suite::run(view.clone(), &target, clock, selection.as_deref(), limits);
+        // The plan of the same view, at the same time; a plan that panics
+        // is no plan, never a lost run.
+        let plan = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            plan_of(&view, &target, clock)
+        }))
+        .ok();
+        (results, plan)
     });
     let built_in = tokio::time::timeout_at(deadline.into(), built_in);
     // External checks run beside the built-ins, bounded by the same
@@ -380,17 +391,29 @@ async fn run_checks(
         }
     };
     let (built_in, mut external) = tokio::join!(built_in, external);
-    let mut built_in = match built_in {
-        Ok(Ok(results)) => results,
+    let (mut built_in, plan) = match built_in {
+        Ok(Ok(done)) => done,
         Ok(Err(e)) => {
             warn!(error = %e, "the suite runner failed");
-            Vec::new()
+            (Vec::new(), None)
         }
         Err(_) => return None,
     };
     built_in.append(&mut results);
     built_in.append(&mut external);
-    Some(built_in)
+    Some((built_in, plan))
+}
+
+/// The update plan to `target` (`crate::plan`) over `view`, judged at the
+/// time the checks are (`checks::Context`), as the status keeps it.
+pub(crate) fn plan_of(
+    view: &crate::cluster::ClusterView,
+    target: &Target,
+    clock: Timestamp,
+) -> PlanSummary {
+    let ctx = crate::checks::Context::new(view, target, clock);
+    let plan = crate::plan::plan(view, ctx.kind, ctx.now);
+    crate::plan::status::summary(&plan, ctx.now)
 }
 
 /// The update as external checks are told it: the target, at the version

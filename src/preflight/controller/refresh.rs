@@ -1,7 +1,8 @@
 //! Proactive refresh: whenever the ClusterVersion changes, and periodically
 //! besides, every target its update graph offers gets an object (which the
-//! reconciler then keeps fresh), the offered targets are exported, and what
-//! the graph no longer offers is collected (`gc`).
+//! reconciler then keeps fresh), the offered targets are exported, an update
+//! that completed is compared with its plan (`completion`), and what the
+//! graph no longer offers is collected (`gc`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -12,7 +13,9 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use tracing::{info, warn};
 
-use super::{Ctx, gc};
+use k8s_openapi::api::core::v1::ObjectReference;
+
+use super::{Ctx, completion, gc};
 use crate::model::release::ReleaseKey;
 use crate::model::{ClusterVersion, UpdatePreflight};
 use crate::preflight::live::{cluster_versions, offered, trigger};
@@ -54,12 +57,21 @@ async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
     let Some(cv) = cluster_versions(&ctx.client).get_opt("version").await? else {
         return Ok(());
     };
+    let reference = ObjectReference {
+        api_version: Some("config.openshift.io/v1".into()),
+        kind: Some("ClusterVersion".into()),
+        name: Some("version".into()),
+        uid: cv.metadata.uid.clone(),
+        ..Default::default()
+    };
     let cv: ClusterVersion =
         serde_json::from_value(serde_json::to_value(cv).map_err(kube::Error::SerdeError)?)
             .map_err(kube::Error::SerdeError)?;
     let api: Api<UpdatePreflight> = Api::all(ctx.client.clone());
     let mark = ctx.metrics.results.mark();
     let objects = api.list(&Default::default()).await?.items;
+    // An update completed since: how long it took against its plan.
+    completion::observe(ctx, &api, &cv, &reference, &objects).await;
     let known: HashSet<ReleaseKey> = objects
         .iter()
         .map(|o| ReleaseKey::from_image(&o.spec.image))

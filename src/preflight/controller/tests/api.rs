@@ -231,6 +231,16 @@ async fn a_new_target_is_marked_running_read_checked_written_and_evented() {
     assert_eq!(status["startTime"], run.running["status"]["startTime"]);
     assert!(status["completionTime"].is_string());
     assert_eq!(status["conditions"][0]["type"], "Passed");
+    // The update plan of the same (empty) view: the control plane's
+    // documented range, as nothing else updates.
+    let plan = &status["plan"];
+    assert_eq!(plan["controlPlane"]["source"], "documented", "{plan}");
+    assert_eq!(
+        (plan["p50Seconds"].as_u64(), plan["p90Seconds"].as_u64()),
+        (Some(3600), Some(7200))
+    );
+    let computed: Timestamp = plan["computedAt"].as_str().unwrap().parse().unwrap();
+    assert!(computed.as_second() >= before.as_second(), "{plan}");
 
     // The Event is about the object, and tells the phase.
     assert_eq!(run.event["reason"], format!("Preflight{phase}"));
@@ -343,6 +353,8 @@ async fn an_unreadable_cluster_ends_the_run_in_error_written_and_evented() {
     assert!(message.contains("etcdserver: leader changed"), "{message}");
     assert!(status["completionTime"].is_string());
     assert_eq!(status["observedGeneration"], 1);
+    // No view, no plan: an earlier run's is removed, not left standing.
+    assert_eq!(status.get("plan"), Some(&Value::Null), "{status}");
     assert_eq!(run.event["type"], "Warning");
     assert_eq!(run.event["reason"], "PreflightError");
     assert_eq!(run.event["note"], message);
