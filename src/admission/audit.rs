@@ -15,3 +15,7 @@ pub const CLAIMED_BY: &str = "claimed-by";
 pub const OVERRIDE_BY: &str = "override-by";
 pub const OVERRIDE_REASON: &str = "override-reason";
 pub const OVERRIDDEN_CHECKS: &str = "overridden-checks";
+/// Who changed what the cluster trusts (`spec.upstream`, `signatureStores`,
+/// `overrides`, `capabilities`), and which of them.
+pub const TRUST_CHANGED_BY: &str = "trust-changed-by";
+pub const TRUST_CHANGED: &str = "trust-changed";

@@ -133,8 +133,9 @@ pub struct EventNote {
     pub message: String,
     /// The name of the target's `UpdatePreflight` (named after its digest):
     /// the Event's related object, so each target has Events of its own
-    /// rather than one whose note keeps the first target's words.
-    pub related: String,
+    /// rather than one whose note keeps the first target's words. None for
+    /// a write about no target.
+    pub related: Option<String>,
 }
 
 /// The answer to a review.
@@ -219,13 +220,15 @@ enum Asked {
     /// `spec.desiredUpdate.force` set: its refusal says why first.
     Force,
     ClaimWrite,
+    /// What the cluster trusts changed (`Spec::trust_changes`).
+    TrustChange,
 }
 
 impl PendingOverride {
     pub(crate) fn resolve(self, authorization: Authorization) -> Verdict {
         let (lead, what) = match self.asked {
             Asked::Override | Asked::Force => ("Override ignored", "the override"),
-            Asked::ClaimWrite => ("Write refused", "the write"),
+            Asked::ClaimWrite | Asked::TrustChange => ("Write refused", "the write"),
         };
         let why = match authorization {
             Authorization::Allowed => return self.granted,
@@ -241,7 +244,9 @@ impl PendingOverride {
         let note = format!("{lead}: {why}.");
         match self.asked {
             Asked::Override => message::lead_with(&mut verdict.message, &note),
-            Asked::Force | Asked::ClaimWrite => message::add_note(&mut verdict.message, &note),
+            Asked::Force | Asked::ClaimWrite | Asked::TrustChange => {
+                message::add_note(&mut verdict.message, &note)
+            }
         }
         verdict
     }
@@ -291,6 +296,13 @@ pub fn decide(
     if forces(request.old_object.as_ref(), new) {
         decision = force_write(request, decision);
     }
+    let before = request.old_object.as_ref().map(|cv| &cv.spec);
+    let trusts = new
+        .spec
+        .trust_changes(before.unwrap_or(&Default::default()));
+    if !trusts.is_empty() {
+        decision = trust_write(request, &trusts, decision);
+    }
     let claims = overrides::written_claims(request.old_object.as_ref(), new);
     if claims.is_empty() {
         decision
@@ -323,6 +335,45 @@ fn force_write(request: &Request, decision: Decision) -> Decision {
         granted: granted_if_authorized(decision),
         refused,
         asked: Asked::Force,
+    }))
+}
+
+/// A write that changes what the cluster trusts: the update graph
+/// (`spec.upstream`), where signatures are read, components taken from the
+/// CVO, capabilities. Whoever chooses the graph chooses what the cluster is
+/// offered, so such a write needs the `override` verb, as a target change
+/// the checks refuse would; the same access review answers for the rest of
+/// the write.
+fn trust_write(request: &Request, fields: &[&str], decision: Decision) -> Decision {
+    let refused = Verdict::deny(
+        Reason::Failed,
+        403,
+        message::trust_change_refused(&request.user.username, fields),
+    );
+    // Allowed, it is recorded as an override is: in the API server's audit
+    // log and as an Event on the ClusterVersion.
+    let user = &request.user.username;
+    let mut granted = granted_if_authorized(decision);
+    granted
+        .audit
+        .insert(audit::TRUST_CHANGED_BY.into(), user.clone());
+    granted
+        .audit
+        .insert(audit::TRUST_CHANGED.into(), fields.join(","));
+    granted.effects.push(Effect::Event(EventNote {
+        warning: true,
+        reason: "PreflightTrustChanged",
+        message: format!(
+            "{user} changed {}: what the cluster is offered and trusts",
+            fields.join(", ")
+        ),
+        related: None,
+    }));
+    Decision::NeedsAuthorization(Box::new(PendingOverride {
+        user: request.user.clone(),
+        granted,
+        refused,
+        asked: Asked::TrustChange,
     }))
 }
 
@@ -624,7 +675,7 @@ impl Fresh<'_> {
             warning: true,
             reason: "UpdateBlockedByPreflight",
             message: message::first_line(&denied.message).to_owned(),
-            related: target.key.object_name(),
+            related: Some(target.key.object_name()),
         }));
         if !f.blocking.is_empty() {
             return (denied, None);
@@ -659,7 +710,7 @@ impl Fresh<'_> {
                 target.display(),
                 accept_reason.map(|r| format!(": {r}")).unwrap_or_default()
             ),
-            related: target.key.object_name(),
+            related: Some(target.key.object_name()),
         }));
         (denied, Some(granted))
     }
@@ -903,7 +954,7 @@ fn forced(request: &Request, target: &Target, base: &Verdict, claim: &ForceClaim
             target.display(),
             claim.reason
         ),
-        related: target.key.object_name(),
+        related: Some(target.key.object_name()),
     }));
     v.effects.extend(
         base.effects
@@ -1033,7 +1084,7 @@ impl WindowLimits<'_> {
             warning: true,
             reason: "UpdateOutsideMaintenanceWindow",
             message: message::first_line(&denied.message).to_owned(),
-            related: target.key.object_name(),
+            related: Some(target.key.object_name()),
         }));
         (denied, None)
     }

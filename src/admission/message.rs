@@ -424,6 +424,16 @@ pub(crate) fn force_refused(user: &str) -> String {
     )
 }
 
+/// The denial of a write that changes what the cluster trusts, by a user
+/// without the `override` verb.
+pub(crate) fn trust_change_refused(user: &str, fields: &[&str]) -> String {
+    format!(
+        "preflight-gate: {user} may not change {}\n\
+         These decide which releases the cluster is offered and trusts (the update graph, where release signatures are read, components the cluster-version operator manages, capabilities), so changing them needs the \"override\" verb on updatepreflights.preflight.dev, as an override does.",
+        fields.join(", ")
+    )
+}
+
 /// The denial when the object under the release's name is not the gate's
 /// own result.
 pub(crate) fn not_vouched(target: &Target, name: &str, why: &str) -> String {

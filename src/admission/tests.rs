@@ -1233,6 +1233,79 @@ fn setting_force_needs_the_override_verb_whatever_the_checks_say(#[case] review:
     );
 }
 
+/// Whoever chooses the update graph chooses what the cluster is offered
+/// (and, before releases were verified by signature, what ran as pods):
+/// a write of what the cluster trusts needs the override verb, alone or
+/// beside a target change, and is audited when allowed.
+#[rstest]
+#[case::a_graph_of_ones_own("/request/object/spec/upstream", json!("https://graph.attacker.example/api/upgrades_info"), "spec.upstream")]
+#[case::signature_stores("/request/object/spec/signatureStores", json!([{"url": "https://sigs.attacker.example"}]), "spec.signatureStores")]
+#[case::an_unmanaged_operator(
+    "/request/object/spec/overrides",
+    json!([{"kind": "Deployment", "group": "apps", "namespace": "openshift-cluster-version", "name": "cluster-version-operator", "unmanaged": true}]),
+    "spec.overrides"
+)]
+#[case::capabilities("/request/object/spec/capabilities", json!({"baselineCapabilitySet": "vCurrent"}), "spec.capabilities")]
+fn changing_what_the_cluster_trusts_needs_the_override_verb(
+    #[case] pointer: &str,
+    #[case] value: Value,
+    #[case] field: &str,
+) {
+    for review in [
+        Review::new().set(pointer, value.clone()),
+        Review::new().version("4.14.12").set(pointer, value.clone()),
+    ] {
+        let p = pending_override(review, &Policy::default());
+        let refused = p.clone().resolve(Authorization::Denied);
+        assert!(!refused.allowed);
+        assert_eq!(refused.code, 403);
+        assert!(
+            refused
+                .message
+                .starts_with(&format!("preflight-gate: alice may not change {field}\n")),
+            "{}",
+            refused.message
+        );
+        assert!(
+            refused
+                .message
+                .contains("Write refused: user \"alice\" is not allowed the \"override\" verb"),
+            "{}",
+            refused.message
+        );
+        let granted = p.resolve(Authorization::Allowed);
+        assert!(granted.allowed, "{granted:?}");
+        assert_eq!(granted.audit["trust-changed-by"], "alice");
+        assert_eq!(granted.audit["trust-changed"], field);
+        assert!(
+            granted.effects.iter().any(|e| matches!(e, Effect::Event(n)
+                if n.reason == "PreflightTrustChanged" && n.message.starts_with(&format!("alice changed {field}")))),
+            "{:?}",
+            granted.effects
+        );
+    }
+}
+
+#[test]
+fn what_the_cluster_trusts_left_as_it_was_asks_nothing() {
+    let same = |r: Review| {
+        r.set(
+            "/request/object/spec/upstream",
+            json!("https://graph.example"),
+        )
+        .set(
+            "/request/oldObject/spec/upstream",
+            json!("https://graph.example"),
+        )
+    };
+    let v = verdict(same(Review::new()).set("/request/object/spec/channel", json!("fast-4.15")));
+    assert!(v.allowed, "{v:?}");
+    assert!(!v.audit.contains_key("trust-changed-by"));
+    // A target change beside it is judged as any other.
+    let v = verdict(same(Review::new()).version("4.14.12"));
+    assert!(v.allowed, "{v:?}");
+}
+
 #[test]
 fn force_left_as_it_was_asks_nothing() {
     let v = verdict(

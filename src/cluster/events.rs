@@ -52,10 +52,10 @@ impl EventRecorder {
                         // the note (in the action) must be part of the key,
                         // or "bob accepted …" would be counted as a repeat
                         // of "alice accepted …" and read as hers.
-                        secondary: Some(ObjectReference {
+                        secondary: note.related.as_ref().map(|name| ObjectReference {
                             api_version: Some("preflight.dev/v1alpha1".into()),
                             kind: Some("UpdatePreflight".into()),
-                            name: Some(note.related.clone()),
+                            name: Some(name.clone()),
                             ..Default::default()
                         }),
                     };

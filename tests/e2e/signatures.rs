@@ -288,3 +288,67 @@ fn signatures_are_read_from_the_configured_store_until_one_verifies() {
     );
     assert!(refused.contains(&format!("store {dead_url}")), "{refused}");
 }
+
+/// The graph decides what the cluster is offered: pointing `spec.upstream`
+/// elsewhere is gated like a target change the checks refuse, through the
+/// real API server and the webhook's own match condition (which sends the
+/// gate such writes and nothing else of the spec), and recorded when
+/// allowed.
+#[test]
+fn changing_the_update_graph_needs_the_override_verb() {
+    let (_turn, world) = lock();
+    let patch = |user: User, upstream: Value| {
+        world.kubectl(
+            user,
+            &[
+                "patch",
+                "clusterversion",
+                "version",
+                "--type=merge",
+                "-p",
+                &json!({"spec": {"upstream": upstream}}).to_string(),
+            ],
+        )
+    };
+    let channel_before = world.cluster_version()["spec"]["channel"].clone();
+    let graph = "https://graph.attacker.example/api/upgrades_info";
+    // alice may patch the ClusterVersion, not override: refused, saying so.
+    let refused = patch(User::Alice, json!(graph));
+    assert!(!refused.ok, "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains("alice may not change spec.upstream"),
+        "{}",
+        refused.stderr
+    );
+    assert!(world.cluster_version()["spec"].get("upstream").is_none());
+    // A channel change is none of the gate's business: it never sees it.
+    let channel = world.kubectl(
+        User::Alice,
+        &[
+            "patch",
+            "clusterversion",
+            "version",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"channel":"fast-4.15"}}"#,
+        ],
+    );
+    assert!(channel.ok, "{}", channel.stderr);
+    // bob holds the override verb: allowed, and an Event says who.
+    let allowed = patch(User::Bob, json!(graph));
+    assert!(allowed.ok, "{}", allowed.stderr);
+    world.wait_for_event("PreflightTrustChanged", "bob changed spec.upstream");
+    // Back to OpenShift's graph, by an administrator: a change too.
+    let back = patch(User::Admin, Value::Null);
+    assert!(back.ok, "{}", back.stderr);
+    world.admin(&[
+        "patch",
+        "clusterversion",
+        "version",
+        "--type=merge",
+        "-p",
+        &json!({"spec": {"channel": channel_before}}).to_string(),
+    ]);
+}
