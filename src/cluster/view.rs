@@ -307,6 +307,19 @@ impl ClusterView {
         self.alerts.get_or_insert_with(Vec::new).extend(alerts);
     }
 
+    /// Adds what an alert source answered: its alerts, or, when it could
+    /// not be read, why, so that the alert checks are Errors saying so
+    /// (never a run, or `check`, that fails whole).
+    pub(crate) fn add_alerts_read(&mut self, read: Result<Vec<Alert>, impl std::error::Error>) {
+        match read {
+            Ok(alerts) => self.add_alerts(alerts),
+            Err(e) => {
+                self.unreadable
+                    .insert(super::alerts::KIND.to_owned(), crate::model::text::chain(&e));
+            }
+        }
+    }
+
     /// A ConfigMap by namespace and name.
     pub fn config_map(&self, namespace: &str, name: &str) -> Option<&ConfigMap> {
         self.config_maps.iter().find(|cm| {

@@ -265,3 +265,37 @@ fn json_carries_the_whole_list_a_message_shortens() {
     assert_eq!(items.len(), 8, "{items:?}");
     assert!(items.iter().any(|i| i.contains("op7")), "{items:?}");
 }
+
+/// An alert querier that answers nothing is not a failed `check`: the
+/// alert checks are Errors naming it, as in a run of the gate, and the
+/// snapshot's own alerts do not stand in for the ones asked for.
+#[test]
+fn an_unreachable_querier_makes_the_alert_checks_errors() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let out = check(&["--to", "4.14.12", "--prometheus-url", &url, "-o", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    for name in ["CriticalAlertsFiring", "PrecheckAlertsFiring"] {
+        let result = report["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}"));
+        assert_eq!(result["outcome"], "Error", "{result}");
+        let message = result["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!(
+                "cannot read the cluster's alerts: cannot ask {url}/api/v1/alerts"
+            )),
+            "{message}"
+        );
+    }
+}

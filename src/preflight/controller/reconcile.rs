@@ -278,16 +278,11 @@ async fn read_alerts(view: &mut crate::cluster::ClusterView, ctx: &Ctx) {
     let Some(source) = &ctx.settings.alerts else {
         return;
     };
-    match source.alerts().await {
-        Ok(alerts) => view.add_alerts(alerts),
-        Err(e) => {
-            warn!(error = %e, "cannot read the cluster's alerts");
-            view.unreadable.insert(
-                crate::cluster::alerts::KIND.to_owned(),
-                crate::model::text::chain(&e),
-            );
-        }
+    let read = source.alerts().await;
+    if let Err(e) = &read {
+        warn!(error = %e, "cannot read the cluster's alerts");
     }
+    view.add_alerts_read(read);
 }
 
 fn timed_out(ctx: &Ctx) -> String {
