@@ -314,8 +314,10 @@ impl ClusterView {
         match read {
             Ok(alerts) => self.add_alerts(alerts),
             Err(e) => {
-                self.unreadable
-                    .insert(super::alerts::KIND.to_owned(), crate::model::text::chain(&e));
+                self.unreadable.insert(
+                    super::alerts::KIND.to_owned(),
+                    crate::model::text::chain(&e),
+                );
             }
         }
     }
