@@ -16,3 +16,4 @@ pub mod preflight;
 pub mod report;
 pub mod server;
 pub mod suite;
+pub mod view;

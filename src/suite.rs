@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 
 use crate::checks::{self, Check, Context};
-use crate::cluster::ClusterView;
 use crate::model::{CheckResult, Outcome, Severity, Target};
+use crate::view::ClusterView;
 
 /// How long checks may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,14 +14,14 @@
 //! the CVO waits for the ack itself, so the finding says how to give it.
 
 use super::{Check, Context};
-use crate::cluster::ClusterView;
-use crate::cluster::openshift::condition;
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::meta::Condition;
 use crate::model::release::UpdateKind;
 use crate::model::risks;
 use crate::model::text::list;
+use crate::view::ClusterView;
+use crate::view::openshift::condition;
 
 pub struct AdminAcksMissing;
 

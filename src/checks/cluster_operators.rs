@@ -10,7 +10,6 @@
 //! is not taken for an available one.
 
 use super::{Check, Context, require};
-use crate::cluster::openshift::condition;
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::grace;
@@ -18,6 +17,7 @@ use crate::model::text::EXCERPT;
 use crate::model::text::excerpt;
 use crate::model::text::list;
 use crate::model::text::since;
+use crate::view::openshift::condition;
 
 pub struct ClusterOperatorsHealthy;
 

@@ -15,7 +15,6 @@
 //! The update in progress, asked for again, changes nothing and passes.
 
 use super::{Check, Context};
-use crate::cluster::openshift::condition;
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::cluster_version::ArchitectureChange;
@@ -24,6 +23,7 @@ use crate::model::risks;
 use crate::model::text::EXCERPT;
 use crate::model::text::excerpt;
 use crate::model::text::since;
+use crate::view::openshift::condition;
 
 pub struct ClusterVersionState;
 

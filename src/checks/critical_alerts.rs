@@ -8,9 +8,9 @@
 //! blocks on its own noise.
 
 use super::{Check, Context};
-use crate::cluster::alerts::Alert;
 use crate::model::Finding;
 use crate::model::Severity;
+use crate::view::alerts::Alert;
 
 pub struct CriticalAlertsFiring;
 
@@ -24,8 +24,8 @@ const QUOTED: usize = 5;
 /// warning that there is none. (`oc adm upgrade recommend` names a run of
 /// its own without alert data `AlertNoTestData` and blocks on it; the gate
 /// warns, and takes the name as known.)
-pub(crate) fn no_alert_data(view: &crate::cluster::ClusterView) -> Finding {
-    if let Some(why) = view.unreadable.get(crate::cluster::alerts::KIND) {
+pub(crate) fn no_alert_data(view: &crate::view::ClusterView) -> Finding {
+    if let Some(why) = view.unreadable.get(crate::view::alerts::KIND) {
         return Finding::error(format!("cannot read the cluster's alerts: {why}")).with_url(URL);
     }
     Finding::warn(
@@ -99,8 +99,8 @@ impl Check for CriticalAlertsFiring {
 mod tests {
     use super::*;
     use crate::checks::fixture;
-    use crate::cluster::alerts::Alert;
     use crate::model::Outcome;
+    use crate::view::alerts::Alert;
     use rstest::rstest;
 
     pub fn alert(name: &str, severity: &str, state: &str) -> Alert {

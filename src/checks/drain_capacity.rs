@@ -13,11 +13,11 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{Check, Context, require};
-use crate::cluster::k8s::Node;
-use crate::cluster::quantity::Resources;
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::text::list;
+use crate::view::k8s::Node;
+use crate::view::quantity::Resources;
 
 pub struct DrainCapacity;
 

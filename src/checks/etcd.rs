@@ -7,13 +7,13 @@
 //! passes) and warns; an older one blocks.
 
 use super::{Check, Context, require};
-use crate::cluster::openshift::condition;
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::grace;
 use crate::model::text::EXCERPT;
 use crate::model::text::excerpt;
 use crate::model::text::since;
+use crate::view::openshift::condition;
 
 pub struct EtcdHealthy;
 

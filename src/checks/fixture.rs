@@ -5,9 +5,9 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::{Check, Context};
-use crate::cluster::ClusterView;
 use crate::model::Finding;
 use crate::model::Target;
+use crate::view::ClusterView;
 
 pub const NOW: &str = "2026-11-30T12:00:00Z";
 

@@ -9,9 +9,9 @@
 
 use super::x509::leaf;
 use super::{Check, Context, qualified, require};
-use crate::cluster::k8s::TlsSecret;
 use crate::model::Finding;
 use crate::model::Severity;
+use crate::view::k8s::TlsSecret;
 
 pub struct IngressCertificateCompatible;
 

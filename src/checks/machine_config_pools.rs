@@ -15,7 +15,6 @@
 //! that is missing.
 
 use super::{Check, Context, require};
-use crate::cluster::openshift::{Condition, condition};
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::release::UpdateKind;
@@ -23,6 +22,7 @@ use crate::model::text::EXCERPT;
 use crate::model::text::excerpt;
 use crate::model::text::list;
 use crate::model::text::since;
+use crate::view::openshift::{Condition, condition};
 
 pub struct MachineConfigPoolsHealthy;
 

@@ -30,12 +30,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use jiff::Timestamp;
 
-use crate::cluster::ClusterView;
 use crate::model::Finding;
 use crate::model::Target;
 use crate::model::cluster_version::ArchitectureChange;
 use crate::model::release::{ReleaseKey, UpdateKind, Version, describe_move};
 use crate::model::{CheckResult, Severity};
+use crate::view::ClusterView;
 
 /// What every check is given.
 pub struct Context<'a> {
@@ -369,7 +369,7 @@ mod tests {
         let mut view = view();
         view.withheld.insert(
             "Secret".to_owned(),
-            crate::cluster::live::TLS_SECRETS_WITHHELD.to_owned(),
+            crate::view::TLS_SECRETS_WITHHELD.to_owned(),
         );
         let finding = require(&view, &["Secret"]).unwrap_err();
         assert_eq!(finding.outcome, Outcome::Skipped);

@@ -5,11 +5,11 @@
 //! with one is accepted by the check's name alone.
 
 use super::{Check, Context, require};
-use crate::cluster::openshift::condition;
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::text::list;
 use crate::model::text::since;
+use crate::view::openshift::condition;
 
 pub struct NodesReady;
 

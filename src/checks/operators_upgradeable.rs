@@ -18,7 +18,6 @@
 //! while its pools roll), which only warns.
 
 use super::{Check, Context, require};
-use crate::cluster::openshift::condition;
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::meta::Condition;
@@ -27,6 +26,7 @@ use crate::model::risks;
 use crate::model::text::EXCERPT;
 use crate::model::text::excerpt;
 use crate::model::text::list;
+use crate::view::openshift::condition;
 
 pub struct ClusterOperatorsUpgradeable;
 

@@ -14,10 +14,10 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::{Check, Context, qualified, require};
-use crate::cluster::k8s::Pod;
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::text::list;
+use crate::view::k8s::Pod;
 
 pub struct PodDisruptionBudgetsAllowDrain;
 
@@ -68,7 +68,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
         let mut rolling = Vec::new();
         let mut alerts = Vec::new();
         // The alert OpenShift raises for a PDB at zero allowed disruptions.
-        let alert = |pdb: &crate::cluster::k8s::PodDisruptionBudget| {
+        let alert = |pdb: &crate::view::k8s::PodDisruptionBudget| {
             if pdb.status.current_healthy < pdb.status.desired_healthy {
                 "PodDisruptionBudgetLimit"
             } else {

@@ -11,10 +11,10 @@
 
 use super::critical_alerts::{firing_alerts, firing_of, no_alert_data, own_left_out};
 use super::{Check, Context};
-use crate::cluster::alerts::Alert;
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::risks;
+use crate::view::alerts::Alert;
 
 pub struct PrecheckAlertsFiring;
 
@@ -74,8 +74,8 @@ impl Check for PrecheckAlertsFiring {
 mod tests {
     use super::*;
     use crate::checks::fixture;
-    use crate::cluster::alerts::Alert;
     use crate::model::Outcome;
+    use crate::view::alerts::Alert;
     use rstest::rstest;
 
     fn alert(name: &str, precheck: bool, state: &str) -> Alert {
@@ -103,7 +103,7 @@ mod tests {
             (Outcome::Fail, Some(Severity::Warning))
         );
         view.unreadable.insert(
-            crate::cluster::alerts::KIND.to_owned(),
+            crate::view::alerts::KIND.to_owned(),
             "cannot ask https://thanos-querier.openshift-monitoring.svc:9091/api/v1/alerts for alerts: connection refused".to_owned(),
         );
         for check in [
@@ -162,7 +162,7 @@ mod tests {
     fn own(name: &str, severity: &str) -> Alert {
         let mut alert = alert_of(name, severity, true, "firing");
         alert.labels.insert(
-            crate::cluster::alerts::OWN_RULE_LABEL.to_owned(),
+            crate::view::alerts::OWN_RULE_LABEL.to_owned(),
             "preflight-gate".to_owned(),
         );
         alert

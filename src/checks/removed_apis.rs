@@ -17,11 +17,11 @@
 
 use super::admin_acks::{GATES, acknowledged};
 use super::{Check, Context, require};
-use crate::cluster::openshift::{ApiRequestCount, Caller};
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::release::{UpdateKind, Version};
 use crate::model::text::list;
+use crate::view::openshift::{ApiRequestCount, Caller};
 
 pub(crate) struct RemovedApisInUse;
 

@@ -14,13 +14,13 @@
 use std::collections::BTreeSet;
 
 use super::{Check, Context};
-use crate::cluster::openshift::condition;
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::cluster_version::{ConditionalUpdate, Release, Risk, Status};
 use crate::model::release::{ReleaseKey, Version};
 use crate::model::risks;
 use crate::model::text::{EXCERPT, excerpt};
+use crate::view::openshift::condition;
 
 pub struct TargetRecommended;
 

@@ -4,8 +4,8 @@
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 
-use super::kinds::{self, Kind};
-use super::view::ClusterView;
+use crate::view::ClusterView;
+use crate::view::kinds::{self, Kind};
 
 /// Page size for lists.
 const PAGE: u32 = 500;
@@ -80,9 +80,6 @@ impl Reads {
     pub const ALL: Reads = Reads { tls_secrets: true };
 }
 
-/// Why the certificate checks have no data when TLS Secrets are not read.
-pub(crate) const TLS_SECRETS_WITHHELD: &str = "TLS Secrets are not read: the gate runs without --read-tls-secrets (docs/install.md, \"The sensitive grant: Secrets\")";
-
 /// Lists every kind the checks read. A kind whose API is not served (say,
 /// a plain Kubernetes cluster with no MachineConfigPools) is left out of
 /// `ClusterView::loaded`, and one the client may not list is recorded in
@@ -101,8 +98,10 @@ pub(crate) async fn load_with_progress(
     for source in SOURCES {
         let kind = source.kind;
         if *kind == kinds::SECRET && !reads.tls_secrets {
-            view.withheld
-                .insert(kind.name.to_owned(), TLS_SECRETS_WITHHELD.to_owned());
+            view.withheld.insert(
+                kind.name.to_owned(),
+                crate::view::TLS_SECRETS_WITHHELD.to_owned(),
+            );
             continue;
         }
         let resource = ApiResource::from_gvk_with_plural(

@@ -9,7 +9,7 @@ use std::time::Duration;
 use backon::{ExponentialBuilder, Retryable};
 use tracing::warn;
 
-use super::alerts::{Alert, AlertsResponse};
+use crate::view::alerts::{Alert, AlertsResponse};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PrometheusError {

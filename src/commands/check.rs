@@ -13,12 +13,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::admission::{decision, message};
 use crate::checks::{self, Context};
 use crate::cli::CheckArgs;
-use crate::cluster::ClusterView;
 use crate::model::policy::{self, Blocking};
 use crate::model::release::is_image;
 use crate::model::{CheckResult, Outcome, Severity};
 use crate::report::{Format, Report};
 use crate::suite;
+use crate::view::ClusterView;
 
 /// Exit code when the cluster cannot be read or the report not written.
 pub(crate) const EXIT_ERROR: u8 = 1;
@@ -136,7 +136,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         view.add_alerts_read(runtime()?.block_on(prometheus.alerts()));
     }
     if let Some(now) = args.now {
-        view.as_of = Some(crate::cluster::AsOf::new(now, "--now"));
+        view.as_of = Some(crate::view::AsOf::new(now, "--now"));
     }
     let target = view.target(to);
     let view = std::sync::Arc::new(view);

@@ -16,9 +16,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use serde::Serialize;
 
 use super::duration::REPLACEMENT_READY;
-use crate::cluster::ClusterView;
-use crate::cluster::k8s::{Node, Pod, PodDisruptionBudget};
-use crate::cluster::quantity::Resources;
+use crate::view::ClusterView;
+use crate::view::k8s::{Node, Pod, PodDisruptionBudget};
+use crate::view::quantity::Resources;
 
 /// How a PDB holds a batch's drain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

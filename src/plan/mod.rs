@@ -22,9 +22,9 @@ use serde::Serialize;
 pub use control_plane::ControlPlane;
 pub use drains::{Hold, Outcome};
 
-use crate::cluster::ClusterView;
-use crate::cluster::k8s::Node;
 use crate::model::release::UpdateKind;
+use crate::view::ClusterView;
+use crate::view::k8s::Node;
 use duration::words;
 
 /// The version of the plan's JSON and YAML shape; a change that removes

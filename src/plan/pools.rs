@@ -16,8 +16,8 @@ use std::cmp::Reverse;
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::cluster::ClusterView;
-use crate::cluster::k8s::Node;
+use crate::view::ClusterView;
+use crate::view::k8s::Node;
 
 /// The label the MCO orders candidates by.
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";

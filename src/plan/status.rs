@@ -113,7 +113,7 @@ pub fn summary(plan: &Plan, computed_at: Timestamp) -> PlanSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::ClusterView;
+    use crate::view::ClusterView;
     use serde_json::{Value, json};
 
     fn node(name: &str) -> Value {

@@ -10,7 +10,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tracing::info;
 
 use crate::admission::ports::{Lookup, ResultLookup, RunRequest, RunTrigger};
-use crate::cluster::ClusterView;
 use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::UpdatePreflightSpec;
@@ -20,6 +19,7 @@ use crate::model::release::ReleaseKey;
 use crate::model::status::{self, Ending};
 use crate::model::{Resolution, Target};
 use crate::suite::{self, Limits};
+use crate::view::ClusterView;
 
 /// Preflight results over a fixed snapshot.
 pub struct SnapshotSource {

@@ -133,7 +133,7 @@ fn skipped_line(report: &Report) -> Option<String> {
         .iter()
         .filter(|(key, _)| {
             let kind = key.split(' ').next().unwrap_or("");
-            crate::cluster::kinds().any(|k| k == kind)
+            crate::view::kinds().any(|k| k == kind)
         })
         .map(|(key, n)| format!("{n} {key}"))
         .collect();
@@ -191,7 +191,7 @@ fn outcome(r: &CheckResult) -> Cell {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::alerts::Alert;
+    use crate::view::alerts::Alert;
 
     /// Bidi overrides and zero-width characters, in an alert's description
     /// as a finding quotes it and in a check's message, never reach the

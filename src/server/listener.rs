@@ -218,6 +218,12 @@ async fn connection(
                     debug!(reason, "closing");
                     ticket.table().closed(reason);
                     ticket.release();
+                    // Nothing is in flight. HTTP/2 is told (GOAWAY); an
+                    // HTTP/1 connection is dropped, since hyper would wait
+                    // for a head that began to end before closing it.
+                    if !http2 {
+                        return;
+                    }
                     close(conn.as_mut(), &mut closing);
                 }
             }

@@ -7,7 +7,7 @@
 //! - No two source files import each other, directly or round a loop (a
 //!   file naming its own folder's `mod.rs` is a child using its parent).
 //! - The pure modules name no API client, no async runtime, no HTTP, no
-//!   threads, no files and no clock.
+//!   threads, no files, no clock, and no impure module of the crate.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -357,9 +357,24 @@ fn the_pure_modules_have_no_runtime_and_no_clock() {
         !pure.is_empty(),
         "docs/ARCHITECTURE.md names no pure module"
     );
+    let modules = floors();
     let mut broken = Vec::new();
     for file in files().iter().filter(|f| pure.contains(&f.module[0])) {
         let names = names(file);
+        // A pure module that names an impure module of the crate is no
+        // purer than that module.
+        for path in &names.resolved {
+            if let Some(other) = path.first()
+                && modules.contains_key(other)
+                && !pure.contains(other)
+            {
+                broken.push(format!(
+                    "{} names the impure module {}",
+                    display(&file.path),
+                    path.join("::")
+                ));
+            }
+        }
         for path in &names.written {
             let runtime = RUNTIME
                 .iter()

@@ -7,7 +7,7 @@
 //! in 4.6 to 4.8, `monitoring/prometheus/rules.json` since 4.9).
 //!
 //! Every object is matched by kind and API version (see
-//! [`kinds`](mod@super::kinds)); the rest are counted by kind and left
+//! [`kinds`](mod@crate::view::kinds)); the rest are counted by kind and left
 //! out. The data's own time is the must-gather's `timestamp` file, else
 //! the newest time the ClusterVersion and ClusterOperators record
 //! (`ClusterView::time_of_the_data`). Two ClusterVersions of
@@ -31,8 +31,8 @@ use serde_json::value::RawValue;
 pub mod sample;
 mod yaml;
 
-use super::alerts::read_alert_file;
-use super::view::{AsOf, ClusterView, kept};
+use crate::view::alerts::read_alert_file;
+use crate::view::{AsOf, ClusterView, kept};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -289,7 +289,7 @@ impl Snapshot {
         // rules and an alerts.json beside it) count once; one file is
         // taken as it is.
         if let Some(alerts) = self.view.alerts.as_mut().filter(|_| self.alert_files > 1) {
-            super::alerts::dedup(alerts);
+            crate::view::alerts::dedup(alerts);
         }
         Ok(self.view)
     }
@@ -484,7 +484,7 @@ fn unread(path: &Path, has: impl Fn(&Path) -> bool) -> Option<String> {
     // The files of the kinds the view keeps; ConfigMaps only in the
     // namespaces of those it keeps (below).
     let is_kept = |group: &str, resource: &str| {
-        crate::cluster::kinds::ALL
+        crate::view::kinds::ALL
             .iter()
             .any(|k| k.must_gather_group() == group && k.plural == resource)
     };
@@ -506,7 +506,7 @@ fn unread(path: &Path, has: impl Fn(&Path) -> bool) -> Option<String> {
             let resource = stem(file);
             let wanted = is_kept(group, &resource)
                 && (resource != "configmaps"
-                    || super::view::CONFIG_MAPS
+                    || crate::view::CONFIG_MAPS
                         .iter()
                         .any(|(ns, _)| ns == namespace));
             (!wanted).then(|| format!("{resource} ({group})"))

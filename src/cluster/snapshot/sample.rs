@@ -5,7 +5,7 @@
 //! warning alert firing.
 
 use super::{SnapshotError, load_files};
-use crate::cluster::ClusterView;
+use crate::view::ClusterView;
 
 /// The files, by name.
 pub(crate) const FILES: &[(&str, &str)] = &[
@@ -89,7 +89,7 @@ mod tests {
     #[test]
     fn the_sample_loads_every_kind_the_checks_read() {
         let view = load().unwrap();
-        for kind in crate::cluster::kinds() {
+        for kind in crate::view::kinds() {
             assert!(view.has(kind), "{kind}");
         }
         assert!(view.alerts.is_some());

@@ -91,7 +91,7 @@ fn deliver<E: de::Error>(object: Value) -> Result<(), E> {
 /// Marks a typed List's kind loaded, if it is in the API version the view
 /// keeps.
 fn mark_loaded(kind: &str, api_version: Option<&str>) {
-    if !crate::cluster::view::kept(kind, api_version) {
+    if !crate::view::kept(kind, api_version) {
         return;
     }
     SINK.with(|slot| {

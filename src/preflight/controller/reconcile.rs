@@ -274,7 +274,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<UpdatePrefligh
 
 /// Adds the cluster's alerts to `view`, from the configured source; when
 /// the source cannot be read, the alert checks are Errors that say why.
-async fn read_alerts(view: &mut crate::cluster::ClusterView, ctx: &Ctx) {
+async fn read_alerts(view: &mut crate::view::ClusterView, ctx: &Ctx) {
     let Some(source) = &ctx.settings.alerts else {
         return;
     };
@@ -304,7 +304,7 @@ fn timed_out(ctx: &Ctx) -> String {
 async fn run_checks(
     object: &UpdatePreflight,
     ctx: &Ctx,
-    view: Arc<crate::cluster::ClusterView>,
+    view: Arc<crate::view::ClusterView>,
     deadline: Instant,
 ) -> Option<(Vec<CheckResult>, Option<PlanSummary>)> {
     let (mut update, _) = update_of(view.cluster_version.as_ref(), &object.spec.image);
@@ -402,7 +402,7 @@ async fn run_checks(
 /// The update plan to `target` (`crate::plan`) over `view`, judged at the
 /// time the checks are (`checks::Context`), as the status keeps it.
 pub(crate) fn plan_of(
-    view: &crate::cluster::ClusterView,
+    view: &crate::view::ClusterView,
     target: &Target,
     clock: Timestamp,
 ) -> PlanSummary {

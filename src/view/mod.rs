@@ -1,21 +1,33 @@
-//! A read-only view of a cluster, loaded once per preflight run from the API
-//! server (`live`) or from a snapshot directory (`snapshot`). Checks read
-//! only this. Objects are kept in lean form (see `openshift`, `kube`), and
-//! the view records which kinds were loaded at all, so that a check can tell
-//! "none in the cluster" from "not in the data".
+//! A read-only view of a cluster, pure: what the checks and the plan read.
+//! `crate::cluster` fills it once per preflight run, from the API server
+//! (`cluster::live`), a snapshot or a must-gather (`cluster::snapshot`) and
+//! the alert querier. Objects are kept in lean form (`openshift`, `k8s`,
+//! `alerts`), and the view records which kinds were loaded at all, so that
+//! a check can tell "none in the cluster" from "not in the data".
+
+pub mod alerts;
+pub mod k8s;
+pub mod kinds;
+pub mod openshift;
+pub mod quantity;
+pub mod selector;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
 use serde::{Deserialize, Deserializer};
 
-use super::alerts::Alert;
-use super::k8s::{ConfigMap, Node, Pod, PodDisruptionBudget, TlsSecret, read_pod, read_tls_secret};
-use super::openshift::{
+use crate::model::{ClusterVersion, Resolution, Target};
+use alerts::Alert;
+use k8s::{ConfigMap, Node, Pod, PodDisruptionBudget, TlsSecret, read_pod, read_tls_secret};
+use openshift::{
     ApiRequestCount, ClusterOperator, ClusterServiceVersion, Infrastructure, IngressController,
     MachineConfigPool, newest_condition_time, read_api_request_count, read_cluster_service_version,
 };
-use crate::model::{ClusterVersion, Resolution, Target};
+
+/// Why the certificate checks have no data when TLS Secrets are not read
+/// (`withheld`).
+pub const TLS_SECRETS_WITHHELD: &str = "TLS Secrets are not read: the gate runs without --read-tls-secrets (docs/install.md, \"The sensitive grant: Secrets\")";
 
 /// The ConfigMaps checks read: admin gates and the administrator's acks.
 pub const CONFIG_MAPS: &[(&str, &str)] = &[
@@ -23,16 +35,16 @@ pub const CONFIG_MAPS: &[(&str, &str)] = &[
     ("openshift-config", "admin-acks"),
 ];
 
-/// Every kind the view keeps ([`super::kinds::ALL`]).
+/// Every kind the view keeps ([`kinds::ALL`]).
 pub fn kinds() -> impl Iterator<Item = &'static str> {
-    super::kinds::ALL.iter().map(|k| k.name)
+    kinds::ALL.iter().map(|k| k.name)
 }
 
 /// Whether an object of `kind` in `api_version` is one the view keeps.
 /// An object that names no API version (a hand-written snapshot) is taken
 /// by its kind.
 pub fn kept(kind: &str, api_version: Option<&str>) -> bool {
-    super::kinds::named(kind).is_some_and(|k| api_version.is_none_or(|v| k.reads(v)))
+    kinds::named(kind).is_some_and(|k| api_version.is_none_or(|v| k.reads(v)))
 }
 
 /// When the data was taken, and how that was found.
@@ -314,10 +326,8 @@ impl ClusterView {
         match read {
             Ok(alerts) => self.add_alerts(alerts),
             Err(e) => {
-                self.unreadable.insert(
-                    super::alerts::KIND.to_owned(),
-                    crate::model::text::chain(&e),
-                );
+                self.unreadable
+                    .insert(alerts::KIND.to_owned(), crate::model::text::chain(&e));
             }
         }
     }

@@ -1,7 +1,7 @@
 //! The kinds the gate reads, named once: their API group, version and
 //! resource. The view keeps them ([`super::kept`]), the live source lists
-//! them ([`super::live::SOURCES`]), a must-gather's layout files them by
-//! group and resource ([`super::snapshot`]), and the gate's ClusterRole
+//! them ([`crate::cluster::live::SOURCES`]), a must-gather's layout files them by
+//! group and resource ([`crate::cluster::snapshot`]), and the gate's ClusterRole
 //! must grant each (tests/it/deploy.rs holds the rendered RBAC to this
 //! list). A new data source is one entry here and its reading in
 //! [`super::ClusterView::add`].
