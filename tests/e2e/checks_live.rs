@@ -48,7 +48,7 @@ fn kubeconfig(variable: &str) -> PathBuf {
     PathBuf::from(path)
 }
 
-fn load_as(variable: &str) -> preflight_gate::cluster::ClusterView {
+fn load_as(variable: &str) -> preflight_gate::view::ClusterView {
     let kubeconfig = kubeconfig(variable);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {

@@ -164,11 +164,11 @@ fn every_alert_carries_its_prometheusrules_identity() {
     let name = yaml(RULE)["metadata"]["name"].as_str().unwrap().to_owned();
     for rule in alert_rules() {
         assert_eq!(
-            rule["labels"][preflight_gate::cluster::alerts::OWN_RULE_LABEL].as_str(),
+            rule["labels"][preflight_gate::view::alerts::OWN_RULE_LABEL].as_str(),
             Some(name.as_str()),
             "{}: no {}: {name} label",
             rule["alert"],
-            preflight_gate::cluster::alerts::OWN_RULE_LABEL
+            preflight_gate::view::alerts::OWN_RULE_LABEL
         );
     }
 }

@@ -576,7 +576,7 @@ fn run(
     case: &str,
     to: &str,
 ) -> (
-    Arc<preflight_gate::cluster::ClusterView>,
+    Arc<preflight_gate::view::ClusterView>,
     Vec<(String, Outcome, String)>,
 ) {
     let view = snapshot::load(&data_dir().join(case)).unwrap_or_else(|e| panic!("{case}: {e}"));

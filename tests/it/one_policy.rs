@@ -12,7 +12,6 @@ use http_body_util::BodyExt;
 use jiff::Timestamp;
 use preflight_gate::admission::{Authorization, Policy};
 use preflight_gate::checks::Context;
-use preflight_gate::cluster::ClusterView;
 use preflight_gate::metrics::Metrics;
 use preflight_gate::model::policy::Blocking;
 use preflight_gate::model::status::{self, Ending};
@@ -23,6 +22,7 @@ use preflight_gate::model::{
 use preflight_gate::preflight::DirectorySource;
 use preflight_gate::report::Report;
 use preflight_gate::server::{Gate, app};
+use preflight_gate::view::ClusterView;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
