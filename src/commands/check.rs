@@ -54,12 +54,7 @@ pub fn check(args: &CheckArgs) -> ExitCode {
             let (text, code) = match (&report.plan, args.plan_only) {
                 (Some(plan), true) => (
                     crate::report::render_plan(plan, format, color),
-                    // A window the plan does not fit blocks, as a batch
-                    // that never drains does.
-                    match &plan.window {
-                        Some(window) if !window.fits => 3,
-                        _ => crate::report::plan_exit_code(plan),
-                    },
+                    crate::report::plan_clearance(plan).exit_code(),
                 ),
                 _ => (report.render(format, color), report.exit_code()),
             };

@@ -29,15 +29,48 @@ pub fn render_plan(plan: &crate::plan::Plan, format: Format, color: bool) -> Str
     }
 }
 
-/// The exit code of the plan alone: 3 when a batch can never drain, 4
-/// when something will hold the update up, else 0 (as the report's).
-pub fn plan_exit_code(plan: &crate::plan::Plan) -> u8 {
-    if !plan.blockers.is_empty() {
-        3
+/// Whether the update may go ahead, as `check` concludes it: what its
+/// summary line says and its exit code is. ("Verdict" is the webhook's
+/// word, for one review.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clearance {
+    /// Everything passed (or was skipped): exit 0.
+    Clear,
+    /// Only warnings, or errors of checks that only warn: exit 4.
+    ClearWithWarnings,
+    /// A blocking failure (a blocking check's error included): exit 3.
+    Blocked,
+}
+
+impl Clearance {
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Self::Clear => 0,
+            Self::Blocked => 3,
+            Self::ClearWithWarnings => 4,
+        }
+    }
+
+    /// The word the JSON and YAML reports carry (`verdict`, schema 1).
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Clear => "Allowed",
+            Self::ClearWithWarnings => "AllowedWithWarnings",
+            Self::Blocked => "Blocked",
+        }
+    }
+}
+
+/// The clearance of the plan alone: blocked when a batch can never drain
+/// or the window is too short, with warnings when something will hold the
+/// update up.
+pub fn plan_clearance(plan: &crate::plan::Plan) -> Clearance {
+    if !plan.blockers.is_empty() || plan.window.as_ref().is_some_and(|w| !w.fits) {
+        Clearance::Blocked
     } else if !plan.waits.is_empty() || !plan.warnings.is_empty() {
-        4
+        Clearance::ClearWithWarnings
     } else {
-        0
+        Clearance::Clear
     }
 }
 
@@ -170,16 +203,21 @@ impl Report {
         }
     }
 
-    /// 0 all pass, 3 blocking failures (errors of blocking checks
-    /// included), 4 warnings only.
-    pub fn exit_code(&self) -> u8 {
+    /// Whether the update may go ahead: blocked by a blocking failure
+    /// (errors of blocking checks included), clear with warnings, or clear.
+    pub fn clearance(&self) -> Clearance {
         if self.summary.failing > 0 {
-            3
+            Clearance::Blocked
         } else if self.summary.warnings > 0 || self.summary.errored > 0 {
-            4
+            Clearance::ClearWithWarnings
         } else {
-            0
+            Clearance::Clear
         }
+    }
+
+    /// 0 all pass, 3 blocked, 4 warnings only ([`Clearance::exit_code`]).
+    pub fn exit_code(&self) -> u8 {
+        self.clearance().exit_code()
     }
 
     /// The report in one line: the counts and whether the update may go
@@ -190,8 +228,8 @@ impl Report {
             "{} passed, {} failing, {} warnings, {} errored, {} skipped",
             s.passed, s.failing, s.warnings, s.errored, s.skipped
         );
-        match self.exit_code() {
-            3 => {
+        match self.clearance() {
+            Clearance::Blocked => {
                 // A missing admin ack is given, never accepted
                 // (`policy::acceptable`): the hint never offers it.
                 let (acceptable, not): (Vec<&CheckResult>, Vec<&CheckResult>) = self
@@ -218,20 +256,11 @@ impl Report {
                 };
                 format!("{counts}. The update to {} is blocked: {how}.", self.target)
             }
-            4 => format!(
+            Clearance::ClearWithWarnings => format!(
                 "{counts}. The update to {} may go ahead; read the warnings first.",
                 self.target
             ),
-            _ => format!("{counts}. The update to {} may go ahead.", self.target),
-        }
-    }
-
-    /// The verdict in one word, as the exit code says it.
-    pub fn verdict(&self) -> &'static str {
-        match self.exit_code() {
-            3 => "Blocked",
-            4 => "AllowedWithWarnings",
-            _ => "Allowed",
+            Clearance::Clear => format!("{counts}. The update to {} may go ahead.", self.target),
         }
     }
 
@@ -255,7 +284,7 @@ impl Report {
     fn document(&self) -> Document<'_> {
         Document {
             schema_version: SCHEMA_VERSION,
-            verdict: self.verdict(),
+            verdict: self.clearance().word(),
             report: self,
             results: self
                 .results

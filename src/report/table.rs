@@ -6,7 +6,7 @@ use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
 use owo_colors::OwoColorize;
 
-use super::Report;
+use super::{Clearance, Report};
 use crate::model::results::shown_check_name;
 use crate::model::text::clean;
 
@@ -94,12 +94,12 @@ pub fn table(report: &Report, color: bool) -> String {
         header.push('\n');
         header.push_str(&line);
     }
-    let verdict = report.summary_line();
-    let verdict = match (color, report.exit_code()) {
-        (false, _) => verdict,
-        (true, 3) => verdict.red().bold().to_string(),
-        (true, 4) => verdict.yellow().bold().to_string(),
-        (true, _) => verdict.green().bold().to_string(),
+    let summary = report.summary_line();
+    let summary = match (color, report.clearance()) {
+        (false, _) => summary,
+        (true, Clearance::Blocked) => summary.red().bold().to_string(),
+        (true, Clearance::ClearWithWarnings) => summary.yellow().bold().to_string(),
+        (true, Clearance::Clear) => summary.green().bold().to_string(),
     };
     // The update plan follows the checks.
     let plan = report
@@ -107,7 +107,7 @@ pub fn table(report: &Report, color: bool) -> String {
         .as_ref()
         .map(|plan| super::plan_table(plan, color))
         .unwrap_or_default();
-    format!("{header}\n{table}\n{links}{plan}{verdict}\n")
+    format!("{header}\n{table}\n{links}{plan}{summary}\n")
 }
 
 /// A result's message, with the names OpenShift gives what it found.
