@@ -28,7 +28,8 @@ pub struct ResultMetrics {
     /// 0 conditional only; set by the controller's leader.
     target_recommended: IntGaugeVec,
     /// The update plan's P50 and P90 of each target's newest result, by
-    /// `target_version` and `quantile`.
+    /// `target_version` and `estimate` (`p50`, `p90`; not `quantile`, which
+    /// Prometheus keeps for summaries).
     plan_seconds: GaugeVec,
     series: Arc<Mutex<ResultSeries>>,
 }
@@ -87,10 +88,10 @@ impl ResultMetrics {
             GaugeVec::new(
                 Opts::new(
                     "plan_duration_seconds",
-                    "How long the update to the target is expected to take by the update plan of its latest result: quantile 0.5 (P50) and 0.9 (P90). Exported by the controller's leader.",
+                    "How long the update to the target is expected to take by the update plan of its latest result: estimate p50 and p90. Exported by the controller's leader.",
                 )
                 .namespace(PREFIX),
-                &["target_version", "quantile"],
+                &["target_version", "estimate"],
             )?,
         )?;
         Ok(Self {
@@ -271,10 +272,10 @@ impl ResultSeries {
         let mut planned = HashSet::new();
         for (target, o) in &newest {
             if let Some((p50, p90)) = o.plan {
-                for (quantile, seconds) in [("0.5", p50), ("0.9", p90)] {
+                for (estimate, seconds) in [("p50", p50), ("p90", p90)] {
                     metrics
                         .plan_seconds
-                        .with_label_values(&[target, quantile])
+                        .with_label_values(&[target, estimate])
                         .set(seconds as f64);
                 }
                 planned.insert((*target).to_owned());
@@ -302,8 +303,8 @@ impl ResultSeries {
             let _ = metrics.completed_at.remove_label_values(&[gone]);
         }
         for gone in self.planned.difference(&planned) {
-            for quantile in ["0.5", "0.9"] {
-                let _ = metrics.plan_seconds.remove_label_values(&[gone, quantile]);
+            for estimate in ["p50", "p90"] {
+                let _ = metrics.plan_seconds.remove_label_values(&[gone, estimate]);
             }
         }
         self.checks = checks;
@@ -428,11 +429,11 @@ mod tests {
         assert!(exported(&m, "preflight_gate_check_status{").is_empty());
     }
 
-    fn plan(m: &Metrics, target: &str, quantile: &str) -> Option<f64> {
+    fn plan(m: &Metrics, target: &str, estimate: &str) -> Option<f64> {
         value(
             m,
             &format!(
-                r#"preflight_gate_plan_duration_seconds{{quantile="{quantile}",target_version="{target}"}}"#
+                r#"preflight_gate_plan_duration_seconds{{estimate="{estimate}",target_version="{target}"}}"#
             ),
         )
     }
@@ -447,8 +448,8 @@ mod tests {
             ..Default::default()
         });
         m.results.observe(&planned);
-        assert_eq!(plan(&m, "4.15.3", "0.5"), Some(7800.0));
-        assert_eq!(plan(&m, "4.15.3", "0.9"), Some(11100.0));
+        assert_eq!(plan(&m, "4.15.3", "p50"), Some(7800.0));
+        assert_eq!(plan(&m, "4.15.3", "p90"), Some(11100.0));
         // A result without a plan (an older gate's, or a run that could
         // not read the cluster) exports none.
         m.results
@@ -464,7 +465,7 @@ mod tests {
         assert!(exported(&m, "preflight_gate_plan_duration_seconds{").is_empty());
         let mark = m.results.mark();
         m.results.retain(["a"], mark);
-        assert_eq!(plan(&m, "4.15.3", "0.9"), Some(11100.0));
+        assert_eq!(plan(&m, "4.15.3", "p90"), Some(11100.0));
         m.results.clear();
         assert!(exported(&m, "preflight_gate_plan_duration_seconds{").is_empty());
     }
