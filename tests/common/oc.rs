@@ -11,7 +11,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// `PATH`; else the workplace's build beside the repository
 /// (../shared/tools/oc, see its README; the Go module proxy does not serve
 /// openshift/oc), unpacked once into the cache the control plane's binaries
-/// use. None where there is none (`tests/run` with `CI=true` requires one).
+/// use. None where there is none (`tests/run` says so first).
 pub fn oc() -> Option<&'static Path> {
     static OC: OnceLock<Option<PathBuf>> = OnceLock::new();
     OC.get_or_init(|| {
