@@ -164,12 +164,8 @@ fn trusted(world: &World, image: &str) -> Result<String, String> {
     .unwrap()
 }
 
-fn set_offered(world: &World, images: &[String]) {
-    let updates: Vec<Value> = images
-        .iter()
-        .enumerate()
-        .map(|(i, image)| json!({"version": format!("4.14.{}", 90 + i), "image": image}))
-        .collect();
+/// The update graph's answer, as the ClusterVersion's status holds it.
+fn set_available_updates(world: &World, updates: &Value) {
     world.admin(&[
         "patch",
         "clusterversion",
@@ -179,6 +175,15 @@ fn set_offered(world: &World, images: &[String]) {
         "-p",
         &json!({"status": {"availableUpdates": updates}}).to_string(),
     ]);
+}
+
+fn set_offered(world: &World, images: &[String]) {
+    let updates: Vec<Value> = images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| json!({"version": format!("4.14.{}", 90 + i), "image": image}))
+        .collect();
+    set_available_updates(world, &json!(updates));
 }
 
 #[test]
@@ -248,15 +253,7 @@ fn a_release_the_graph_offers_runs_no_pod_until_its_signature_verifies() {
     assert!(tag.contains("is not named by a digest"), "{tag}");
 
     drop(trust);
-    world.admin(&[
-        "patch",
-        "clusterversion",
-        "version",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        &json!({"status": {"availableUpdates": before}}).to_string(),
-    ]);
+    set_available_updates(world, &before);
 }
 
 #[test]

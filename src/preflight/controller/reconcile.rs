@@ -307,7 +307,7 @@ async fn run_checks(
     view: Arc<crate::view::ClusterView>,
     deadline: Instant,
 ) -> Option<(Vec<CheckResult>, Option<PlanSummary>)> {
-    let (mut update, _) = update_of(view.cluster_version.as_ref(), &object.spec.image);
+    let mut update = update_of(view.cluster_version.as_ref(), &object.spec.image);
     let mut results = Vec::new();
     let declared = match &ctx.settings.jobs {
         Some(jobs) => {
@@ -413,9 +413,9 @@ pub(crate) fn plan_of(
 
 /// The update as external checks are told it: the target, at the version
 /// the update graph gives its digest, and the release the cluster runs (the
-/// newest completed one, else the desired one); and whether the graph
-/// offers the target.
-fn update_of(cv: Option<&ClusterVersion>, image: &str) -> (jobs::Update, bool) {
+/// newest completed one, else the desired one). Whether the graph offers
+/// the target says nothing of whether it may run (`jobs::trusted`).
+fn update_of(cv: Option<&ClusterVersion>, image: &str) -> jobs::Update {
     let completed = cv.and_then(|cv| cv.status.history.iter().find(|h| h.state == "Completed"));
     let (current_image, current_version) = match (completed, cv) {
         (Some(h), _) => (h.image.clone(), Version::parse(&h.version)),
@@ -426,11 +426,10 @@ fn update_of(cv: Option<&ClusterVersion>, image: &str) -> (jobs::Update, bool) {
         (None, None) => (String::new(), None),
     };
     let graph_version = cv.and_then(|cv| cv.version_of_image(image));
-    let update = jobs::Update {
+    jobs::Update {
         target_image: image.to_owned(),
-        target_version: graph_version.as_deref().and_then(Version::parse),
+        target_version: graph_version.and_then(|v| Version::parse(&v)),
         current_image,
         current_version,
-    };
-    (update, graph_version.is_some())
+    }
 }
