@@ -190,6 +190,8 @@ async fn main() {
         reads: preflight_gate::cluster::live::Reads::ALL,
         blocking: Default::default(),
         alerts: None,
+        alert_namespaces: Default::default(),
+        namespace: "preflight-bench".into(),
     };
     let metrics = Metrics::new().unwrap();
     let lease = leader::LeaseSettings {

@@ -268,6 +268,8 @@ impl ControllerArgs {
                 tls_secrets: self.read_tls_secrets,
             },
             alerts: self.alerts.source(),
+            alert_namespaces: self.alerts.namespaces(),
+            namespace: self.namespace.clone(),
         }
     }
 }
@@ -413,9 +415,33 @@ pub struct AlertArgs {
         env = "PREFLIGHT_GATE_PROMETHEUS_CA"
     )]
     pub prometheus_ca: Option<PathBuf>,
+    /// Namespaces whose alerts count besides the platform's
+    /// (comma-separated names, or globs with `*`). An alert counts when it
+    /// has no namespace, or one of openshift-*, kube-*, default or these;
+    /// any other namespace's (a tenant's rule) is left out and counted, so
+    /// that no tenant can block the cluster's update.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = alert_namespace,
+        env = "PREFLIGHT_GATE_ALERT_NAMESPACES"
+    )]
+    pub alert_namespaces: Vec<String>,
+}
+
+/// One of `--alert-namespaces`: a namespace or a glob of one.
+fn alert_namespace(value: &str) -> Result<String, String> {
+    crate::view::alerts::AlertNamespaces::new(&[value.to_owned()])?;
+    Ok(value.trim().to_owned())
 }
 
 impl AlertArgs {
+    /// The namespaces whose alerts count.
+    pub fn namespaces(&self) -> crate::view::alerts::AlertNamespaces {
+        // Each was checked as it was parsed.
+        crate::view::alerts::AlertNamespaces::new(&self.alert_namespaces).unwrap_or_default()
+    }
+
     /// The alert source, when one is given.
     pub fn source(&self) -> Option<crate::cluster::prometheus::Prometheus> {
         self.prometheus_url
@@ -473,6 +499,33 @@ mod tests {
         assert_eq!(
             jobs_namespace(&["--namespace", "a", "--jobs-namespace", "b"]),
             "b"
+        );
+    }
+
+    #[test]
+    fn alert_namespaces_are_names_or_globs() {
+        let cli = Cli::try_parse_from([
+            "preflight-gate",
+            "check",
+            "--to",
+            "4.15.3",
+            "--alert-namespaces",
+            "storage-*,shop",
+        ])
+        .unwrap();
+        let Command::Check(check) = cli.command else {
+            unreachable!()
+        };
+        assert_eq!(
+            check.alerts.namespaces().describe(),
+            "openshift-*, kube-*, default, storage-*, shop"
+        );
+        let refused =
+            Cli::try_parse_from(["preflight-gate", "serve", "--alert-namespaces", "Shop"])
+                .unwrap_err();
+        assert!(
+            refused.to_string().contains("is not a namespace"),
+            "{refused}"
         );
     }
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use preflight_gate::admission::Policy;
 use preflight_gate::cluster::NoCluster;
+use preflight_gate::cluster::witness::Witness;
 use preflight_gate::metrics::Metrics;
 use preflight_gate::preflight::DirectorySource;
 use preflight_gate::server::{self, CertFiles, Gate, Health, Listen, ReloadingCert};
@@ -44,6 +45,7 @@ pub async fn start() -> Running {
         runs: source.clone(),
         authorizer: Arc::new(NoCluster),
         events: None,
+        witness: Witness::unwatched(None, metrics.clone()),
         policy: Policy::default(),
         metrics: metrics.clone(),
     });

@@ -213,6 +213,69 @@ fn api_request_count(i: usize) -> Value {
         "metadata": {"name": format!("resource{i}.v1beta1.example{}.io", i % 7)}, "status": status})
 }
 
+/// Writes a MachineConfigNode for each node of a snapshot of `scale`
+/// (`machineconfignodes.json`), as a 4.19 cluster has them: most settled
+/// (`Updated`, every phase reset), one in fifty caught during an update,
+/// back from its reboot, with its phase times. Returns how many.
+#[allow(dead_code)]
+pub fn write_machine_config_nodes(dir: &Path, scale: usize) -> std::io::Result<usize> {
+    let nodes = 5_000 * scale;
+    list(
+        dir,
+        "machineconfignodes.json",
+        (0..nodes).map(machine_config_node),
+    )?;
+    Ok(nodes)
+}
+
+fn machine_config_node(i: usize) -> Value {
+    let pool = match i {
+        0..3 => "master",
+        _ if i.is_multiple_of(10) => "infra",
+        _ => "worker",
+    };
+    let at = |minute: usize| format!("2026-11-30T{:02}:{:02}:00Z", 8 + minute / 60, minute % 60);
+    let condition = |type_: &str, status: &str, minute: usize| {
+        json!({"type": type_, "status": status, "reason": type_, "message": "generated",
+               "lastTransitionTime": at(minute)})
+    };
+    let phases = [
+        "UpdatePrepared",
+        "UpdateExecuted",
+        "Cordoned",
+        "Drained",
+        "AppliedFilesAndOS",
+        "RebootedNode",
+        "UpdatePostActionComplete",
+        "UpdateComplete",
+        "Resumed",
+        "Uncordoned",
+    ];
+    let conditions: Vec<Value> = if i.is_multiple_of(50) {
+        // Drained at 10, written 3 to 6 minutes later, back 4 to 8 after.
+        let (update, reboot) = (3 + i % 4, 4 + i % 5);
+        vec![
+            condition("Updated", "False", 0),
+            condition("UpdatePrepared", "True", 1),
+            condition("Cordoned", "True", 2),
+            condition("Drained", "True", 10),
+            condition("AppliedFilesAndOS", "True", 10 + update),
+            condition("UpdateExecuted", "True", 10 + update),
+            condition("RebootedNode", "True", 10 + update + reboot),
+        ]
+    } else {
+        std::iter::once(condition("Updated", "True", 90))
+            .chain(phases.iter().map(|p| condition(p, "False", 90)))
+            .collect()
+    };
+    json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigNode",
+        "metadata": {"name": node_name(i)},
+        "spec": {"node": {"name": node_name(i)}, "pool": {"name": pool},
+                 "configVersion": {"desired": format!("rendered-{pool}-2")}},
+        "status": {"conditions": conditions, "observedGeneration": 2,
+                   "configVersion": {"current": format!("rendered-{pool}-2"), "desired": format!("rendered-{pool}-2")}}})
+}
+
 fn config_maps() -> Vec<Value> {
     vec![
         json!({"apiVersion": "v1", "kind": "ConfigMap",

@@ -547,7 +547,12 @@ fn classify<'a>(
         return Results::Missing("no results yet".into());
     };
     let version = target.version.as_deref().and_then(Version::parse);
-    if let Err(refused) = vouch(result, &target.key, version.as_ref(), lookup.status_writer) {
+    if let Err(refused) = vouch(
+        result,
+        &target.key,
+        version.as_ref(),
+        lookup.status_writer.as_ref(),
+    ) {
         return Results::NotVouched(refused);
     }
     let Some(status) = &result.status else {

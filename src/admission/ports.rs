@@ -21,9 +21,10 @@ pub struct Lookup {
     /// Whether results age out (`--max-result-age`). A fixed directory is a
     /// report its operator chose to serve, so its results do not.
     pub expires: bool,
-    /// The only field manager whose status writes count, where the source
-    /// records who wrote status (the API server); see [`crate::model::vouch`].
-    pub status_writer: Option<&'static str>,
+    /// Who alone writes status, where the source records it (the API
+    /// server): its field manager, and the key its results are signed
+    /// with; see [`crate::model::vouch`].
+    pub status_writer: Option<crate::model::vouch::StatusWriter>,
 }
 
 impl Lookup {

@@ -5,12 +5,15 @@
 //! with its runbook, and its name is carried as the finding's OpenShift name.
 //! The gate's own alerts (its PrometheusRule's, labelled
 //! `preflight_gate_rule`) are left out and counted, so that the gate never
-//! blocks on its own noise.
+//! blocks on its own noise; so are alerts of namespaces other than the
+//! platform's and those `--alert-namespaces` adds
+//! ([`crate::view::alerts::AlertNamespaces`]), so that a tenant's rule
+//! cannot block the cluster's update.
 
 use super::{Check, Context};
 use crate::model::Finding;
 use crate::model::Severity;
-use crate::view::alerts::Alert;
+use crate::view::alerts::{Alert, AlertNamespaces};
 
 pub struct CriticalAlertsFiring;
 
@@ -34,24 +37,61 @@ pub(crate) fn no_alert_data(view: &crate::view::ClusterView) -> Finding {
     .with_url(URL)
 }
 
-/// The firing alerts that `counts`, with a name, leaving out the gate's own
-/// ([`Alert::is_the_gates_own`]); and how many of its own were left out.
-pub(crate) fn firing_of(alerts: &[Alert], counts: impl Fn(&Alert) -> bool) -> (Vec<&Alert>, usize) {
-    let (own, others): (Vec<&Alert>, Vec<&Alert>) = alerts
-        .iter()
-        .filter(|a| a.firing() && !a.name().is_empty() && counts(a))
-        .partition(|a| a.is_the_gates_own());
-    (others, own.len())
+/// The firing alerts of a kind, and those of the kind left out.
+pub(crate) struct Firing<'a> {
+    /// The ones that count.
+    pub alerts: Vec<&'a Alert>,
+    /// The gate's own ([`Alert::is_the_gates_own`]).
+    pub own: usize,
+    /// Those of namespaces that do not count ([`AlertNamespaces`]).
+    pub elsewhere: usize,
 }
 
-/// What a pass says of the gate's own alerts it left out, if any.
-pub(crate) fn own_left_out(own: usize) -> String {
-    match own {
-        0 => String::new(),
-        n => format!(
-            "; {n} of the gate's own alerts left out: they report its findings, which the gate reads itself"
-        ),
+/// The firing alerts that `counts`, with a name, leaving out the gate's own
+/// and those of namespaces that do not count, and counting both.
+pub(crate) fn firing_of<'a>(
+    alerts: &'a [Alert],
+    namespaces: &AlertNamespaces,
+    counts: impl Fn(&Alert) -> bool,
+) -> Firing<'a> {
+    let mut firing = Firing {
+        alerts: Vec::new(),
+        own: 0,
+        elsewhere: 0,
+    };
+    for alert in alerts
+        .iter()
+        .filter(|a| a.firing() && !a.name().is_empty() && counts(a))
+    {
+        if alert.is_the_gates_own() {
+            firing.own += 1;
+        } else if !namespaces.counts(alert) {
+            firing.elsewhere += 1;
+        } else {
+            firing.alerts.push(alert);
+        }
     }
+    firing
+}
+
+/// What a pass says of the alerts it left out, if any: the gate's own, and
+/// those of other namespaces.
+pub(crate) fn left_out(firing: &Firing, namespaces: &AlertNamespaces) -> String {
+    let mut said = String::new();
+    if firing.own > 0 {
+        said.push_str(&format!(
+            "; {} of the gate's own alerts left out: they report its findings, which the gate reads itself",
+            firing.own
+        ));
+    }
+    if firing.elsewhere > 0 {
+        said.push_str(&format!(
+            "; {} alerts of other namespaces left out: only alerts of {} (--alert-namespaces adds more) or of no namespace count",
+            firing.elsewhere,
+            namespaces.describe()
+        ));
+    }
+    said
 }
 
 /// The failure for `firing` alerts: each quoted with its runbook, the
@@ -82,15 +122,16 @@ impl Check for CriticalAlertsFiring {
         let Some(alerts) = &ctx.view.alerts else {
             return no_alert_data(ctx.view);
         };
-        let (firing, own) = firing_of(alerts, |a| a.severity() == "critical");
-        if firing.is_empty() {
+        let namespaces = &ctx.view.alert_namespaces;
+        let firing = firing_of(alerts, namespaces, |a| a.severity() == "critical");
+        if firing.alerts.is_empty() {
             Finding::pass(format!(
                 "no critical alert is firing ({} alerts read{})",
                 alerts.len(),
-                own_left_out(own)
+                left_out(&firing, namespaces)
             ))
         } else {
-            firing_alerts("critical alerts firing", &firing)
+            firing_alerts("critical alerts firing", &firing.alerts)
         }
     }
 }
@@ -177,6 +218,45 @@ mod tests {
             "{:?}",
             finding.items
         );
+    }
+
+    fn in_namespace(name: &str, namespace: &str) -> Alert {
+        let mut alert = alert(name, "critical", "firing");
+        alert
+            .labels
+            .insert("namespace".to_owned(), namespace.to_owned());
+        alert
+    }
+
+    /// A tenant's user-defined rule fires a critical alert in its own
+    /// namespace (user-workload monitoring stamps it so): it does not
+    /// block the cluster's update, and the pass says it was left out.
+    #[rstest]
+    #[case::a_tenants_alert(vec![in_namespace("ShopDown", "shop")], &[], Outcome::Pass,
+        "no critical alert is firing (1 alerts read; 1 alerts of other namespaces left out: only alerts of openshift-*, kube-*, default (--alert-namespaces adds more) or of no namespace count)")]
+    #[case::a_tenants_beside_the_platforms(vec![in_namespace("ShopDown", "shop"), in_namespace("etcdNoLeader", "openshift-etcd")], &[], Outcome::Fail,
+        "critical alerts firing: etcdNoLeader (namespace=openshift-etcd)")]
+    #[case::kube_system(vec![in_namespace("KubeAPIDown", "kube-system")], &[], Outcome::Fail, "KubeAPIDown (namespace=kube-system)")]
+    #[case::default_namespace(vec![in_namespace("X", "default")], &[], Outcome::Fail, "X (namespace=default)")]
+    #[case::no_namespace_counts(vec![{ let mut a = alert("Watchdog2", "critical", "firing"); a.labels.remove("namespace"); a }], &[], Outcome::Fail, "Watchdog2")]
+    #[case::a_namespace_the_administrator_adds(vec![in_namespace("CephDown", "storage-ceph")], &["storage-*"], Outcome::Fail, "CephDown (namespace=storage-ceph)")]
+    #[case::another_namespace_still_left_out(vec![in_namespace("ShopDown", "shop")], &["storage-*"], Outcome::Pass, "openshift-*, kube-*, default, storage-*")]
+    fn alerts_count_from_the_platforms_namespaces_and_those_added(
+        #[case] alerts: Vec<Alert>,
+        #[case] added: &[&str],
+        #[case] outcome: Outcome,
+        #[case] says: &str,
+    ) {
+        let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
+        view.add_alerts(alerts);
+        view.alert_namespaces =
+            AlertNamespaces::new(&added.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        let finding = fixture::evaluate(&CriticalAlertsFiring, &view, "4.15.4");
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
+        if outcome == Outcome::Fail {
+            assert!(!finding.message.contains("ShopDown"), "{}", finding.message);
+        }
     }
 
     #[test]

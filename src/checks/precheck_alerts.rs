@@ -7,9 +7,12 @@
 //! keep every target blocked once one check failed). As oc does, a firing one blocks until
 //! it is accepted by its name; pending ones are ignored; no alert data at
 //! all is a warning. Each is quoted in its own words with its runbook, under
-//! the name of oc's class for it ([`oc_class`]).
+//! the name of oc's class for it ([`oc_class`]). As for the critical ones,
+//! alerts of namespaces that do not count (a tenant's,
+//! [`crate::view::alerts::AlertNamespaces`]) are left out and counted: a
+//! tenant's rule labelled `openShiftUpdatePrecheck="true"` blocks nothing.
 
-use super::critical_alerts::{firing_alerts, firing_of, no_alert_data, own_left_out};
+use super::critical_alerts::{firing_alerts, firing_of, left_out, no_alert_data};
 use super::{Check, Context};
 use crate::model::Finding;
 use crate::model::Severity;
@@ -55,17 +58,21 @@ impl Check for PrecheckAlertsFiring {
         let Some(alerts) = &ctx.view.alerts else {
             return no_alert_data(ctx.view);
         };
-        let (firing, own) = firing_of(alerts, is_precheck);
-        if firing.is_empty() {
+        let namespaces = &ctx.view.alert_namespaces;
+        let firing = firing_of(alerts, namespaces, is_precheck);
+        if firing.alerts.is_empty() {
             Finding::pass(format!(
                 "no update precheck alert is firing{}",
-                own_left_out(own)
+                left_out(&firing, namespaces)
             ))
         } else {
-            let mut classes: Vec<&str> = firing.iter().map(|a| oc_class(a)).collect();
+            let mut classes: Vec<&str> = firing.alerts.iter().map(|a| oc_class(a)).collect();
             classes.sort_unstable();
             classes.dedup();
-            firing_alerts(&format!("oc's {} firing", classes.join(", ")), &firing)
+            firing_alerts(
+                &format!("oc's {} firing", classes.join(", ")),
+                &firing.alerts,
+            )
         }
     }
 }
@@ -199,6 +206,27 @@ mod tests {
                 finding.message
             );
         }
+    }
+
+    /// A tenant's rule labelled as an update precheck fires in the
+    /// tenant's namespace: left out, and said.
+    #[test]
+    fn a_tenants_precheck_alert_blocks_nothing() {
+        let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
+        let mut tenant = alert("ShopBusy", true, "firing");
+        tenant
+            .labels
+            .insert("namespace".to_owned(), "shop".to_owned());
+        view.add_alerts(vec![tenant]);
+        let finding = fixture::evaluate(&PrecheckAlertsFiring, &view, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
+        assert!(
+            finding
+                .message
+                .contains("1 alerts of other namespaces left out"),
+            "{}",
+            finding.message
+        );
     }
 
     /// Identity, not name: an alert of the same name from another rule

@@ -42,6 +42,7 @@ pub const SOURCES: &[Source] = &[
     },
     every(&kinds::POD_DISRUPTION_BUDGET),
     every(&kinds::MACHINE_CONFIG_POOL),
+    every(&kinds::MACHINE_CONFIG_NODE),
     every(&kinds::API_REQUEST_COUNT),
     Source {
         namespace: Some("openshift-config-managed"),

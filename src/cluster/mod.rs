@@ -1,7 +1,8 @@
 //! The cluster, as I/O: the client; the live reader and the snapshot and
 //! must-gather reader that fill a [`crate::view::ClusterView`]; the alert
 //! querier; override authorization by SubjectAccessReview; Events on the
-//! ClusterVersion. What they read is `crate::view`, pure. Nothing here runs
+//! ClusterVersion, and the witness that records an allowed change once the
+//! API server stored it. What they read is `crate::view`, pure. Nothing here runs
 //! on the decision's path except the authorization question.
 
 mod authz;
@@ -9,6 +10,7 @@ mod events;
 pub mod live;
 pub mod prometheus;
 pub mod snapshot;
+pub mod witness;
 
 use std::path::Path;
 

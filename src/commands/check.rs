@@ -122,6 +122,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         args.kubeconfig.as_deref(),
         &progress,
     )?;
+    view.alert_namespaces = args.alerts.namespaces();
     if let Some(prometheus) = args.alerts.source() {
         progress.set_message(format!("reading alerts from {}", prometheus.url));
         // The querier's alerts replace the snapshot's; an unreachable one

@@ -15,9 +15,12 @@ use tracing::{info, warn};
 use crate::admission::ports::OverrideAuthorizer;
 use crate::certs;
 use crate::cli::{CertsArgs, RunArgs, ServeArgs};
+use crate::cluster::witness::Witness;
 use crate::cluster::{self, EventRecorder, NoCluster, SubjectAccessReviewer};
 use crate::metrics::Metrics;
-use crate::preflight::{DirectorySource, LiveSource, SnapshotSource, Source, controller, leader};
+use crate::preflight::{
+    DirectorySource, LiveSource, SnapshotSource, Source, controller, leader, result_key,
+};
 use crate::server::{self, CertFiles, Gate, Health, Listen, ReloadingCert};
 
 /// The example review the first-run hint posts.
@@ -92,7 +95,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             Arc::new(source)
         }
         (None, Some(dir), _) => {
-            let view = crate::cluster::snapshot::load(dir)?;
+            let mut view = crate::cluster::snapshot::load(dir)?;
+            view.alert_namespaces = args.controller.alerts.namespaces();
             Arc::new(SnapshotSource::new(
                 view,
                 dir.display().to_string(),
@@ -101,10 +105,20 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         (None, None, Some(client)) => {
             info!("serving results from the cluster's UpdatePreflight objects");
-            LiveSource::spawn(client.clone(), args.cluster.stale_after, metrics.clone())
+            // Every replica verifies results with the key the leader signs them with.
+            let key =
+                result_key::SharedKey::spawn(client.clone(), args.controller.namespace.clone());
+            LiveSource::spawn(
+                client.clone(),
+                args.cluster.stale_after,
+                metrics.clone(),
+                key,
+            )
         }
         (None, None, None) => {
-            let view = crate::cluster::snapshot::sample::load().context("the sample snapshot")?;
+            let mut view =
+                crate::cluster::snapshot::sample::load().context("the sample snapshot")?;
+            view.alert_namespaces = args.controller.alerts.namespaces();
             Arc::new(SnapshotSource::new(
                 view,
                 "the sample snapshot compiled in from examples/snapshot/",
@@ -194,11 +208,16 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         _ => None,
     };
 
+    let witness = match &client {
+        Some(client) => Witness::spawn(client.clone(), events.clone(), metrics.clone()),
+        None => Witness::unwatched(None, metrics.clone()),
+    };
     let gate = Arc::new(Gate {
         results: source.clone(),
         runs: source.clone(),
         authorizer,
         events,
+        witness,
         policy: args.policy.policy(),
         metrics: metrics.clone(),
     });

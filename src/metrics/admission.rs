@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus::{
-    Gauge, GaugeVec, Histogram, HistogramOpts, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+    Opts, Registry,
 };
 
 use super::{PREFIX, register, target_label};
@@ -35,6 +36,8 @@ pub struct AdmissionMetrics {
     in_flight: IntGauge,
     /// Honoured overrides by kind.
     overrides: IntCounterVec,
+    /// Allowed decisions whose change was never stored.
+    unstored: IntCounter,
     /// 1 while the last request for a target was denied, by `target_version`.
     update_blocked: IntGaugeVec,
     /// When a request for a target was last denied, by `target_version`.
@@ -76,6 +79,16 @@ impl AdmissionMetrics {
         ] {
             overrides.with_label_values(&[kind.as_str()]);
         }
+        let unstored = register(
+            registry,
+            IntCounter::with_opts(
+                Opts::new(
+                    "decisions_unstored_total",
+                    "Allowed decisions whose change the ClusterVersion's watch did not show stored in time: a write refused after the gate, or a review the API server did not send. Their Events, override counts and unblocking were not recorded.",
+                )
+                .namespace(PREFIX),
+            )?,
+        )?;
         let decision_seconds = register(
             registry,
             Histogram::with_opts(
@@ -131,6 +144,7 @@ impl AdmissionMetrics {
             decision_seconds,
             in_flight,
             overrides,
+            unstored,
             update_blocked,
             update_denied_at,
             target_accepted_at,
@@ -162,9 +176,15 @@ impl AdmissionMetrics {
         self.decision_seconds.observe(took.as_secs_f64());
     }
 
-    /// An override of `kind` let a change through (never on a dry run).
+    /// An override of `kind` let a change through, and the change was
+    /// stored (never on a dry run).
     pub(crate) fn override_honoured(&self, kind: OverrideKind) {
         self.overrides.with_label_values(&[kind.as_str()]).inc();
+    }
+
+    /// `count` allowed decisions were never stored.
+    pub(crate) fn decisions_unstored(&self, count: u64) {
+        self.unstored.inc_by(count);
     }
 
     /// A request for `target` (a version, or an image) was denied at `now`

@@ -88,7 +88,7 @@ fn register<C: Collector + Clone + 'static>(
 /// Helpers for the subsystems' tests: they read the text exposition, as a
 /// scrape would.
 #[cfg(test)]
-mod testing {
+pub(crate) mod testing {
     use super::Metrics;
 
     /// The exposition lines of `m` that start with `prefix`, sorted.

@@ -2,7 +2,7 @@
 //! a request is resolved the way the cluster-version operator resolves it.
 
 use jiff::Timestamp;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::meta::{Condition, Metadata, is_true, newest_condition_time, null_as_default};
 use super::release::{ReleaseKey, Version, is_image};
@@ -20,7 +20,7 @@ pub struct ClusterVersion {
     pub status: Status,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Spec {
     #[serde(rename = "clusterID")]
@@ -78,7 +78,7 @@ impl Spec {
 }
 
 /// `spec.desiredUpdate`.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DesiredUpdate {
     pub version: Option<String>,
@@ -92,7 +92,7 @@ pub struct DesiredUpdate {
     pub accept_risks: Vec<AcceptRisk>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(default)]
 pub struct AcceptRisk {
     pub name: String,

@@ -65,6 +65,12 @@ pub struct UpdatePreflightStatus {
     /// once, when the controller sees the completion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_duration: Option<UpdateDuration>,
+    /// The gate's signature of this result: HMAC-SHA256, under the key in
+    /// its namespace's Secret `preflight-gate-result-key`, of what the
+    /// webhook decides by (`model::vouch`). A finished run without a
+    /// signature that verifies is not the gate's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 /// The update plan of a run (docs/plan.md), bounded in size: its figures,

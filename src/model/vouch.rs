@@ -2,11 +2,21 @@
 //! Anyone allowed to create UpdatePreflights can ask for a run, so an object
 //! is a request unless it is the gate's own: named after the digest, with
 //! the full configured suite (no `spec.checks`), for the version the gate
-//! resolved, and with status written by the gate alone. Pure: the decision
-//! asks it of every result it reads.
+//! resolved, with status written by the gate's field manager alone and,
+//! where the source records who writes status (the API server), a finished
+//! run signed with the gate's [`ResultKey`]. Whoever may write
+//! `updatepreflights/status` can name the gate's field manager; only the
+//! gate holds the key. Pure: the decision asks it of every result it reads.
+
+use std::sync::Arc;
+
+use hmac::{Hmac, Mac};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use serde::Serialize;
+use sha2::Sha256;
 
 use super::release::{ReleaseKey, Version};
-use super::results::UpdatePreflight;
+use super::results::{CheckResult, Phase, PlanSummary, Summary, UpdatePreflight};
 
 /// The field manager the controller writes status as; on the API server,
 /// status written by any other manager is not a result.
@@ -19,15 +29,25 @@ pub struct NotVouched {
     pub why: String,
 }
 
+/// Who writes results, where the source records it (the API server): the
+/// only field manager whose status writes count, and the key every finished
+/// run is signed with, or why the gate has none (then nothing is vouched
+/// for: the gate fails closed).
+#[derive(Clone, Debug)]
+pub struct StatusWriter {
+    pub field_manager: &'static str,
+    pub key: Result<ResultKey, String>,
+}
+
 /// Whether `object` is the gate's own result for `key`, at `version` (the
 /// target's version as the gate resolved it, when known). `status_writer`
-/// is the only field manager whose status writes count, where the source
-/// records them (the API server's `managedFields`).
+/// is who alone writes status, where the source records it; offline
+/// sources (a snapshot, a directory) record nothing and pass `None`.
 pub fn vouch(
     object: &UpdatePreflight,
     key: &ReleaseKey,
     version: Option<&Version>,
-    status_writer: Option<&str>,
+    status_writer: Option<&StatusWriter>,
 ) -> Result<(), NotVouched> {
     let name = object.metadata.name.clone().unwrap_or_default();
     let refuse = |why: String| {
@@ -68,24 +88,169 @@ pub fn vouch(
     {
         return refuse(format!("has a result that is not the gate's: {refused}"));
     }
-    if let Some(writer) = status_writer {
-        let others: Vec<&str> = object
-            .metadata
-            .managed_fields
-            .iter()
-            .flatten()
-            .filter(|m| m.subresource.as_deref() == Some("status"))
-            .filter_map(|m| m.manager.as_deref())
-            .filter(|m| *m != writer)
-            .collect();
-        if !others.is_empty() {
-            return refuse(format!(
-                "has status written by {}, not by the gate",
-                others.join(", ")
+    let Some(writer) = status_writer else {
+        return Ok(());
+    };
+    let others: Vec<&str> = object
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|m| m.subresource.as_deref() == Some("status"))
+        .filter_map(|m| m.manager.as_deref())
+        .filter(|m| *m != writer.field_manager)
+        .collect();
+    if !others.is_empty() {
+        return refuse(format!(
+            "has status written by {}, not by the gate",
+            others.join(", ")
+        ));
+    }
+    // A run under way says nothing the decision counts; a finished one
+    // must carry the gate's signature.
+    if !finished(object) {
+        return Ok(());
+    }
+    match &writer.key {
+        Err(why) => refuse(format!(
+            "cannot be vouched for: the gate cannot read the key it signs its results with ({why})"
+        )),
+        Ok(result_key) => result_key.verify(object).or_else(refuse),
+    }
+}
+
+/// Whether the object's status reports a finished run (passed, failed or
+/// errored): the results the decision counts.
+pub fn finished(object: &UpdatePreflight) -> bool {
+    object
+        .status
+        .as_ref()
+        .is_some_and(|s| matches!(s.phase, Some(Phase::Passed | Phase::Failed | Phase::Error)))
+}
+
+/// The key the gate signs its results with: HMAC-SHA256, at least 32
+/// bytes, the same for every replica (kept in a Secret of the gate's
+/// namespace, `preflight::result_key`).
+#[derive(Clone)]
+pub struct ResultKey(Arc<[u8]>);
+
+impl std::fmt::Debug for ResultKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResultKey(..)")
+    }
+}
+
+/// What a signature starts with: its version, so that what it covers can
+/// change and old signatures stop verifying rather than verify wrongly.
+const SIGNATURE_PREFIX: &str = "v1:";
+
+/// What a signature covers, in this order (the JSON of the typed values,
+/// which read back from the API server serialize the same): the object's
+/// name and spec (image, version, selected checks), and every field of the
+/// status the decision or its denial reads: phase, start and completion
+/// time, the generation and request observed, the results, summary and
+/// conditions (the conclusion), and the plan. Not covered: the completed
+/// update's duration (`updateDuration`, written later, read only by the
+/// metrics) and the signature itself.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Signed<'a> {
+    domain: &'static str,
+    name: &'a str,
+    image: &'a str,
+    version: Option<&'a str>,
+    checks: &'a [String],
+    phase: Option<Phase>,
+    start_time: Option<&'a Time>,
+    completion_time: Option<&'a Time>,
+    observed_generation: Option<i64>,
+    observed_request: Option<&'a str>,
+    results: &'a [CheckResult],
+    summary: Option<&'a Summary>,
+    conditions: &'a [Condition],
+    plan: Option<&'a PlanSummary>,
+}
+
+impl ResultKey {
+    /// The shortest key taken: HMAC-SHA256's block of output.
+    pub const MIN_LEN: usize = 32;
+
+    /// A key of `bytes`, refused when shorter than [`Self::MIN_LEN`].
+    pub fn new(bytes: &[u8]) -> Result<Self, String> {
+        if bytes.len() < Self::MIN_LEN {
+            return Err(format!(
+                "{} bytes, fewer than the {} a key needs",
+                bytes.len(),
+                Self::MIN_LEN
             ));
         }
+        Ok(Self(bytes.into()))
     }
-    Ok(())
+
+    fn mac(&self, object: &UpdatePreflight) -> Hmac<Sha256> {
+        let status = object.status.clone().unwrap_or_default();
+        let signed = Signed {
+            domain: "preflight.dev/UpdatePreflight result",
+            name: object.metadata.name.as_deref().unwrap_or_default(),
+            image: &object.spec.image,
+            version: object.spec.version.as_deref(),
+            checks: &object.spec.checks,
+            phase: status.phase,
+            start_time: status.start_time.as_ref(),
+            completion_time: status.completion_time.as_ref(),
+            observed_generation: status.observed_generation,
+            observed_request: status.observed_request.as_deref(),
+            results: &status.results,
+            summary: status.summary.as_ref(),
+            conditions: &status.conditions,
+            plan: status.plan.as_ref(),
+        };
+        // Serializing plain data into memory cannot fail.
+        let bytes = serde_json::to_vec(&signed).unwrap_or_default();
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes a key of any length");
+        mac.update(&bytes);
+        mac
+    }
+
+    /// The signature of `object` as it stands (its `status.signature`
+    /// aside), e.g. `v1:3f9a…`.
+    pub fn sign(&self, object: &UpdatePreflight) -> String {
+        let tag = self.mac(object).finalize().into_bytes();
+        let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+        format!("{SIGNATURE_PREFIX}{hex}")
+    }
+
+    /// Whether `object`'s `status.signature` is this key's signature of it,
+    /// compared in constant time; else why not, as a denial says it.
+    pub fn verify(&self, object: &UpdatePreflight) -> Result<(), String> {
+        let Some(signature) = object.status.as_ref().and_then(|s| s.signature.as_deref()) else {
+            return Err(
+                "has no signature of the gate's: its status was not written by the gate's controller"
+                    .to_owned(),
+            );
+        };
+        let not_ours = || {
+            "has a signature that is not the gate's: its status was written by someone else, or changed since the gate wrote it"
+                .to_owned()
+        };
+        let tag = signature
+            .strip_prefix(SIGNATURE_PREFIX)
+            .and_then(from_hex)
+            .ok_or_else(not_ours)?;
+        self.mac(object).verify_slice(&tag).map_err(|_| not_ours())
+    }
+}
+
+/// Lower-case hex digits as bytes.
+fn from_hex(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok())
+        .collect()
 }
 
 #[cfg(test)]
@@ -120,15 +285,50 @@ mod tests {
         o
     }
 
-    fn check(o: &UpdatePreflight) -> Result<(), String> {
+    fn key(byte: u8) -> ResultKey {
+        ResultKey::new(&[byte; 32]).unwrap()
+    }
+
+    fn writer(key: Result<ResultKey, String>) -> StatusWriter {
+        StatusWriter {
+            field_manager: FIELD_MANAGER,
+            key,
+        }
+    }
+
+    fn check_with(o: &UpdatePreflight, key: Result<ResultKey, String>) -> Result<(), String> {
         let version = Version::parse("4.15.3");
         vouch(
             o,
             &ReleaseKey::from_image(IMAGE),
             version.as_ref(),
-            Some(FIELD_MANAGER),
+            Some(&writer(key)),
         )
         .map_err(|e| e.why)
+    }
+
+    fn check(o: &UpdatePreflight) -> Result<(), String> {
+        check_with(o, Ok(key(7)))
+    }
+
+    /// The gate's own object with a finished run, signed with `key`.
+    fn signed(key: &ResultKey) -> UpdatePreflight {
+        let mut o = own();
+        o.status = Some(crate::model::UpdatePreflightStatus {
+            phase: Some(crate::model::Phase::Passed),
+            completion_time: Some(Time("2025-03-01T10:00:00Z".parse().unwrap())),
+            observed_generation: Some(1),
+            results: vec![crate::model::CheckResult::new(
+                "EtcdHealthy",
+                crate::model::Severity::Blocking,
+                crate::model::Outcome::Pass,
+                "etcd is healthy",
+            )],
+            ..Default::default()
+        });
+        let signature = key.sign(&o);
+        o.status.as_mut().unwrap().signature = Some(signature);
+        o
     }
 
     #[test]
@@ -161,6 +361,82 @@ mod tests {
         forge(&mut o);
         let why = check(&o).unwrap_err();
         assert!(why.contains(says), "{why}");
+    }
+
+    #[test]
+    fn a_finished_run_is_vouched_for_only_with_the_gates_signature() {
+        assert_eq!(check(&signed(&key(7))), Ok(()));
+        // Read back as the API server returns it: the same signature.
+        let read_back: UpdatePreflight =
+            serde_json::from_str(&serde_json::to_string(&signed(&key(7))).unwrap()).unwrap();
+        assert_eq!(check(&read_back), Ok(()));
+    }
+
+    #[rstest]
+    #[case::missing(|o: &mut UpdatePreflight| o.status.as_mut().unwrap().signature = None,
+        "has no signature of the gate's")]
+    #[case::garbage(|o: &mut UpdatePreflight| o.status.as_mut().unwrap().signature = Some("v1:zz".into()),
+        "has a signature that is not the gate's")]
+    #[case::a_failure_turned_into_a_pass(|o: &mut UpdatePreflight| {
+            let status = o.status.as_mut().unwrap();
+            status.results[0].outcome = crate::model::Outcome::Fail;
+            status.phase = Some(crate::model::Phase::Failed);
+        }, "has a signature that is not the gate's")]
+    #[case::a_message_changed(|o: &mut UpdatePreflight| o.status.as_mut().unwrap().results[0].message = "all fine".into(),
+        "has a signature that is not the gate's")]
+    #[case::a_result_dropped(|o: &mut UpdatePreflight| o.status.as_mut().unwrap().results.clear(),
+        "has a signature that is not the gate's")]
+    #[case::made_fresh(|o: &mut UpdatePreflight| o.status.as_mut().unwrap().completion_time = Some(Time("2030-01-01T00:00:00Z".parse().unwrap())),
+        "has a signature that is not the gate's")]
+    #[case::another_generation(|o: &mut UpdatePreflight| o.status.as_mut().unwrap().observed_generation = Some(9),
+        "has a signature that is not the gate's")]
+    #[case::a_plan_added(|o: &mut UpdatePreflight| o.status.as_mut().unwrap().plan = Some(Default::default()),
+        "has a signature that is not the gate's")]
+    #[case::another_version(|o: &mut UpdatePreflight| o.spec.version = None,
+        "has a signature that is not the gate's")]
+    fn a_tampered_result_is_refused(#[case] tamper: fn(&mut UpdatePreflight), #[case] says: &str) {
+        let mut o = signed(&key(7));
+        tamper(&mut o);
+        let why = check(&o).unwrap_err();
+        assert!(why.contains(says), "{why}");
+    }
+
+    #[test]
+    fn another_keys_signature_is_refused() {
+        let why = check(&signed(&key(8))).unwrap_err();
+        assert!(why.contains("not the gate's"), "{why}");
+        // The same key again verifies: one key for every replica.
+        assert_eq!(check_with(&signed(&key(8)), Ok(key(8))), Ok(()));
+    }
+
+    #[test]
+    fn without_its_key_the_gate_vouches_for_no_finished_run() {
+        let why = check_with(
+            &signed(&key(7)),
+            Err("Secret preflight-gate/preflight-gate-result-key: forbidden".into()),
+        )
+        .unwrap_err();
+        assert_eq!(
+            why,
+            "cannot be vouched for: the gate cannot read the key it signs its results with (Secret preflight-gate/preflight-gate-result-key: forbidden)"
+        );
+    }
+
+    #[test]
+    fn a_run_under_way_needs_no_signature() {
+        let mut o = own();
+        o.status = Some(crate::model::UpdatePreflightStatus {
+            phase: Some(crate::model::Phase::Running),
+            ..Default::default()
+        });
+        assert_eq!(check_with(&o, Err("unread".into())), Ok(()));
+    }
+
+    #[test]
+    fn a_key_too_short_is_refused() {
+        assert!(ResultKey::new(&[1; 31]).is_err());
+        assert!(ResultKey::new(&[1; 32]).is_ok());
+        assert_eq!(format!("{:?}", key(7)), "ResultKey(..)");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! anti-affinity); a PDB that needs every one of its pods healthy never
 //! allows one, since a pod is replaced only after it is evicted.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
@@ -51,177 +52,266 @@ pub struct Hold {
     pub reason: String,
 }
 
-/// The pods and budgets of the cluster, indexed once for every batch.
+/// The pods and budgets of the cluster, indexed once for every batch:
+/// each evicted pod is matched against its namespace's PDBs once, so a
+/// batch costs its own pods, never every pod or every PDB again.
 pub struct Index<'a> {
-    /// The pods a drain of each node evicts.
-    evicted: HashMap<&'a str, Vec<&'a Pod>>,
-    /// Requests of every pod on each node (terminating ones are gone).
-    used: HashMap<&'a str, Resources>,
-    /// Running pods by namespace, for anti-affinity.
-    by_namespace: HashMap<&'a str, Vec<&'a Pod>>,
-    pdbs: HashMap<&'a str, Vec<&'a PodDisruptionBudget>>,
+    /// Each node's pods, read in one pass.
+    on_node: HashMap<&'a str, OnNode<'a>>,
+    pods: &'a [Pod],
+    /// Running pods by namespace, for anti-affinity: built the first time
+    /// a replacement with required anti-affinity is placed.
+    by_namespace: OnceCell<HashMap<&'a str, Vec<&'a Pod>>>,
+    /// Every PDB with a selector, by namespace then name.
+    pdbs: Vec<&'a PodDisruptionBudget>,
     labels: HashMap<&'a str, &'a BTreeMap<String, String>>,
+}
+
+/// What one node holds: kept together, so that a batch reads each of its
+/// nodes from one place.
+#[derive(Default)]
+struct OnNode<'a> {
+    /// Requests of every pod on it (terminating ones are gone).
+    used: Resources,
+    /// The pods a drain of it evicts.
+    evicted: Vec<&'a Pod>,
+    /// Each PDB that selects an evicted pod: (the pod in `evicted`, the
+    /// PDB in `Index::pdbs`).
+    selected: Vec<(u32, u32)>,
+}
+
+/// The room on one pool's nodes for replacements: each Ready,
+/// schedulable node's free allocatable, computed once per pool; a batch
+/// leaves out its own nodes and takes room as it places pods.
+pub struct Room<'a> {
+    free: BTreeMap<&'a str, Resources>,
+    /// Nodes of the pool that report allocatable resources.
+    known: HashSet<&'a str>,
+}
+
+impl<'a> Room<'a> {
+    pub fn new(index: &Index<'a>, pool: &[&'a Node]) -> Self {
+        Self {
+            free: pool
+                .iter()
+                .filter(|n| n.ready() && !n.spec.unschedulable)
+                .map(|n| {
+                    let used = index
+                        .on_node
+                        .get(n.name())
+                        .map(|o| o.used)
+                        .unwrap_or_default();
+                    (n.name(), n.status.allocatable.saturating_sub(used))
+                })
+                .collect(),
+            known: pool
+                .iter()
+                .filter(|n| n.status.allocatable != Resources::default())
+                .map(|n| n.name())
+                .collect(),
+        }
+    }
 }
 
 impl<'a> Index<'a> {
     pub fn new(view: &'a ClusterView) -> Self {
+        let mut pdbs: Vec<&PodDisruptionBudget> = view
+            .pod_disruption_budgets
+            .iter()
+            .filter(|p| p.spec.selector.is_some())
+            .collect();
+        pdbs.sort_by(|a, b| {
+            (&a.metadata.namespace, &a.metadata.name)
+                .cmp(&(&b.metadata.namespace, &b.metadata.name))
+        });
+        let mut in_namespace: HashMap<&str, Vec<u32>> = HashMap::new();
+        for (i, pdb) in pdbs.iter().enumerate() {
+            let ns = pdb.metadata.namespace.as_deref().unwrap_or("");
+            in_namespace
+                .entry(ns)
+                .or_default()
+                .push(u32::try_from(i).unwrap_or(u32::MAX));
+        }
         let mut index = Self {
-            evicted: HashMap::new(),
-            used: HashMap::new(),
-            by_namespace: HashMap::new(),
-            pdbs: HashMap::new(),
+            on_node: HashMap::new(),
+            pods: &view.pods,
+            by_namespace: OnceCell::new(),
+            pdbs,
             labels: view
                 .nodes
                 .iter()
                 .map(|n| (n.name(), &n.metadata.labels))
                 .collect(),
         };
+        // Pods come grouped by namespace: the last one's PDBs, kept.
+        let mut last: Option<(&str, &[u32])> = None;
         for pod in view.pods.iter().filter(|p| !p.terminating) {
-            if !pod.node_name.is_empty() {
-                let used = index.used.entry(pod.node_name.as_str()).or_default();
-                *used = *used + pod.requests;
-                if pod.evicted_by_drain() {
-                    index.evicted.entry(&pod.node_name).or_default().push(pod);
+            if pod.node_name.is_empty() {
+                continue;
+            }
+            let on = index.on_node.entry(&pod.node_name).or_default();
+            on.used = on.used + pod.requests;
+            if !pod.evicted_by_drain() {
+                continue;
+            }
+            let pdbs = match last {
+                Some((ns, pdbs)) if ns == pod.namespace => pdbs,
+                _ => {
+                    let pdbs = in_namespace
+                        .get(pod.namespace.as_str())
+                        .map_or(&[][..], Vec::as_slice);
+                    last = Some((&pod.namespace, pdbs));
+                    pdbs
+                }
+            };
+            let at = u32::try_from(on.evicted.len()).unwrap_or(u32::MAX);
+            for i in pdbs {
+                let selects = index.pdbs[*i as usize]
+                    .spec
+                    .selector
+                    .as_ref()
+                    .is_some_and(|s| s.matches(&pod.labels));
+                if selects {
+                    on.selected.push((at, *i));
                 }
             }
-            index
-                .by_namespace
-                .entry(&pod.namespace)
-                .or_default()
-                .push(pod);
-        }
-        for pdb in &view.pod_disruption_budgets {
-            let ns = pdb.metadata.namespace.as_deref().unwrap_or("");
-            index.pdbs.entry(ns).or_default().push(pdb);
+            on.evicted.push(pod);
         }
         index
     }
 
-    /// The pods a drain of `node` evicts.
-    pub fn evictions(&self, node: &str) -> &[&'a Pod] {
-        self.evicted.get(node).map_or(&[], Vec::as_slice)
+    /// Running pods by namespace, built once.
+    fn by_namespace(&self) -> &HashMap<&'a str, Vec<&'a Pod>> {
+        self.by_namespace.get_or_init(|| {
+            let mut by: HashMap<&str, Vec<&Pod>> = HashMap::new();
+            for pod in self.pods.iter().filter(|p| !p.terminating) {
+                by.entry(pod.namespace.as_str()).or_default().push(pod);
+            }
+            by
+        })
     }
 
-    /// The PDBs that hold the drain of `batch`, whose pods may go to
-    /// `others` (the pool's nodes outside the batch).
-    pub fn holds(&self, batch: &[&Node], others: &[&Node]) -> Vec<Hold> {
+    /// The pods a drain of `node` evicts.
+    pub fn evictions(&self, node: &str) -> &[&'a Pod] {
+        self.on_node
+            .get(node)
+            .map_or(&[], |on| on.evicted.as_slice())
+    }
+
+    /// The PDBs that hold the drain of `batch`, whose pods' replacements
+    /// may go to the rest of its pool (`room`).
+    pub fn holds(&self, batch: &[&Node], room: &Room) -> Vec<Hold> {
         let in_batch: HashSet<&str> = batch.iter().map(|n| n.name()).collect();
-        let mut by_namespace: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
+        // The batch's evicted pods by the PDBs that select them, in the
+        // PDBs' order (namespace, then name).
+        let mut by_pdb: BTreeMap<u32, Vec<&Pod>> = BTreeMap::new();
         for node in batch {
-            for pod in self.evictions(node.name()) {
-                by_namespace.entry(&pod.namespace).or_default().push(pod);
+            if let Some(on) = self.on_node.get(node.name()) {
+                for (pod, pdb) in &on.selected {
+                    by_pdb
+                        .entry(*pdb)
+                        .or_default()
+                        .push(on.evicted[*pod as usize]);
+                }
             }
         }
-        // Room on the other nodes, shared by every replacement of the batch.
-        let mut free: BTreeMap<&str, Resources> = others
-            .iter()
-            .filter(|n| n.ready() && !n.spec.unschedulable)
-            .map(|n| {
-                let used = self.used.get(n.name()).copied().unwrap_or_default();
-                (n.name(), n.status.allocatable.saturating_sub(used))
-            })
-            .collect();
-        let allocatable_known = others
-            .iter()
-            .any(|n| n.status.allocatable != Resources::default());
+        if by_pdb.is_empty() {
+            return Vec::new();
+        }
+        // Room taken by the batch's replacements, over the pool's.
+        let mut taken: HashMap<&str, Resources> = HashMap::new();
+        let allocatable_known = room.known.iter().any(|n| !in_batch.contains(n));
         let mut placed: Vec<(&Pod, &str)> = Vec::new();
         let mut holds = Vec::new();
-        for (ns, pods) in by_namespace {
-            let mut pdbs = self.pdbs.get(ns).cloned().unwrap_or_default();
-            pdbs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-            for pdb in pdbs {
-                let Some(selector) = &pdb.spec.selector else {
-                    continue;
-                };
-                let mut matched: Vec<&Pod> = pods
-                    .iter()
-                    .copied()
-                    .filter(|p| selector.matches(&p.labels))
-                    .collect();
-                if matched.is_empty() {
-                    continue;
+        for (i, mut matched) in by_pdb {
+            let pdb = self.pdbs[i as usize];
+            let ns = pdb.metadata.namespace.as_deref().unwrap_or("");
+            let evicted = matched.len();
+            let s = &pdb.status;
+            let allowed = s.current_healthy.saturating_sub(s.desired_healthy).max(0);
+            if usize::try_from(allowed).is_ok_and(|a| evicted <= a) {
+                continue;
+            }
+            let nodes: BTreeSet<String> = matched.iter().map(|p| p.node_name.clone()).collect();
+            let mut hold = Hold {
+                pdb: super::qualified(ns, &pdb.metadata.name),
+                nodes: nodes.into_iter().collect(),
+                outcome: Outcome::Unknown,
+                evicted,
+                allowed,
+                wait_seconds: None,
+                reason: String::new(),
+            };
+            if s.expected_pods <= 0 && s.current_healthy <= 0 && s.desired_healthy <= 0 {
+                hold.reason = "its status is not in the data (no expectedPods): the plan cannot know whether it allows the evictions".to_owned();
+            } else if s.expected_pods > 0 && s.desired_healthy >= s.expected_pods {
+                hold.outcome = Outcome::Never;
+                hold.reason = format!(
+                    "needs all {} of its pods healthy (desiredHealthy {}): every eviction is refused, and a pod is replaced only after it is evicted",
+                    s.expected_pods, s.desired_healthy
+                );
+            } else if allowed == 0 {
+                hold.outcome = Outcome::Waits;
+                hold.reason = format!(
+                    "has {} healthy pods and needs {}: its evictions wait until its unhealthy pods recover, which the plan cannot know",
+                    s.current_healthy, s.desired_healthy
+                );
+            } else {
+                // The replacements that must be healthy before the
+                // last eviction is allowed; the largest first.
+                let waiting = evicted - usize::try_from(allowed).unwrap_or(0);
+                matched.sort_by_key(|p| {
+                    std::cmp::Reverse((p.requests.cpu_millis, p.requests.memory_bytes))
+                });
+                let mut homeless = 0;
+                for pod in &matched[..waiting] {
+                    match self.place(pod, room, &mut taken, &placed, &in_batch) {
+                        Some(node) => placed.push((pod, node)),
+                        None => homeless += 1,
+                    }
                 }
-                let evicted = matched.len();
-                let s = &pdb.status;
-                let allowed = s.current_healthy.saturating_sub(s.desired_healthy).max(0);
-                if usize::try_from(allowed).is_ok_and(|a| evicted <= a) {
-                    continue;
-                }
-                let nodes: BTreeSet<String> = matched.iter().map(|p| p.node_name.clone()).collect();
-                let mut hold = Hold {
-                    pdb: super::qualified(ns, &pdb.metadata.name),
-                    nodes: nodes.into_iter().collect(),
-                    outcome: Outcome::Unknown,
-                    evicted,
-                    allowed,
-                    wait_seconds: None,
-                    reason: String::new(),
-                };
-                if s.expected_pods <= 0 && s.current_healthy <= 0 && s.desired_healthy <= 0 {
-                    hold.reason = "its status is not in the data (no expectedPods): the plan cannot know whether it allows the evictions".to_owned();
-                } else if s.expected_pods > 0 && s.desired_healthy >= s.expected_pods {
+                if homeless == 0 {
+                    let rounds = waiting.div_ceil(usize::try_from(allowed).unwrap_or(1));
+                    let wait = (rounds as u64).saturating_mul(REPLACEMENT_READY);
+                    hold.outcome = Outcome::Waits;
+                    hold.wait_seconds = Some(wait);
+                    hold.reason = format!(
+                        "allows {allowed} of its {evicted} evictions at once: {rounds} round{} of replacements becoming healthy elsewhere",
+                        if rounds == 1 { "" } else { "s" }
+                    );
+                } else if !allocatable_known {
+                    hold.reason = "the pool's other nodes report no allocatable resources: the plan cannot know whether its pods have room elsewhere".to_owned();
+                } else {
                     hold.outcome = Outcome::Never;
                     hold.reason = format!(
-                        "needs all {} of its pods healthy (desiredHealthy {}): every eviction is refused, and a pod is replaced only after it is evicted",
-                        s.expected_pods, s.desired_healthy
+                        "allows {allowed} of its {evicted} evictions, and {homeless} of its pods' replacements have no room on the pool's other nodes (by requests, node selector and required anti-affinity)"
                     );
-                } else if allowed == 0 {
-                    hold.outcome = Outcome::Waits;
-                    hold.reason = format!(
-                        "has {} healthy pods and needs {}: its evictions wait until its unhealthy pods recover, which the plan cannot know",
-                        s.current_healthy, s.desired_healthy
-                    );
-                } else {
-                    // The replacements that must be healthy before the
-                    // last eviction is allowed; the largest first.
-                    let waiting = evicted - usize::try_from(allowed).unwrap_or(0);
-                    matched.sort_by_key(|p| {
-                        std::cmp::Reverse((p.requests.cpu_millis, p.requests.memory_bytes))
-                    });
-                    let mut homeless = 0;
-                    for pod in &matched[..waiting] {
-                        match self.place(pod, &mut free, &placed, &in_batch) {
-                            Some(node) => placed.push((pod, node)),
-                            None => homeless += 1,
-                        }
-                    }
-                    if homeless == 0 {
-                        let rounds = waiting.div_ceil(usize::try_from(allowed).unwrap_or(1));
-                        let wait = (rounds as u64).saturating_mul(REPLACEMENT_READY);
-                        hold.outcome = Outcome::Waits;
-                        hold.wait_seconds = Some(wait);
-                        hold.reason = format!(
-                            "allows {allowed} of its {evicted} evictions at once: {rounds} round{} of replacements becoming healthy elsewhere",
-                            if rounds == 1 { "" } else { "s" }
-                        );
-                    } else if !allocatable_known {
-                        hold.reason = "the pool's other nodes report no allocatable resources: the plan cannot know whether its pods have room elsewhere".to_owned();
-                    } else {
-                        hold.outcome = Outcome::Never;
-                        hold.reason = format!(
-                            "allows {allowed} of its {evicted} evictions, and {homeless} of its pods' replacements have no room on the pool's other nodes (by requests, node selector and required anti-affinity)"
-                        );
-                    }
                 }
-                holds.push(hold);
             }
+            holds.push(hold);
         }
         holds
     }
 
-    /// The first node outside the batch with room for `pod`'s
+    /// The first node of the pool outside the batch with room for `pod`'s
     /// replacement, whose labels its node selector matches and where its
     /// required anti-affinity lets it run; takes the room.
     fn place<'n>(
         &self,
         pod: &Pod,
-        free: &mut BTreeMap<&'n str, Resources>,
+        room: &Room<'n>,
+        taken: &mut HashMap<&'n str, Resources>,
         placed: &[(&Pod, &str)],
         in_batch: &HashSet<&str>,
     ) -> Option<&'n str> {
-        let node = free
+        let node = room
+            .free
             .iter()
-            .filter(|(_, room)| room.covers(pod.requests))
+            .filter(|(name, _)| !in_batch.contains(*name))
+            .filter(|(name, free)| {
+                let left = taken.get(*name).map_or(**free, |t| free.saturating_sub(*t));
+                left.covers(pod.requests)
+            })
             .map(|(name, _)| *name)
             .find(|name| {
                 let labels = self.labels.get(name).copied();
@@ -231,9 +321,8 @@ impl<'a> Index<'a> {
                     .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
                 selected && self.anti_affinity_allows(pod, name, placed, in_batch)
             })?;
-        if let Some(room) = free.get_mut(node) {
-            *room = room.saturating_sub(pod.requests);
-        }
+        let used = taken.entry(node).or_default();
+        *used = *used + pod.requests;
         Some(node)
     }
 
@@ -267,7 +356,7 @@ impl<'a> Index<'a> {
             };
             let staying = namespaces
                 .iter()
-                .flat_map(|ns| self.by_namespace.get(ns).into_iter().flatten())
+                .flat_map(|ns| self.by_namespace().get(ns).into_iter().flatten())
                 .filter(|p| !in_batch.contains(p.node_name.as_str()))
                 .map(|p| (*p, p.node_name.as_str()));
             let mut all = staying.chain(placed.iter().copied());
@@ -320,8 +409,8 @@ mod tests {
         let view = view(objects);
         let index = Index::new(&view);
         let batch: Vec<&Node> = view.nodes.iter().filter(|n| n.name() == "a").collect();
-        let others: Vec<&Node> = view.nodes.iter().filter(|n| n.name() != "a").collect();
-        index.holds(&batch, &others)
+        let pool: Vec<&Node> = view.nodes.iter().collect();
+        index.holds(&batch, &Room::new(&index, &pool))
     }
 
     fn anti_affine(mut pod: Value) -> Value {

@@ -14,11 +14,13 @@ pub const CONTROL_PLANE_DOCUMENTED: (u64, u64) = (60 * 60, 120 * 60);
 pub const DRAIN_UNKNOWN: u64 = 10 * 60;
 
 /// A node's update once drained (the machine-config daemon writes the new
-/// configuration and OS image): `oc adm upgrade status`' "updating".
+/// configuration and OS image): `oc adm upgrade status`' "updating", when
+/// the cluster's MachineConfigNodes do not say (`super::nodes`).
 pub const NODE_UPDATE: u64 = 5 * 60;
 
 /// A node's reboot until it is Ready again and rejoins the pool:
-/// `oc adm upgrade status`' "rebooting".
+/// `oc adm upgrade status`' "rebooting", when the cluster's
+/// MachineConfigNodes do not say (`super::nodes`).
 pub const NODE_REBOOT: u64 = 5 * 60;
 
 /// A pod's grace period when it sets none: Kubernetes' default
@@ -42,11 +44,10 @@ pub fn grace(seconds: Option<i64>) -> u64 {
     seconds.map_or(DEFAULT_GRACE, |s| u64::try_from(s).unwrap_or(0))
 }
 
-/// A node's whole update: its drain, then the update and the reboot.
-pub fn node(drain: u64) -> u64 {
-    drain
-        .saturating_add(NODE_UPDATE)
-        .saturating_add(NODE_REBOOT)
+/// A node's whole update: its drain, then `after_drain`, its update and
+/// its reboot.
+pub fn node(drain: u64, after_drain: u64) -> u64 {
+    drain.saturating_add(after_drain)
 }
 
 /// A duration as a person reads it: `1h05m`, `12m`, `45s` (the model's
@@ -73,7 +74,7 @@ mod tests {
     #[case::unknown(DRAIN_UNKNOWN, 1200)]
     #[case::saturates(u64::MAX, u64::MAX)]
     fn a_node_is_its_drain_then_update_then_reboot(#[case] drain: u64, #[case] total: u64) {
-        assert_eq!(node(drain), total);
+        assert_eq!(node(drain, NODE_UPDATE + NODE_REBOOT), total);
     }
 
     #[rstest]

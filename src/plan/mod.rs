@@ -7,12 +7,15 @@
 //! - `control_plane`: P50 and P90 from the cluster's own history.
 //! - `pools`: which pools update, their batches and their order.
 //! - `drains`: what each batch evicts and the PDBs that hold it.
+//! - `nodes`: a node's update and reboot, from the cluster's own
+//!   MachineConfigNode phase times, else the documented defaults.
 //! - `duration`: the named defaults and how durations add up.
 //! - `status`: the plan bounded, as an `UpdatePreflight`'s status keeps it.
 
 pub mod control_plane;
 pub mod drains;
 pub mod duration;
+pub mod nodes;
 pub mod pools;
 pub mod status;
 
@@ -21,6 +24,7 @@ use serde::Serialize;
 
 pub use control_plane::ControlPlane;
 pub use drains::{Hold, Outcome};
+pub use nodes::NodePhases;
 
 use crate::model::release::UpdateKind;
 use crate::view::ClusterView;
@@ -83,6 +87,9 @@ pub struct PoolPlan {
     pub unavailable: usize,
     /// Nodes updated at once.
     pub batch_size: usize,
+    /// How long each node takes to update and to reboot once drained,
+    /// and where those figures come from.
+    pub node_phases: NodePhases,
     pub batches: Vec<Batch>,
     /// The pool's rollout, batch after batch.
     pub seconds: u64,
@@ -114,7 +121,7 @@ pub struct NodeStep {
     /// Its drain: the longest grace period of its evictions plus the PDB
     /// waits, else `oc adm upgrade status`' estimate.
     pub drain_seconds: u64,
-    /// Drain, update and reboot.
+    /// Drain, update and reboot (the pool's `nodePhases`).
     pub seconds: u64,
 }
 
@@ -182,11 +189,15 @@ pub fn plan(view: &ClusterView, kind: Option<UpdateKind>, now: Timestamp) -> Pla
     }
     let index = drains::Index::new(view);
     let operator = pools::operator_node(view);
+    let samples = nodes::samples(&view.machine_config_nodes);
+    let have_mcns = view.has("MachineConfigNode");
     for (name, nodes) in members {
+        let phases = NodePhases::of(&samples, &name, have_mcns);
         let pool = pool_plan(
             view,
             &name,
             nodes,
+            phases,
             operator,
             &index,
             have_pods,
@@ -194,6 +205,19 @@ pub fn plan(view: &ClusterView, kind: Option<UpdateKind>, now: Timestamp) -> Pla
             &mut plan,
         );
         plan.pools.push(pool);
+    }
+    // Where a pool that updates took a node's update or reboot from the
+    // documented defaults, say so once (as the control plane does).
+    let documented: Vec<String> = plan
+        .pools
+        .iter()
+        .filter(|p| p.updates && p.nodes > 0)
+        .filter_map(|p| p.node_phases.unknown())
+        .collect();
+    for line in documented {
+        if !plan.unknowns.contains(&line) {
+            plan.unknowns.push(line);
+        }
     }
     let slowest = plan
         .pools
@@ -208,12 +232,13 @@ pub fn plan(view: &ClusterView, kind: Option<UpdateKind>, now: Timestamp) -> Pla
 }
 
 #[allow(clippy::too_many_arguments)]
-fn pool_plan(
-    view: &ClusterView,
+fn pool_plan<'a>(
+    view: &'a ClusterView,
     name: &str,
-    nodes: Vec<&Node>,
+    nodes: Vec<&'a Node>,
+    node_phases: NodePhases,
     operator: Option<&str>,
-    index: &drains::Index,
+    index: &drains::Index<'a>,
     have_pods: bool,
     single_node: bool,
     plan: &mut Plan,
@@ -237,6 +262,7 @@ fn pool_plan(
         max_unavailable: pools::said(given),
         unavailable,
         batch_size: 0,
+        node_phases,
         batches: Vec::new(),
         seconds: 0,
         blocked: false,
@@ -295,14 +321,12 @@ fn pool_plan(
     if !last.is_empty() {
         chunks.push(last);
     }
+    // The room on the pool's nodes, once; each batch leaves its own out.
+    let room = drains::Room::new(index, &nodes);
+    let after_drain = pool.node_phases.after_drain();
     for (i, batch) in chunks.into_iter().enumerate() {
-        let others: Vec<&Node> = nodes
-            .iter()
-            .copied()
-            .filter(|n| !batch.iter().any(|b| b.name() == n.name()))
-            .collect();
         let holds = if have_pods && !single_node {
-            index.holds(&batch, &others)
+            index.holds(&batch, &room)
         } else {
             Vec::new()
         };
@@ -330,7 +354,7 @@ fn pool_plan(
                     name: node.name().to_owned(),
                     evictions: have_pods.then_some(evicted.len()),
                     drain_seconds: drain,
-                    seconds: duration::node(drain),
+                    seconds: duration::node(drain, after_drain),
                 }
             })
             .collect();

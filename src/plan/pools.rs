@@ -67,7 +67,9 @@ pub fn said(given: Option<&IntOrString>) -> String {
 /// whose is); `operator_node` last. Names break ties, so the order is the
 /// same every time.
 pub fn order<'a>(mut nodes: Vec<&'a Node>, operator_node: Option<&str>) -> Vec<&'a Node> {
-    nodes.sort_by_key(|n| {
+    // Each key once: a pool of thousands of nodes sorts in a few
+    // milliseconds.
+    nodes.sort_by_cached_key(|n| {
         let zone = n.metadata.labels.get(ZONE_LABEL);
         let created = n.metadata.creation_timestamp;
         (

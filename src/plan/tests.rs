@@ -242,3 +242,66 @@ fn an_empty_view_is_an_answer_not_a_panic() {
     assert_eq!(plan.control_plane.source, "documented");
     assert!(!plan.unknowns.is_empty());
 }
+
+/// A worker's MachineConfigNode back from its reboot: drained at 10:00,
+/// files and OS written `update` minutes later, back `reboot` after.
+fn rebooted(node: &str, update: i64, reboot: i64) -> Value {
+    let at = |m: i64| format!("2026-11-30T10:{m:02}:00Z");
+    json!({"kind": "MachineConfigNode", "apiVersion": "machineconfiguration.openshift.io/v1",
+           "metadata": {"name": node},
+           "spec": {"node": {"name": node}, "pool": {"name": "worker"}},
+           "status": {"conditions": [
+               {"type": "Drained", "status": "True", "lastTransitionTime": at(0)},
+               {"type": "UpdateExecuted", "status": "True", "lastTransitionTime": at(update)},
+               {"type": "RebootedNode", "status": "True", "lastTransitionTime": at(update + reboot)}]}})
+}
+
+#[rstest]
+// Three nodes' times: the median update 3m, reboot 8m.
+#[case::from_the_cluster(vec![rebooted("w0", 2, 7), rebooted("w1", 3, 8), rebooted("w2", 6, 9)],
+    3 * 60, 8 * 60, "machineconfignodes", None)]
+#[case::too_few(vec![rebooted("w0", 2, 7)], NODE_UPDATE, NODE_REBOOT, "documented",
+    Some("a node's update and reboot: the documented 5m each (oc adm upgrade status' estimates): the MachineConfigNodes give 1 node's times, fewer than 3 (they keep them only while a node updates)"))]
+#[case::none_in_the_data(vec![], NODE_UPDATE, NODE_REBOOT, "documented",
+    Some("a node's update and reboot: the documented 5m each (oc adm upgrade status' estimates): no MachineConfigNode objects in the cluster data"))]
+fn a_nodes_update_and_reboot_come_from_its_machine_config_nodes(
+    #[case] mcns: Vec<Value>,
+    #[case] update: u64,
+    #[case] reboot: u64,
+    #[case] source: &str,
+    #[case] unknown: Option<&str>,
+) {
+    let mut objects = vec![
+        pool("worker", json!(1), false),
+        json!({"kind": "Pod", "metadata": {"name": "x", "namespace": "y"}}),
+    ];
+    objects.extend(workers(3));
+    objects.extend(mcns);
+    let plan = plan_of(objects);
+    let worker = &plan.pools[0];
+    let phases = &worker.node_phases;
+    assert_eq!(
+        (
+            phases.update.seconds,
+            phases.reboot.seconds,
+            phases.update.source
+        ),
+        (update, reboot, source),
+        "{phases:?}"
+    );
+    // Nothing to evict: each node is its update and reboot.
+    assert_eq!(worker.batches[0].seconds, update + reboot);
+    assert_eq!(worker.seconds, 3 * (update + reboot));
+    let said: Vec<&String> = plan
+        .unknowns
+        .iter()
+        .filter(|u| u.starts_with("a node's"))
+        .collect();
+    assert_eq!(
+        said.first().map(|s| s.as_str()),
+        unknown,
+        "{:?}",
+        plan.unknowns
+    );
+    assert!(said.len() <= 1, "{said:?}");
+}

@@ -5,7 +5,7 @@
 //! graph offers: the only ones a review may start a run for (the trust
 //! model: a review body never causes work by itself).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -27,6 +27,8 @@ use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::UpdatePreflightSpec;
 use crate::model::release::ReleaseKey;
+use crate::model::vouch::StatusWriter;
+use crate::preflight::result_key::SharedKey;
 
 /// Stamped on an object to ask for a new run.
 pub(crate) const REQUESTED_AT: &str = "preflight.dev/requested-at";
@@ -55,14 +57,21 @@ pub struct LiveSource {
     triggers: mpsc::Sender<RunRequest>,
     recent: Mutex<HashMap<ReleaseKey, Instant>>,
     /// The releases the ClusterVersion's update graph offers, from its
-    /// watch (never from a review).
-    offered: RwLock<HashSet<ReleaseKey>>,
+    /// watch (never from a review), each with the pullspec the graph gives.
+    offered: RwLock<HashMap<ReleaseKey, String>>,
     metrics: Metrics,
+    /// The key the gate's results are signed with (`model::vouch`).
+    result_key: Arc<SharedKey>,
 }
 
 impl LiveSource {
     /// Starts the watch and the trigger task.
-    pub fn spawn(client: kube::Client, stale_after: Duration, metrics: Metrics) -> Arc<Self> {
+    pub fn spawn(
+        client: kube::Client,
+        stale_after: Duration,
+        metrics: Metrics,
+        result_key: Arc<SharedKey>,
+    ) -> Arc<Self> {
         let (triggers, rx) = mpsc::channel(64);
         let source = Arc::new(Self {
             cache: ResultCache::default(),
@@ -70,8 +79,9 @@ impl LiveSource {
             stale_after,
             triggers,
             recent: Mutex::new(HashMap::new()),
-            offered: RwLock::new(HashSet::new()),
+            offered: RwLock::new(HashMap::new()),
             metrics,
+            result_key,
         });
         tokio::spawn(
             source
@@ -161,9 +171,9 @@ impl LiveSource {
                         continue;
                     }
                 };
-            let keys: HashSet<ReleaseKey> = offered(&cv)
-                .iter()
-                .map(|r| ReleaseKey::from_image(&r.image))
+            let keys: HashMap<ReleaseKey, String> = offered(&cv)
+                .into_iter()
+                .map(|r| (ReleaseKey::from_image(&r.image), r.image))
                 .collect();
             *self.offered.write().unwrap_or_else(|e| e.into_inner()) = keys;
         }
@@ -206,7 +216,10 @@ impl ResultLookup for LiveSource {
             result: self.cache.get(key),
             trusted: self.trusted(),
             expires: true,
-            status_writer: Some(crate::model::vouch::FIELD_MANAGER),
+            status_writer: Some(StatusWriter {
+                field_manager: crate::model::vouch::FIELD_MANAGER,
+                key: self.result_key.get(),
+            }),
         }
     }
 
@@ -222,19 +235,29 @@ impl ResultLookup for LiveSource {
         self.offered
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .contains(key)
+            .contains_key(key)
     }
 }
 
 impl RunTrigger for LiveSource {
     fn request_run(&self, mut request: RunRequest) {
         let key = ReleaseKey::from_image(&request.image);
-        if !self.may_run(&key) {
+        let offered = self
+            .offered
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned();
+        let Some(pullspec) = offered else {
             // The decision asks only for offered targets; this is the
             // backstop should that ever change.
             warn!(%key, "a run for a target the update graph does not offer is not started");
             return;
-        }
+        };
+        // The gate's own object names the release as the graph does: a
+        // review may name any host with the digest, and the extraction pod
+        // pulls the object's image.
+        request.image = pullspec;
         {
             let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
             let now = Instant::now();
@@ -320,6 +343,14 @@ pub fn offered(cv: &ClusterVersion) -> Vec<RunRequest> {
         .collect()
 }
 
+/// The pullspec the update graph gives the release `key`, when it offers it.
+pub(crate) fn offered_pullspec(cv: &ClusterVersion, key: &ReleaseKey) -> Option<String> {
+    offered(cv)
+        .into_iter()
+        .map(|r| r.image)
+        .find(|image| ReleaseKey::from_image(image) == *key)
+}
+
 /// The `ClusterVersion` API, read as JSON.
 pub(crate) fn cluster_versions(client: &kube::Client) -> Api<DynamicObject> {
     let resource = ApiResource::from_gvk_with_plural(
@@ -327,4 +358,59 @@ pub(crate) fn cluster_versions(client: &kube::Client) -> Api<DynamicObject> {
         "clusterversions",
     );
     Api::all_with(client.clone(), &resource)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIGEST: &str = "sha256:4f2e0d3c1b0a99887766554433221100ffeeddccbbaa99887766554433221100";
+
+    /// A source whose graph offers `offered`, and the runs it asks for.
+    fn source(offered: &[&str]) -> (LiveSource, mpsc::Receiver<RunRequest>) {
+        let (triggers, rx) = mpsc::channel(4);
+        let source = LiveSource {
+            cache: ResultCache::default(),
+            health: WatchHealth::default(),
+            stale_after: Duration::from_secs(60),
+            triggers,
+            recent: Mutex::new(HashMap::new()),
+            offered: RwLock::new(
+                offered
+                    .iter()
+                    .map(|image| (ReleaseKey::from_image(image), (*image).to_owned()))
+                    .collect(),
+            ),
+            metrics: Metrics::new().unwrap(),
+            result_key: SharedKey::fixed(Err("none in this test".into())),
+        };
+        (source, rx)
+    }
+
+    /// A review may name any host with an offered digest: the object the
+    /// gate creates, whose image its extraction pod pulls, names the
+    /// graph's pullspec.
+    #[test]
+    fn the_run_names_the_graphs_pullspec_not_the_reviews() {
+        let graph = format!("quay.io/openshift-release-dev/ocp-release@{DIGEST}");
+        let (source, mut rx) = source(&[&graph]);
+        source.request_run(RunRequest {
+            image: format!("evil.example/x@{DIGEST}"),
+            version: Some("4.16.3".into()),
+            existing: None,
+        });
+        let asked = rx.try_recv().expect("a run is asked for");
+        assert_eq!(asked.image, graph);
+        assert_eq!(asked.version.as_deref(), Some("4.16.3"));
+    }
+
+    #[test]
+    fn a_digest_the_graph_does_not_offer_starts_nothing() {
+        let (source, mut rx) = source(&[]);
+        source.request_run(RunRequest {
+            image: format!("evil.example/x@{DIGEST}"),
+            ..Default::default()
+        });
+        assert!(rx.try_recv().is_err());
+    }
 }

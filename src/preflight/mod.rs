@@ -12,6 +12,7 @@ pub mod leader;
 pub mod live;
 mod offline;
 pub mod release_checks;
+pub mod result_key;
 pub mod signature;
 mod source;
 

@@ -1,7 +1,9 @@
 //! Results computed from a snapshot of a cluster, for `serve` without a
 //! cluster: the real engine over offline data. Offered targets are checked
 //! at start-up; any other target is checked in the background when the
-//! webhook first asks, like a run in a cluster.
+//! webhook first asks, like a run in a cluster. Each result carries the
+//! update plan in its status, as the controller writes it, so the webhook's
+//! plan line and maintenance window work on a snapshot too.
 
 use std::sync::Arc;
 
@@ -16,6 +18,7 @@ use crate::model::UpdatePreflightSpec;
 use crate::model::UpdatePreflightStatus;
 use crate::model::policy::Blocking;
 use crate::model::release::ReleaseKey;
+use crate::model::results::PlanSummary;
 use crate::model::status::{self, Ending};
 use crate::model::{Resolution, Target};
 use crate::suite::{self, Limits};
@@ -76,6 +79,10 @@ pub fn evaluate(
         _ => Target::image(&request.image, request.version.clone()),
     };
     let results = suite::run(view.clone(), &target, now, None, limits);
+    // The plan of the same view, at the same time; a plan that panics is
+    // no plan, never a lost result.
+    let plan =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| plan_of(view, &target, now))).ok();
     let name = ReleaseKey::from_image(&request.image).object_name();
     let mut object = UpdatePreflight::new(
         &name,
@@ -104,8 +111,17 @@ pub fn evaluate(
             at: now,
         },
     );
+    status.plan = plan;
     object.status = Some(status);
     object
+}
+
+/// The update plan to `target` over `view`, judged at the time the checks
+/// are (the snapshot's own time, else `clock`), as the status keeps it.
+fn plan_of(view: &ClusterView, target: &Target, clock: Timestamp) -> PlanSummary {
+    let ctx = crate::checks::Context::new(view, target, clock);
+    let plan = crate::plan::plan(view, ctx.kind, ctx.now);
+    crate::plan::status::summary(&plan, ctx.now)
 }
 
 impl ResultLookup for SnapshotSource {
@@ -183,6 +199,94 @@ mod tests {
         );
         let lookup = source.lookup(&ReleaseKey::from_image(FAILS));
         assert!(lookup.trusted && !lookup.expires);
+    }
+
+    /// The review of examples/reviews/ for 4.14.12, with the maintenance
+    /// window already on the ClusterVersion, ending `minutes` from `now`.
+    fn windowed_review(now: Timestamp, minutes: i64) -> crate::admission::Request {
+        let mut review: serde_json::Value = serde_json::from_str(include_str!(
+            "../../examples/reviews/update-to-4.14.12.json"
+        ))
+        .unwrap();
+        let end = (now + jiff::SignedDuration::from_mins(minutes))
+            .round(jiff::Unit::Second)
+            .unwrap()
+            .to_string();
+        for object in ["object", "oldObject"] {
+            review["request"][object]["metadata"]["annotations"]["preflight.dev/window-end"] =
+                serde_json::json!(end);
+        }
+        crate::admission::review::parse(review.to_string().as_bytes()).unwrap()
+    }
+
+    /// Served from a snapshot, the results carry the plan, and the
+    /// maintenance window is judged by it: never "no plan".
+    #[test]
+    fn the_snapshots_results_carry_the_plan_the_window_is_judged_by() {
+        let source = SnapshotSource::new(
+            crate::cluster::snapshot::sample::load().unwrap(),
+            "sample",
+            Limits::default(),
+        );
+        let result = source
+            .lookup(&ReleaseKey::from_image(PATCH))
+            .result
+            .unwrap();
+        let plan = result
+            .status
+            .as_ref()
+            .unwrap()
+            .plan
+            .clone()
+            .expect("a plan");
+        // The sample's history holds no completed update: the documented
+        // control plane, then its worker pool.
+        assert_eq!(plan.control_plane.source, "documented");
+        assert!(
+            plan.p90_seconds > plan.control_plane.p90_seconds,
+            "{plan:?}"
+        );
+        assert!(
+            plan.pools
+                .iter()
+                .any(|p| p.name == "worker" && p.batches > 0)
+        );
+
+        let now = Timestamp::now();
+        let policy = crate::admission::Policy::default();
+        let verdict = |minutes| {
+            crate::admission::decide(&windowed_review(now, minutes), &source, &policy, now)
+                .into_final()
+                .expect("no override claimed")
+        };
+        // A window shorter than the plan's P90 is denied by it (or, when
+        // checks fail too, said beside them)...
+        let short = verdict(30);
+        assert!(!short.allowed);
+        assert!(
+            short.message.contains("its P90 of") && short.message.contains("maintenance window"),
+            "{}",
+            short.message
+        );
+        // ...one that holds it is not, and neither is ever "no plan".
+        let long = verdict(23 * 60);
+        for v in [&short, &long] {
+            assert!(!v.message.contains("carry no update plan"), "{}", v.message);
+        }
+        assert!(
+            !long.message.contains("may not finish") && !long.message.contains("Nor may it finish"),
+            "{}",
+            long.message
+        );
+        if long.allowed {
+            assert!(
+                long.warnings
+                    .iter()
+                    .any(|w| w.contains("within the maintenance window")),
+                "{:?}",
+                long.warnings
+            );
+        }
     }
 
     #[tokio::test]

@@ -30,7 +30,8 @@ use crate::admission::{
     self, Authorization, Decision, Effect, Policy, Reason, review, review::Request,
 };
 use crate::cluster::EventRecorder;
-use crate::metrics::{AdmissionMetrics, EffectKind, Metrics};
+use crate::cluster::witness::{Accepted, Stored, Witness};
+use crate::metrics::{EffectKind, Metrics};
 
 /// The webhook's path.
 pub const PATH: &str = "/validate/clusterversion";
@@ -57,7 +58,10 @@ pub struct Gate {
     /// no dry run starts a run.
     pub runs: Arc<dyn RunTrigger>,
     pub authorizer: Arc<dyn OverrideAuthorizer>,
+    /// Publishes a denial's Events at once.
     pub events: Option<EventRecorder>,
+    /// Records an allowed change once the API server stored it.
+    pub witness: Arc<Witness>,
     pub policy: Policy,
     pub metrics: Metrics,
 }
@@ -282,54 +286,62 @@ async fn validate(
     Json(response).into_response()
 }
 
-/// Starts runs, publishes Events, counts overrides and records whether the
-/// target is blocked. Never waits.
+/// Carries out the verdict's effects without waiting: runs start at once;
+/// a denial is recorded at once (its Events, the blocked target), since the
+/// API server stores nothing of it; what an allowed change leaves (its
+/// Events, the override counted, the targets it unblocks) waits for the
+/// watch to show the change stored ([`Witness`]).
 fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
-    record_target(&gate.metrics.admission, verdict);
-    if let Some(kind) = verdict.override_kind {
-        gate.metrics.admission.override_honoured(kind);
-        info!(
-            user = %request.user.username,
-            kind = kind.as_str(),
-            reason = verdict.audit.get(audit::OVERRIDE_REASON).map(String::as_str).unwrap_or(""),
-            checks = verdict.audit.get(audit::OVERRIDDEN_CHECKS).map(String::as_str).unwrap_or(""),
-            "override honoured"
-        );
-    }
-    let (name, uid) = request.object.as_ref().map_or(("version", ""), |o| {
-        (o.metadata.name.as_str(), o.metadata.uid.as_str())
-    });
+    let mut stored = Stored {
+        user: request.user.username.clone(),
+        ..Stored::default()
+    };
     for effect in &verdict.effects {
         match effect {
             Effect::Run(run) => {
                 gate.metrics.effects.asked_for(EffectKind::Run);
                 gate.runs.request_run(run.clone());
             }
-            Effect::Event(note) => match &gate.events {
-                Some(events) => {
+            Effect::Event(note) if verdict.allowed => stored.notes.push(note.clone()),
+            Effect::Event(note) => match (&gate.events, &request.object) {
+                (Some(events), Some(object)) => {
                     gate.metrics.effects.asked_for(EffectKind::Event);
-                    events.publish(note.clone(), name, uid);
+                    events.publish(note.clone(), &object.metadata.name, &object.metadata.uid);
                 }
-                None => debug!(reason = note.reason, "no cluster: Event not published"),
+                _ => debug!(reason = note.reason, "no cluster: Event not published"),
             },
         }
     }
+    if !verdict.allowed {
+        if let (Reason::Failed | Reason::Pending, Some(target)) = (verdict.reason, &verdict.target)
+        {
+            let now = Timestamp::now().as_millisecond() as f64 / 1000.0;
+            gate.metrics.admission.target_denied(target, now);
+        }
+        return;
+    }
+    stored.override_kind = verdict.override_kind;
+    let said = |key: &str| verdict.audit.get(key).cloned().unwrap_or_default();
+    stored.override_reason = said(audit::OVERRIDE_REASON);
+    stored.overridden = said(audit::OVERRIDDEN_CHECKS);
+    stored.accepted = accepted(verdict);
+    if let Some(object) = &request.object {
+        gate.witness.expect(object, stored);
+    }
 }
 
-/// Keeps `update_blocked` current: a denied target change blocks its target;
-/// an allowed one (or the target's removal) unblocks every target, since the
-/// cluster no longer waits on them. An unresolvable version has no label (it
-/// is not in the update graph); it shows in the reviews counter only.
-fn record_target(metrics: &AdmissionMetrics, verdict: &admission::Verdict) {
-    let now = Timestamp::now().as_millisecond() as f64 / 1000.0;
+/// How an allowed verdict settles the target, for `update_blocked`: a
+/// target allowed unblocks every target, since the cluster no longer waits
+/// on them, and so does clearing it. An unresolvable version has no label
+/// (it is not in the update graph); it shows in the reviews counter only.
+fn accepted(verdict: &admission::Verdict) -> Option<Accepted> {
     match (verdict.reason, &verdict.target) {
-        (Reason::Failed | Reason::Pending, Some(target)) => metrics.target_denied(target, now),
         (
             Reason::Passed | Reason::Overridden | Reason::RisksAccepted | Reason::PendingAllowed,
             Some(target),
-        ) => metrics.target_accepted(Some(target), now),
-        (Reason::Cleared, _) => metrics.target_accepted(None, now),
-        _ => {}
+        ) => Some(Accepted::Target(target.clone())),
+        (Reason::Cleared, _) => Some(Accepted::Cleared),
+        _ => None,
     }
 }
 

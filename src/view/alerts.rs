@@ -23,6 +23,94 @@ pub(crate) const KIND: &str = "Alert";
 /// check keep every target blocked by its own alert.
 pub const OWN_RULE_LABEL: &str = "preflight_gate_rule";
 
+/// Which namespaces' alerts count for the alert checks. OpenShift's
+/// user-workload monitoring stamps every alert of a user-defined rule with
+/// the namespace of its PrometheusRule, tenants cannot make `openshift-*`
+/// namespaces, and the platform's rules about workloads look only at
+/// `openshift-*`, `kube-*` and `default` (cluster-monitoring-operator's
+/// `mixinNamespaceSelector`). So an alert counts when it has no `namespace`
+/// label or one of those, or one the administrator adds
+/// (`--alert-namespaces`); any other is a tenant's, which must not block
+/// the cluster's update. The platform's PodDisruptionBudget alerts name the
+/// budget's namespace, a tenant's too: PodDisruptionBudgetsAllowDrain
+/// and DrainsComplete read the budgets themselves.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AlertNamespaces {
+    /// Globs (`*` any run of characters) beside the platform's.
+    added: Vec<String>,
+}
+
+/// The platform's namespaces, as globs.
+pub const PLATFORM_NAMESPACES: [&str; 3] = ["openshift-*", "kube-*", "default"];
+
+impl AlertNamespaces {
+    /// The platform's namespaces and `added` (namespace names or globs with
+    /// `*`); refused when one is neither.
+    pub fn new(added: &[String]) -> Result<Self, String> {
+        let added: Vec<String> = added
+            .iter()
+            .map(|g| g.trim().to_owned())
+            .filter(|g| !g.is_empty())
+            .collect();
+        if let Some(bad) = added.iter().find(|g| {
+            g.len() > 63
+                || !g
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '*')
+        }) {
+            return Err(format!(
+                "{bad:?} is not a namespace or a glob of one (lower-case letters, digits, '-' and '*')"
+            ));
+        }
+        Ok(Self { added })
+    }
+
+    /// Whether `alert` counts: no namespace, or one of the platform's or
+    /// the administrator's.
+    pub fn counts(&self, alert: &Alert) -> bool {
+        let Some(namespace) = alert.labels.get("namespace").filter(|n| !n.is_empty()) else {
+            return true;
+        };
+        PLATFORM_NAMESPACES
+            .iter()
+            .copied()
+            .chain(self.added.iter().map(String::as_str))
+            .any(|glob| glob_matches(glob, namespace))
+    }
+
+    /// The namespaces that count, for a finding: `openshift-*, kube-*,
+    /// default` and the added ones.
+    pub fn describe(&self) -> String {
+        PLATFORM_NAMESPACES
+            .iter()
+            .copied()
+            .chain(self.added.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Whether `text` matches `glob`, whose `*` stands for any run of
+/// characters, empty included.
+fn glob_matches(glob: &str, text: &str) -> bool {
+    let mut parts = glob.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
 /// The response of `/api/v1/alerts`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
@@ -357,6 +445,67 @@ mod tests {
         let quote = annotated(&[("description", &long)]).quote();
         assert!(quote.chars().count() < 300, "{quote}");
         assert!(quote.contains('…'), "{quote}");
+    }
+
+    fn in_namespace(namespace: Option<&str>) -> Alert {
+        let mut alert = annotated(&[]);
+        match namespace {
+            Some(ns) => alert.labels.insert("namespace".to_owned(), ns.to_owned()),
+            None => alert.labels.remove("namespace"),
+        };
+        alert
+    }
+
+    #[rstest::rstest]
+    #[case::no_namespace(None, &[], true)]
+    #[case::empty_namespace(Some(""), &[], true)]
+    #[case::openshift(Some("openshift-etcd"), &[], true)]
+    #[case::kube(Some("kube-system"), &[], true)]
+    #[case::default(Some("default"), &[], true)]
+    #[case::a_tenant(Some("shop"), &[], false)]
+    #[case::openshift_without_the_dash(Some("openshiftx"), &[], false)]
+    #[case::default_as_a_prefix(Some("defaults"), &[], false)]
+    #[case::a_tenant_added_by_name(Some("shop"), &["shop"], true)]
+    #[case::added_by_glob(Some("storage-ceph"), &["storage-*"], true)]
+    #[case::a_glob_in_the_middle(Some("team-a-infra"), &["team-*-infra"], true)]
+    #[case::a_glob_that_does_not_match(Some("team-a-apps"), &["team-*-infra"], false)]
+    #[case::a_name_is_whole(Some("shop-2"), &["shop"], false)]
+    fn an_alert_counts_by_its_namespace(
+        #[case] namespace: Option<&str>,
+        #[case] added: &[&str],
+        #[case] counts: bool,
+    ) {
+        let added: Vec<String> = added.iter().map(|s| s.to_string()).collect();
+        let namespaces = AlertNamespaces::new(&added).unwrap();
+        assert_eq!(namespaces.counts(&in_namespace(namespace)), counts);
+    }
+
+    /// Alerts captured from a real cluster (the oc project's test data):
+    /// every one is the platform's, and every one still counts.
+    #[test]
+    fn a_real_clusters_alerts_all_count() {
+        let file = read_alert_file(include_str!(
+            "../../tests/data/real-clusters/4.15.0-ec2-unavailable-mco-20m/alerts.json"
+        ))
+        .unwrap();
+        assert_eq!(file.alerts.len(), 15);
+        let namespaces = AlertNamespaces::default();
+        let left_out: Vec<&str> = file
+            .alerts
+            .iter()
+            .filter(|a| !namespaces.counts(a))
+            .map(|a| a.name())
+            .collect();
+        assert!(left_out.is_empty(), "{left_out:?}");
+    }
+
+    #[test]
+    fn an_added_namespace_must_be_a_namespace_or_a_glob() {
+        assert!(AlertNamespaces::new(&["Shop".into()]).is_err());
+        assert!(AlertNamespaces::new(&["shop,x".into()]).is_err());
+        assert!(AlertNamespaces::new(&["a".repeat(64)]).is_err());
+        let ok = AlertNamespaces::new(&["storage-*".into(), " ".into()]).unwrap();
+        assert_eq!(ok.describe(), "openshift-*, kube-*, default, storage-*");
     }
 
     #[test]

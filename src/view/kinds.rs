@@ -73,6 +73,18 @@ pub const MACHINE_CONFIG_POOL: Kind = kind(
     "v1",
     "machineconfigpools",
 );
+/// One per node since 4.19 (`v1alpha1` behind TechPreviewNoUpgrade from
+/// 4.16): the machine-config daemon's phases of the node's update, which
+/// the plan times nodes by.
+pub const MACHINE_CONFIG_NODE: Kind = Kind {
+    older: &["v1alpha1"],
+    ..kind(
+        "MachineConfigNode",
+        "machineconfiguration.openshift.io",
+        "v1",
+        "machineconfignodes",
+    )
+};
 pub const API_REQUEST_COUNT: Kind = kind(
     "APIRequestCount",
     "apiserver.openshift.io",
@@ -103,6 +115,7 @@ pub const ALL: &[Kind] = &[
     POD,
     POD_DISRUPTION_BUDGET,
     MACHINE_CONFIG_POOL,
+    MACHINE_CONFIG_NODE,
     API_REQUEST_COUNT,
     CONFIG_MAP,
     SECRET,
@@ -145,6 +158,12 @@ mod tests {
     #[case("PodDisruptionBudget", "policy/v2", false)]
     #[case("ClusterVersion", "config.openshift.io/v1", true)]
     #[case("ClusterVersion", "v1", false)]
+    #[case("MachineConfigNode", "machineconfiguration.openshift.io/v1", true)]
+    #[case(
+        "MachineConfigNode",
+        "machineconfiguration.openshift.io/v1alpha1",
+        true
+    )]
     fn a_kind_is_read_in_its_group_and_versions(
         #[case] name: &str,
         #[case] api_version: &str,

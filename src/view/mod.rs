@@ -22,7 +22,8 @@ use alerts::Alert;
 use k8s::{ConfigMap, Node, Pod, PodDisruptionBudget, TlsSecret, read_pod, read_tls_secret};
 use openshift::{
     ApiRequestCount, ClusterOperator, ClusterServiceVersion, Infrastructure, IngressController,
-    MachineConfigPool, newest_condition_time, read_api_request_count, read_cluster_service_version,
+    MachineConfigNode, MachineConfigPool, newest_condition_time, read_api_request_count,
+    read_cluster_service_version,
 };
 
 /// Why the certificate checks have no data when TLS Secrets are not read
@@ -80,6 +81,8 @@ pub struct ClusterView {
     pub pods: Vec<Pod>,
     pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
     pub machine_config_pools: Vec<MachineConfigPool>,
+    /// One per node, where the cluster has them (4.19 and later).
+    pub machine_config_nodes: Vec<MachineConfigNode>,
     pub api_request_counts: Vec<ApiRequestCount>,
     /// Only those named in [`CONFIG_MAPS`].
     pub config_maps: Vec<ConfigMap>,
@@ -90,6 +93,8 @@ pub struct ClusterView {
     pub cluster_service_versions: Vec<ClusterServiceVersion>,
     /// `None` when no alert data was loaded at all.
     pub alerts: Option<Vec<Alert>>,
+    /// Which namespaces' alerts count (the platform's unless told more).
+    pub alert_namespaces: alerts::AlertNamespaces,
     /// The kinds that were loaded, even when there were none of them.
     pub loaded: BTreeSet<String>,
     /// Kinds the live source could not list, and why (e.g. RBAC).
@@ -202,6 +207,14 @@ impl ClusterView {
                     newest_condition_time(&pool.status.conditions),
                 );
                 push(&mut self.machine_config_pools, Some(pool))
+            }
+            "MachineConfigNode" => {
+                let mcn: MachineConfigNode = Deserialize::deserialize(object)?;
+                self.saw_elsewhere(
+                    "MachineConfigNode",
+                    newest_condition_time(&mcn.status.conditions),
+                );
+                push(&mut self.machine_config_nodes, Some(mcn))
             }
             "APIRequestCount" => push(
                 &mut self.api_request_counts,

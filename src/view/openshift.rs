@@ -64,6 +64,54 @@ impl MachineConfigPool {
     }
 }
 
+/// `machineconfiguration.openshift.io/v1` MachineConfigNode (`v1alpha1`
+/// before 4.19): one per node, named after it, whose conditions the
+/// machine-config daemon moves through each phase of the node's update
+/// (`UpdatePrepared`, `UpdateExecuted` with `Cordoned`, `Drained` and
+/// `AppliedFilesAndOS`, `RebootedNode`, `UpdateComplete`, `Resumed`,
+/// `Updated`), each with its `lastTransitionTime`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct MachineConfigNode {
+    pub metadata: Metadata,
+    pub spec: MachineConfigNodeSpec,
+    pub status: MachineConfigNodeStatus,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct MachineConfigNodeSpec {
+    pub node: ObjectName,
+    /// The node's MachineConfigPool.
+    pub pool: ObjectName,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct MachineConfigNodeStatus {
+    #[serde(deserialize_with = "null_as_default")]
+    pub conditions: Vec<Condition>,
+}
+
+/// A reference by name (`MCOObjectReference`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ObjectName {
+    pub name: String,
+}
+
+impl MachineConfigNode {
+    /// The node's name: `spec.node.name`, which the API holds equal to the
+    /// object's.
+    pub fn node(&self) -> &str {
+        if self.spec.node.name.is_empty() {
+            &self.metadata.name
+        } else {
+            &self.spec.node.name
+        }
+    }
+}
+
 /// `apiserver.openshift.io/v1` APIRequestCount, reduced to its removal
 /// release and its callers over the last 24 hours.
 #[derive(Clone, Debug, Default)]

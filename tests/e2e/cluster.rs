@@ -67,6 +67,9 @@ pub const LEASE_SECONDS: u64 = 6;
 pub const STALE_AFTER_SECONDS: u64 = 3;
 /// How long the test replicas let a check's pod go unscheduled.
 pub const JOB_SCHEDULE_SECONDS: u64 = 8;
+/// The namespace the check Jobs and extraction pods run in, deploy/base's
+/// `--jobs-namespace`: not the gate's own.
+pub const JOBS_NAMESPACE: &str = "preflight-gate-checks";
 /// Checks the test replicas run: the ones whose data the test cluster has.
 const CHECKS: &str = "ClusterVersionState,ClusterOperatorsHealthy";
 
@@ -134,6 +137,8 @@ impl World {
         world.install_crds();
         world.apply_rbac();
         let _ = world.kubectl(User::Admin, &["create", "namespace", "preflight-gate"]);
+        // Where the check Jobs run, as deploy/base has it (--jobs-namespace).
+        let _ = world.kubectl(User::Admin, &["create", "namespace", JOBS_NAMESPACE]);
         world.create_cluster_version();
         world.create_cluster_operators();
         world.seed_results();
@@ -167,6 +172,7 @@ impl World {
             gc_grace: Duration::from_secs(15),
             checks: CHECKS.split(',').map(String::from).collect(),
             jobs: Some(preflight_gate::preflight::jobs::JobSettings {
+                namespace: JOBS_NAMESPACE.into(),
                 schedule_timeout: Duration::from_secs(JOB_SCHEDULE_SECONDS),
                 poll: Duration::from_millis(300),
                 ..Default::default()
@@ -174,6 +180,8 @@ impl World {
             reads: preflight_gate::cluster::live::Reads::ALL,
             blocking: Default::default(),
             alerts: None,
+            alert_namespaces: Default::default(),
+            namespace: "preflight-gate".into(),
         };
         let lease = leader::LeaseSettings {
             namespace: "preflight-gate".into(),
@@ -245,6 +253,15 @@ impl World {
             let name = object["metadata"]["name"].as_str().unwrap().to_owned();
             let spec_only = json!({"apiVersion": object["apiVersion"], "kind": object["kind"],
                 "metadata": {"name": name}, "spec": object["spec"]});
+            // Afresh: a status left by an earlier run on a reused control
+            // plane would sit beside the signed one (a merge keeps it).
+            self.admin(&[
+                "delete",
+                "updatepreflight",
+                &name,
+                "--ignore-not-found",
+                "--wait",
+            ]);
             self.apply_json(&spec_only);
             let mut status = object["status"].clone();
             let now = jiff::Timestamp::now().to_string();
@@ -258,6 +275,8 @@ impl World {
                 "jsonpath={.metadata.generation}",
             ]);
             status["observedGeneration"] = json!(generation.trim().parse::<i64>().unwrap());
+            // Signed as the gate signs its results (docs/security.md, 3d).
+            status["signature"] = json!(self.sign_as_the_gate(&object, &status));
             let patch = json!({"status": status}).to_string();
             self.admin(&[
                 "patch",
@@ -271,6 +290,32 @@ impl World {
                 &patch,
             ]);
         }
+    }
+
+    /// The key the gate signs its results with, from its Secret (made now
+    /// when no gate made it yet).
+    pub fn result_key(&self) -> preflight_gate::model::vouch::ResultKey {
+        let kubeconfig = PathBuf::from(self.var("ADMIN_KUBECONFIG"));
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let client = preflight_gate::cluster::client(Some(&kubeconfig))
+                .await
+                .unwrap();
+            preflight_gate::preflight::result_key::load_or_create(&client, "preflight-gate")
+                .await
+                .unwrap()
+        })
+    }
+
+    /// The gate's signature of `status` as the result of `object` (its
+    /// name and spec), as its controller writes it.
+    pub fn sign_as_the_gate(&self, object: &Value, status: &Value) -> String {
+        let signed: preflight_gate::model::UpdatePreflight = serde_json::from_value(json!({
+            "apiVersion": "preflight.dev/v1alpha1", "kind": "UpdatePreflight",
+            "metadata": {"name": object["metadata"]["name"]},
+            "spec": object["spec"], "status": status}))
+        .unwrap();
+        self.result_key().sign(&signed)
     }
 
     pub fn var(&self, name: &str) -> &str {
@@ -449,6 +494,25 @@ impl World {
     /// The gate's metrics, as Prometheus would scrape them.
     pub fn metrics(&self) -> String {
         self.http_get("/metrics").expect("the admin port answers").1
+    }
+
+    /// The gate's metrics once the sample `name{labels}` satisfies `done`:
+    /// what an allowed change leaves is recorded when the gate's watch
+    /// sees the change stored, a moment after the write returns.
+    pub fn wait_for_metric(
+        &self,
+        name: &str,
+        labels: &[&str],
+        done: impl Fn(f64) -> bool,
+    ) -> String {
+        wait_for(
+            &format!("{name}{labels:?} as expected"),
+            Duration::from_secs(20),
+            || {
+                let text = self.metrics();
+                done(metric(&text, name, labels)).then_some(text)
+            },
+        )
     }
 
     /// The webhook configuration of deploy/base, pointed at `url`.

@@ -390,6 +390,14 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
         &["watch", "updatepreflights.preflight.dev"],
         &["watch", "clusterversions.config.openshift.io"],
         &["get", "clusterversions.config.openshift.io/version"],
+        // The key it signs results with (docs/security.md, 3d).
+        &[
+            "get",
+            "secrets/preflight-gate-result-key",
+            "-n",
+            "preflight-gate",
+        ],
+        &["create", "secrets", "-n", "preflight-gate"],
     ] {
         assert!(can_i(world, allowed), "may not {allowed:?}");
     }
@@ -399,9 +407,11 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
         &["update", "clusterversions.config.openshift.io"],
         &["patch", "clusterversions.config.openshift.io"],
         &["delete", "validatingwebhookconfigurations"],
-        // Secrets only as a list, never one by name nor a write.
+        // Secrets only as a list, never one by name nor a write, but for
+        // its result key in its own namespace.
         &["get", "secrets", "-n", "kube-system"],
-        &["create", "secrets", "-n", "preflight-gate"],
+        &["get", "secrets/other", "-n", "preflight-gate"],
+        &["create", "secrets", "-n", "kube-system"],
         // ConfigMaps only the two OpenShift names.
         &["list", "configmaps", "-n", "openshift-config"],
         &["list", "configmaps", "-n", "kube-system"],
@@ -422,9 +432,82 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
         // Pods only where check Jobs and extraction pods run
         // (preflight-check-rbac.yaml), never elsewhere.
         &["create", "pods", "-n", "kube-system"],
+        &["create", "pods", "-n", "preflight-gate"],
+        &["create", "jobs.batch", "-n", "preflight-gate"],
     ] {
         assert!(!can_i(world, refused), "may {refused:?}");
     }
+}
+
+/// The gate's account may make pods only in the namespace of the check
+/// Jobs, never in its own, which holds its serving Secret (and, on plain
+/// Kubernetes, the client CA's key): the API server's authorizer says so to
+/// SubjectAccessReviews for the account and its groups, as it would judge
+/// the account's own requests.
+#[test]
+fn the_gates_account_makes_pods_only_in_the_checks_namespace_never_its_own() {
+    let (_turn, world) = lock();
+    apply_dev(world);
+    let checks = crate::cluster::JOBS_NAMESPACE;
+    let sar = |verb: &str, group: &str, resource: &str, namespace: &str| {
+        let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
+        let review = json!({
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": SA,
+                "groups": ["system:serviceaccounts", "system:serviceaccounts:preflight-gate",
+                    "system:authenticated"],
+                "resourceAttributes": {"verb": verb, "group": group, "resource": resource,
+                    "subresource": subresource, "namespace": namespace}}});
+        let path = world.dir().join(format!(
+            "sar-gate-{verb}-{resource}-{subresource}-{namespace}.json"
+        ));
+        std::fs::write(&path, review.to_string()).unwrap();
+        let out = world.admin(&["create", "-f", path.to_str().unwrap(), "-o", "json"]);
+        let answer: Value = serde_json::from_str(&out).unwrap();
+        answer["status"]["allowed"] == true
+    };
+    for (verb, group, resource) in [
+        ("create", "", "pods"),
+        ("delete", "", "pods"),
+        ("get", "", "pods/log"),
+        ("create", "batch", "jobs"),
+        ("delete", "batch", "jobs"),
+    ] {
+        assert!(
+            sar(verb, group, resource, checks),
+            "the gate may not {verb} {resource} in {checks}"
+        );
+        assert!(
+            !sar(verb, group, resource, "preflight-gate"),
+            "the gate may {verb} {resource} in its own namespace"
+        );
+    }
+    // Nor any workload that would make pods, in either namespace.
+    for (group, resource) in [
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "daemonsets"),
+        ("apps", "statefulsets"),
+        ("batch", "cronjobs"),
+        ("", "replicationcontrollers"),
+    ] {
+        for namespace in ["preflight-gate", checks] {
+            assert!(
+                !sar("create", group, resource, namespace),
+                "the gate may create {resource} in {namespace}"
+            );
+        }
+    }
+    // The check Jobs' account lives there, and the Namespace is restricted.
+    let labels = world.admin(&[
+        "get",
+        "namespace",
+        checks,
+        "-o",
+        "jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}",
+    ]);
+    assert_eq!(labels, "restricted");
+    world.admin(&["get", "serviceaccount", "-n", checks, "preflight-check"]);
 }
 
 /// PriorityClasses OpenShift has and the control plane lacks: the openshift

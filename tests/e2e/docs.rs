@@ -1669,42 +1669,43 @@ fn install_upgrade_break_glass_and_uninstall_run_on_a_control_plane_of_their_own
                     .unwrap()
             };
             let deadline = Instant::now() + Duration::from_secs(120);
+            // The gate's namespace and the check Jobs' (deploy/base).
+            let mut left = vec!["preflight-gate", "preflight-gate-checks"];
             while Instant::now() < deadline {
-                let out = kubectl(&["get", "namespace", "preflight-gate", "-o", "json"]);
-                if !out.status.success() {
-                    return;
-                }
-                let mut namespace: Value = serde_json::from_slice(&out.stdout).unwrap();
-                if namespace["metadata"]["deletionTimestamp"].is_string() {
-                    for kind in [
-                        "leases",
-                        "secrets",
-                        "serviceaccounts",
-                        "configmaps",
-                        "events",
-                    ] {
+                left.retain(|&name| {
+                    let out = kubectl(&["get", "namespace", name, "-o", "json"]);
+                    if !out.status.success() {
+                        return false;
+                    }
+                    let mut namespace: Value = serde_json::from_slice(&out.stdout).unwrap();
+                    if namespace["metadata"]["deletionTimestamp"].is_string() {
+                        for kind in [
+                            "leases",
+                            "secrets",
+                            "serviceaccounts",
+                            "configmaps",
+                            "events",
+                        ] {
+                            kubectl(&["-n", name, "delete", kind, "--all", "--wait=false"]);
+                        }
+                        namespace["spec"]["finalizers"] = json!([]);
+                        std::fs::write(&file, namespace.to_string()).unwrap();
                         kubectl(&[
-                            "-n",
-                            "preflight-gate",
-                            "delete",
-                            kind,
-                            "--all",
-                            "--wait=false",
+                            "replace",
+                            "--raw",
+                            &format!("/api/v1/namespaces/{name}/finalize"),
+                            "-f",
+                            file.to_str().unwrap(),
                         ]);
                     }
-                    namespace["spec"]["finalizers"] = json!([]);
-                    std::fs::write(&file, namespace.to_string()).unwrap();
-                    kubectl(&[
-                        "replace",
-                        "--raw",
-                        "/api/v1/namespaces/preflight-gate/finalize",
-                        "-f",
-                        file.to_str().unwrap(),
-                    ]);
+                    true
+                });
+                if left.is_empty() {
+                    return;
                 }
                 std::thread::sleep(Duration::from_millis(500));
             }
-            panic!("the namespace was never deleted");
+            panic!("the namespaces {left:?} were never deleted");
         })
     };
     sh(

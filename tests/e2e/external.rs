@@ -10,8 +10,10 @@ use serde_json::{Value, json};
 
 use crate::cluster::{CLEAR_TARGET, User, World, image_patch_args, lock};
 
-const NS: &str = "preflight-gate";
-const CHECK_SA: &str = "system:serviceaccount:preflight-gate:preflight-check";
+/// Where check Jobs and extraction pods run (deploy/base's
+/// `--jobs-namespace`), apart from the gate's own namespace.
+const NS: &str = "preflight-gate-checks";
+const CHECK_SA: &str = "system:serviceaccount:preflight-gate-checks:preflight-check";
 
 /// Release images these tests check; by digest, as the gate keys them.
 fn release(n: char) -> String {
@@ -543,7 +545,7 @@ fn check_sa_may_on(
         "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
         "spec": {
             "user": CHECK_SA,
-            "groups": ["system:serviceaccounts", "system:serviceaccounts:preflight-gate", "system:authenticated"],
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:preflight-gate-checks", "system:authenticated"],
             "resourceAttributes": {"verb": verb, "group": group, "resource": resource,
                 "subresource": subresource, "namespace": namespace, "name": name}}});
     let path = world.dir().join(format!(
@@ -620,6 +622,7 @@ fn the_check_service_account_reads_and_does_nothing_else_and_no_secrets() {
         ("", "secrets", ""),
         ("", "secrets", "openshift-config"),
         ("", "secrets", "preflight-gate"),
+        ("", "secrets", NS),
         ("", "pods/log", "openshift-etcd"),
         ("image.openshift.io", "imagestreams/secrets", "openshift"),
         ("image.openshift.io", "imagestreams/secrets", ""),
@@ -644,12 +647,14 @@ fn the_check_service_account_reads_and_does_nothing_else_and_no_secrets() {
     }
     for (group, resource, namespace) in [
         ("", "pods", "preflight-gate"),
+        ("", "pods", NS),
         ("", "configmaps", "openshift-config"),
         ("", "nodes", ""),
         ("", "serviceaccounts", "preflight-gate"),
         ("", "pods/log", "openshift-etcd"),
         ("", "pods/exec", "openshift-etcd"),
         ("batch", "jobs", "preflight-gate"),
+        ("batch", "jobs", NS),
         ("apps", "deployments", "openshift-storage"),
         ("config.openshift.io", "clusterversions", ""),
         ("preflight.dev", "updatepreflights", ""),
@@ -796,6 +801,7 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                     release_checks: true,
                     poll: Duration::from_millis(300),
                     schedule_timeout: Duration::from_secs(8),
+                    namespace: NS.into(),
                     ..JobSettings::default()
                 };
                 let update = jobs::Update {
@@ -995,6 +1001,7 @@ fn the_gate_runs_external_checks_with_the_deployed_rbac_and_the_check_rbac() {
                     release_checks: true,
                     poll: Duration::from_millis(300),
                     schedule_timeout: Duration::from_secs(8),
+                    namespace: NS.into(),
                     ..JobSettings::default()
                 };
                 let update = jobs::Update {

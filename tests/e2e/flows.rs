@@ -380,7 +380,17 @@ fn the_force_annotation_needs_the_override_verb() {
         world.cluster_version()["spec"]["desiredUpdate"]["version"],
         "4.15.3"
     );
-    let after = world.metrics();
+    let forced = metric(
+        &before,
+        "preflight_gate_overrides_total",
+        &[r#"kind="force""#],
+    );
+    // Counted once the gate's watch sees the change stored.
+    let after = world.wait_for_metric(
+        "preflight_gate_overrides_total",
+        &[r#"kind="force""#],
+        |n| n > forced,
+    );
     assert_eq!(
         metric(
             &after,
@@ -642,6 +652,88 @@ fn only_the_api_server_may_ask_and_any_other_caller_is_refused_at_the_handshake(
     );
     denied(&out, &["preflight for 4.15.3 failed"]);
     assert_eq!(reviews(&world.metrics()), before + 1.0);
+}
+
+/// A review body is not a write. A caller that reaches the gate with the
+/// API server's identity (or any caller, on an overlay without a client
+/// CA) can make it answer a review claiming system:admin forced 4.15.3;
+/// the API server never stored that change, so the gate records nothing of
+/// it: no Event, no override counted, the blocked alert not cleared.
+#[test]
+fn a_review_the_api_server_never_stored_leaves_no_event_and_counts_no_override() {
+    let (_turn, world) = lock();
+    let denial = world.kubectl(User::Alice, &merge_patch_args("4.15.3", &[]));
+    denied(&denial, &["preflight for 4.15.3 failed"]);
+    let before = world.metrics();
+    let blocked = [r#"target_version="4.15.3""#];
+    assert_eq!(
+        metric(&before, "preflight_gate_update_blocked", &blocked),
+        1.0
+    );
+
+    // The real ClusterVersion, and the change a forger claims was asked.
+    let stored = world.cluster_version();
+    let mut claimed = stored.clone();
+    claimed["spec"]["desiredUpdate"] = json!({"version": "4.15.3"});
+    let annotations = claimed["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .entry("annotations")
+        .or_insert_with(|| json!({}));
+    for (key, value) in [
+        ("preflight.dev/override", "4.15.3".to_owned()),
+        ("preflight.dev/override-reason", "forged".to_owned()),
+        ("preflight.dev/override-until", in_hours(4)),
+        ("preflight.dev/claimed-by", "system:admin".to_owned()),
+    ] {
+        annotations[key] = json!(value);
+    }
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "f0f0f0f0-0000-4000-8000-000000000001",
+            "kind": {"group": "config.openshift.io", "version": "v1", "kind": "ClusterVersion"},
+            "resource": {"group": "config.openshift.io", "version": "v1", "resource": "clusterversions"},
+            "name": "version",
+            "operation": "UPDATE",
+            "userInfo": {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]},
+            "object": claimed,
+            "oldObject": stored,
+            "dryRun": false,
+        }
+    });
+    let answer = world.post_review(&review);
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+
+    // Long enough for the watch, the Event queue and a scrape.
+    std::thread::sleep(Duration::from_secs(4));
+    let after = world.metrics();
+    for kind in ["force", "desired_update_force", "accept_risks"] {
+        let label = [format!(r#"kind="{kind}""#)];
+        let label: Vec<&str> = label.iter().map(String::as_str).collect();
+        assert_eq!(
+            metric(&after, "preflight_gate_overrides_total", &label),
+            metric(&before, "preflight_gate_overrides_total", &label),
+            "an override of kind {kind} was counted that nobody stored"
+        );
+    }
+    assert_eq!(
+        metric(&after, "preflight_gate_update_blocked", &blocked),
+        1.0,
+        "the blocked alert was cleared by a change nobody stored"
+    );
+    assert!(
+        !world
+            .events("PreflightOverridden")
+            .iter()
+            .any(|e| e["note"].as_str().unwrap_or("").contains("system:admin")),
+        "an Event records an override nobody stored"
+    );
+    assert_eq!(
+        world.cluster_version()["spec"]["desiredUpdate"],
+        stored["spec"]["desiredUpdate"]
+    );
 }
 
 /// The ClusterVersion CRD of a cluster's feature set (`Default`,

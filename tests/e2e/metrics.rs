@@ -64,6 +64,11 @@ fn reseed_4153(world: &World) {
     status["startTime"] = json!(now);
     status["completionTime"] = json!(now);
     status["observedGeneration"] = json!(generation.trim().parse::<i64>().unwrap());
+    // Signed as the gate signs its results (docs/security.md, 3d), with
+    // nothing of a later write left beside it.
+    status["signature"] = json!(world.sign_as_the_gate(&object, &status));
+    status["plan"] = Value::Null;
+    status["observedRequest"] = Value::Null;
     let patch = json!({ "status": status }).to_string();
     world.admin(&[
         "patch",
@@ -223,8 +228,14 @@ fn a_scrape_after_a_blocked_update_says_so_and_passes_promtool() {
     reseed_4153(world);
 
     // Start from an accepted target, so the gate's earlier history is moot.
+    let asked = now();
     let allowed = world.kubectl(User::Admin, &merge_patch_args("4.14.12", &[]));
     assert!(allowed.ok, "{}", allowed.stderr);
+    world.wait_for_metric(
+        "preflight_gate_target_change_last_accepted_timestamp_seconds",
+        &[],
+        |at| at >= asked,
+    );
     let started = now();
 
     let denied = world.kubectl(User::Alice, &merge_patch_args("4.15.3", &[]));
@@ -285,7 +296,8 @@ fn a_scrape_after_a_blocked_update_says_so_and_passes_promtool() {
     );
     let accepted = world.kubectl(User::Bob, &merge_patch_args("4.15.3", &[]));
     assert!(accepted.ok, "{}", accepted.stderr);
-    let after = world.metrics();
+    // Recorded once the gate's watch sees the change stored.
+    let after = world.wait_for_metric("preflight_gate_update_blocked", BLOCKED_4153, |v| v == 0.0);
     assert_eq!(
         metric(&after, "preflight_gate_update_blocked", BLOCKED_4153),
         0.0

@@ -2,12 +2,13 @@
 //! whose status someone else wrote, whose suite is narrowed, or that goes
 //! by another name is a request, never the result the webhook decides on.
 
+use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
 use preflight_gate::model::release::ReleaseKey;
 use serde_json::{Value, json};
 
-use crate::cluster::{User, World, image_patch_args, lock, result_names};
+use crate::cluster::{Replica, User, World, image_patch_args, lock, result_names};
 
 const FORGED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
 const NARROWED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2";
@@ -46,6 +47,23 @@ fn upf(name: &str, image: &str, checks: &[&str]) -> Value {
         "metadata": {"name": name}, "spec": {"image": image, "checks": checks}})
 }
 
+/// Stops every controller replica, so that nothing rewrites a status the
+/// test forges (a controller runs an unsigned result again).
+fn stop_controllers(world: &World) -> MutexGuard<'_, Vec<Replica>> {
+    let mut replicas = world.replicas.lock().unwrap();
+    for replica in replicas.iter_mut() {
+        replica.kill();
+    }
+    replicas.clear();
+    replicas
+}
+
+/// Starts a controller replica again; it leads once the killed one's Lease
+/// runs out.
+fn start_controller(world: &World, mut replicas: MutexGuard<'_, Vec<Replica>>, name: &str) {
+    replicas.push(world.start_replica(name));
+}
+
 #[test]
 fn status_written_by_anyone_but_the_gate_is_no_result() {
     let (_turn, world) = lock();
@@ -59,6 +77,7 @@ fn status_written_by_anyone_but_the_gate_is_no_result() {
         "allowed on the gate's own result",
         |ok, _| ok,
     );
+    let replicas = stop_controllers(world);
 
     // Someone allowed to write status (a cluster-admin, say) rewrites it.
     let forged = json!({"status": {"phase": "Failed", "results": [
@@ -79,6 +98,12 @@ fn status_written_by_anyone_but_the_gate_is_no_result() {
         )),
         "{refused}"
     );
+    // A controller runs it again, and its own result counts.
+    start_controller(world, replicas, "controller-forged");
+    world.wait_for_result(FORGED, "rewritten by the controller", |o| {
+        done(o) && o["status"]["results"][0]["message"] != "forged"
+    });
+    ask_until(world, FORGED, "allowed again", |ok, _| ok);
 }
 
 #[test]
@@ -163,4 +188,144 @@ fn a_request_stamped_in_the_future_asks_for_one_run_not_a_run_forever() {
         "manual-e2e-future",
         "--wait=false",
     ]);
+}
+
+const UNSIGNED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5";
+
+/// Writes `status` to `name` as the gate's field manager, as anyone
+/// allowed to write `updatepreflights/status` can.
+fn write_status_as_the_gates_manager(world: &World, name: &str, status: &Value) {
+    world.admin(&[
+        "patch",
+        "updatepreflight",
+        name,
+        "--subresource=status",
+        "--field-manager=preflight-gate",
+        "--type=merge",
+        "-p",
+        &json!({ "status": status }).to_string(),
+    ]);
+}
+
+/// Vouching rests on more than RBAC: a status written with
+/// `--field-manager=preflight-gate` but without the gate's key is no
+/// result, nor is one that carries a signature the gate made for another
+/// status. With no controller running, the forged status stays, and the
+/// webhook refuses it; a controller that starts then runs the target again
+/// and writes a result it signed, which counts.
+#[test]
+fn a_status_written_as_the_gates_field_manager_without_its_key_is_no_result() {
+    let (_turn, world) = lock();
+    let own = ReleaseKey::from_image(UNSIGNED).object_name();
+    // No controller: nothing rewrites what is forged below.
+    let replicas = stop_controllers(world);
+    start_from_rest(world, &[&own]);
+    let object = upf(&own, UNSIGNED, &[]);
+    world.apply_json(&object);
+    let generation = world.admin(&[
+        "get",
+        "updatepreflight",
+        &own,
+        "-o",
+        "jsonpath={.metadata.generation}",
+    ]);
+    let now = jiff::Timestamp::now().to_string();
+    let status = |outcome: &str, phase: &str| {
+        json!({"phase": phase, "startTime": now, "completionTime": now,
+            "observedGeneration": generation.trim().parse::<i64>().unwrap(),
+            "results": [
+                {"name": "ClusterVersionState", "severity": "Blocking", "outcome": outcome, "message": "forged"},
+                {"name": "ClusterOperatorsHealthy", "severity": "Blocking", "outcome": "Pass", "message": "forged"}]})
+    };
+
+    // A pass, as the gate's field manager, and no signature.
+    write_status_as_the_gates_manager(world, &own, &status("Pass", "Passed"));
+    let refused = ask_until(world, UNSIGNED, "refused", |ok, stderr| {
+        !ok && stderr.contains("signature")
+    });
+    assert!(
+        refused.contains(&format!(
+            "preflight for {UNSIGNED} has no result the gate vouches for: UpdatePreflight {own} has no signature of the gate's"
+        )),
+        "{refused}"
+    );
+
+    // The gate's own signature of a failure, on a pass.
+    let mut copied = status("Pass", "Passed");
+    copied["signature"] = json!(world.sign_as_the_gate(&object, &status("Fail", "Failed")));
+    write_status_as_the_gates_manager(world, &own, &copied);
+    let refused = ask_until(world, UNSIGNED, "refused", |ok, stderr| {
+        !ok && stderr.contains("a signature that is not the gate's")
+    });
+    assert!(
+        refused.contains(&format!(
+            "UpdatePreflight {own} has a signature that is not the gate's"
+        )),
+        "{refused}"
+    );
+    // What the gate signed is what counts: the failure, signed, is a result.
+    let mut failure = status("Fail", "Failed");
+    failure["signature"] = json!(world.sign_as_the_gate(&object, &failure));
+    write_status_as_the_gates_manager(world, &own, &failure);
+    let denied = ask_until(world, UNSIGNED, "denied on its checks", |ok, stderr| {
+        !ok && stderr.contains("ClusterVersionState")
+    });
+    assert!(!denied.contains("vouches"), "{denied}");
+
+    // The forged pass again; a controller that starts runs the target anew
+    // and signs what it writes, which the webhook counts.
+    write_status_as_the_gates_manager(world, &own, &copied);
+    ask_until(world, UNSIGNED, "refused", |ok, stderr| {
+        !ok && stderr.contains("a signature that is not the gate's")
+    });
+    start_controller(world, replicas, "controller-vouch");
+    let result = world.wait_for_result(UNSIGNED, "rewritten by the controller", |o| {
+        done(o) && o["status"]["results"][0]["message"] != "forged"
+    });
+    let written: preflight_gate::model::UpdatePreflight =
+        serde_json::from_value(result.clone()).unwrap();
+    assert_eq!(world.result_key().verify(&written), Ok(()), "{result}");
+    ask_until(
+        world,
+        UNSIGNED,
+        "allowed on the gate's own result",
+        |ok, _| ok,
+    );
+    start_from_rest(world, &[&own]);
+}
+
+/// A review may name any host with a digest the graph offers: the object
+/// the gate creates for it, whose image its extraction pod would pull,
+/// names the pullspec the update graph gives.
+#[test]
+fn a_review_naming_another_host_gets_the_object_the_graph_names() {
+    const GRAPH: &str = "quay.io/openshift-release-dev/ocp-release@sha256:77aa0c1b2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c";
+    let (_turn, world) = lock();
+    let own = ReleaseKey::from_image(GRAPH).object_name();
+    start_from_rest(world, &[&own]);
+    let (_, digest) = GRAPH.split_once('@').unwrap();
+    let evil = format!("evil.example/x@{digest}");
+    // A real review, not a dry run: the gate asks for the run it lacks.
+    let out = world.kubectl(User::Admin, &image_patch_args(&evil, &[]));
+    assert!(!out.ok, "no result yet, so denied: {}", out.stdout);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let created = loop {
+        let found = world
+            .update_preflights()
+            .into_iter()
+            .find(|o| o["metadata"]["name"] == own.as_str());
+        if let Some(o) = found {
+            break o;
+        }
+        assert!(Instant::now() < deadline, "{own} was never created");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(created["spec"]["image"], GRAPH, "{created}");
+    assert!(
+        !world.update_preflights().iter().any(|o| o["spec"]["image"]
+            .as_str()
+            .unwrap_or("")
+            .contains("evil.example")),
+        "no object names the review's host"
+    );
 }

@@ -20,6 +20,11 @@
 //! - OLM's webhook descriptions have no matchConditions: every write of a
 //!   ClusterVersion's spec reaches the gate, which allows the ones that
 //!   leave the target alone at once.
+//! - A bundle cannot make a namespace: the overlay's `preflight-gate-checks`
+//!   (where check Jobs and the extraction pod run) is the install namespace
+//!   under OLM, so the Deployment leaves `--jobs-namespace` to its default
+//!   (the gate's own namespace), the `preflight-check` account is made there
+//!   and the gate's Role for Jobs and pods is granted there.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -32,6 +37,8 @@ use crate::deploy::rendered;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const NAMESPACE: &str = "preflight-gate";
+/// The overlay's namespace of check Jobs, the install namespace under OLM.
+const CHECKS_NAMESPACE: &str = "preflight-gate-checks";
 const SA: &str = "preflight-gate";
 /// Where OLM mounts the serving certificate it issues for webhookdefinitions.
 const OLM_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
@@ -59,7 +66,7 @@ fn unplaced(object: &Value) -> Value {
 fn is_ours(subject: &Value, account: &str) -> bool {
     subject["kind"] == "ServiceAccount"
         && subject["name"] == account
-        && subject["namespace"] == NAMESPACE
+        && [NAMESPACE, CHECKS_NAMESPACE].contains(&subject["namespace"].as_str().unwrap_or(""))
 }
 
 /// The rules granted to `account`: (cluster-wide, in its own namespace).
@@ -86,7 +93,7 @@ fn rules_of(objects: &[Value], account: &str) -> (Vec<Value>, Vec<Value>) {
             .unwrap_or_else(|| panic!("the role of {}", binding["metadata"]["name"]));
         let rules = role["rules"].as_array().unwrap().iter().cloned();
         match namespace {
-            Some(NAMESPACE) => own.extend(rules),
+            Some(NAMESPACE | CHECKS_NAMESPACE) => own.extend(rules),
             _ => cluster.extend(rules),
         }
     }
@@ -100,7 +107,9 @@ fn olm_deployment(deployment: &Value) -> Value {
     let pod = &mut spec["template"]["spec"];
     let container = &mut pod["containers"][0];
     let env = container["env"].as_array_mut().unwrap();
-    env.retain(|e| e["name"] != "PREFLIGHT_GATE_ADMIN_TLS");
+    env.retain(|e| {
+        e["name"] != "PREFLIGHT_GATE_ADMIN_TLS" && e["name"] != "PREFLIGHT_GATE_JOBS_NAMESPACE"
+    });
     for e in env.iter_mut() {
         match e["name"].as_str().unwrap() {
             "PREFLIGHT_GATE_TLS_CERT" => e["value"] = format!("{OLM_CERT_DIR}/tls.crt").into(),

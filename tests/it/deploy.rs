@@ -17,6 +17,8 @@ use serde_json::Value;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 pub const OVERLAYS: [&str; 4] = ["openshift", "kubernetes", "dev", "node"];
 const SA_NAMESPACE: &str = "preflight-gate";
+/// Where the check Jobs and the extraction pod run (`--jobs-namespace`).
+const CHECKS_NAMESPACE: &str = "preflight-gate-checks";
 const SA_NAME: &str = "preflight-gate";
 
 /// The kubectl that tests/control-plane/ builds (kustomize is built in).
@@ -562,9 +564,17 @@ fn rbac_grants_nothing_the_gate_does_not_use() {
             !verbs.contains(&"*") && !resources.contains(&"*"),
             "no wildcards: {rule}"
         );
-        // Nothing the checks read is written, and secrets are only listed.
+        // Nothing the checks read is written, and secrets are only listed,
+        // but for the key the gate signs its results with: read by name,
+        // created in its own namespace (docs/security.md, 3d).
         if resources.contains(&"secrets") {
-            assert_eq!(verbs, ["list"], "{rule}");
+            let names = strings(&rule["resourceNames"]);
+            let own = scope.as_deref() == Some(SA_NAMESPACE);
+            match verbs.as_slice() {
+                ["get"] => assert!(own && names == ["preflight-gate-result-key"], "{rule}"),
+                ["create"] => assert!(own, "{rule}"),
+                _ => assert_eq!(verbs, ["list"], "{rule}"),
+            }
         }
         for written in [
             "update",
@@ -590,21 +600,32 @@ fn rbac_grants_nothing_the_gate_does_not_use() {
         "clusteroperators",
         "nodes",
         "configmaps",
-        "secrets",
         "ingresscontrollers",
     ] {
         assert!(writes(read_only).is_empty(), "{read_only} is written");
     }
-    // Pods and Jobs are written only in the gate's own namespace, where
-    // external checks and release extraction pods run.
+    assert_eq!(writes("secrets"), ["create"], "only the result key is made");
+    // Pods and Jobs are written only in the namespace where external
+    // checks and release extraction pods run: never in the gate's own,
+    // which holds its serving Secret.
     for (scope, rule) in &grants {
         let resources = strings(&rule["resources"]);
         let writes_any = strings(&rule["verbs"])
             .iter()
             .any(|v| !["get", "list", "watch"].contains(v));
         if writes_any && (resources.contains(&"pods") || resources.contains(&"jobs")) {
-            assert_eq!(scope.as_deref(), Some(SA_NAMESPACE), "{rule}");
+            assert_eq!(scope.as_deref(), Some(CHECKS_NAMESPACE), "{rule}");
         }
+    }
+    for (verb, group, resource) in [("create", "", "pods"), ("create", "batch", "jobs")] {
+        assert!(
+            allowed(&grants, verb, group, resource, Some(CHECKS_NAMESPACE), None),
+            "{verb} {resource} in {CHECKS_NAMESPACE}"
+        );
+        assert!(
+            !allowed(&grants, verb, group, resource, Some(SA_NAMESPACE), None),
+            "{verb} {resource} in the gate's own namespace"
+        );
     }
     assert_eq!(writes("updatepreflights/status"), ["patch"]);
     // The gate never grants itself overrides.
@@ -666,9 +687,10 @@ fn the_openshift_namespace_is_scraped_by_cluster_monitoring() {
 #[test]
 fn listing_every_secret_is_opt_in() {
     let lists_secrets = |overlay: &str| {
-        grants(&rendered(overlay))
-            .iter()
-            .any(|(_, rule)| strings(&rule["resources"]).contains(&"secrets"))
+        grants(&rendered(overlay)).iter().any(|(_, rule)| {
+            strings(&rule["resources"]).contains(&"secrets")
+                && strings(&rule["verbs"]).contains(&"list")
+        })
     };
     let flag_set = |overlay: &str| {
         rendered(overlay).iter().any(|o| {
@@ -824,5 +846,114 @@ fn on_kubernetes_only_the_api_servers_client_certificate_gets_past_the_handshake
         } else {
             assert!(ports.iter().all(|p| p["port"] == "webhook"), "{rule}");
         }
+    }
+}
+
+/// The node overlay asks for the API server's client certificate as the
+/// kubernetes overlay does (the node suite gives it the control plane's
+/// webhook client CA), and its NetworkPolicy admits the gate's ports only
+/// from address blocks: the node's.
+#[test]
+fn on_the_node_only_the_api_servers_client_certificate_gets_past_the_handshake() {
+    let objects = rendered("node");
+    let d = one(&objects, "Deployment", "preflight-gate");
+    let pod = &d["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    let ca_file = env(container, "PREFLIGHT_GATE_CLIENT_CA").expect("--client-ca is set");
+    let mount = container["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| std::path::Path::new(ca_file).starts_with(m["mountPath"].as_str().unwrap()))
+        .expect("the client CA file is on a mounted volume");
+    assert_eq!(mount["readOnly"], true);
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .unwrap();
+    let items = volume["secret"]["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "the CA's certificate alone");
+    assert_eq!(items[0]["key"], "ca.crt");
+    // The same Secret and path as the kubernetes overlay's.
+    let kubernetes = rendered("kubernetes");
+    let k = one(&kubernetes, "Deployment", "preflight-gate");
+    assert_eq!(
+        env(
+            &k["spec"]["template"]["spec"]["containers"][0],
+            "PREFLIGHT_GATE_CLIENT_CA"
+        ),
+        Some(ca_file)
+    );
+    assert_eq!(
+        volume["secret"]["secretName"],
+        "preflight-gate-webhook-client-ca"
+    );
+
+    let policy = one(&objects, "NetworkPolicy", "preflight-gate");
+    let labels = &d["spec"]["template"]["metadata"]["labels"];
+    for (k, v) in policy["spec"]["podSelector"]["matchLabels"]
+        .as_object()
+        .unwrap()
+    {
+        assert_eq!(&labels[k], v, "{k}");
+    }
+    assert_eq!(strings(&policy["spec"]["policyTypes"]), ["Ingress"]);
+    for rule in policy["spec"]["ingress"].as_array().unwrap() {
+        let from = rule["from"].as_array().unwrap();
+        assert!(!from.is_empty(), "{rule}");
+        assert!(
+            from.iter().all(|f| f["ipBlock"]["cidr"].is_string()),
+            "{rule}"
+        );
+        let ports: Vec<&str> = rule["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["port"].as_str().unwrap())
+            .collect();
+        assert_eq!(ports, ["webhook", "admin"], "{rule}");
+    }
+}
+
+/// In every overlay with a Deployment, the check Jobs and the extraction pod
+/// run in a namespace of their own: the Deployment names it
+/// (`--jobs-namespace`), Pod Security `restricted` holds there, the check
+/// account lives there, and the gate's Role there is the only grant that
+/// lets it create pods.
+#[test]
+fn check_jobs_run_in_a_namespace_of_their_own_in_every_overlay() {
+    for overlay in ["openshift", "kubernetes", "node"] {
+        let objects = rendered(overlay);
+        let d = one(&objects, "Deployment", "preflight-gate");
+        let container = &d["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(
+            env(container, "PREFLIGHT_GATE_JOBS_NAMESPACE"),
+            Some(CHECKS_NAMESPACE),
+            "{overlay}"
+        );
+        assert_eq!(d["metadata"]["namespace"], SA_NAMESPACE, "{overlay}");
+        let ns = one(&objects, "Namespace", CHECKS_NAMESPACE);
+        assert_eq!(
+            ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "restricted",
+            "{overlay}"
+        );
+        let account = one(&objects, "ServiceAccount", "preflight-check");
+        assert_eq!(account["metadata"]["namespace"], CHECKS_NAMESPACE);
+        let grants = grants(&objects);
+        let pod_creators: Vec<&Option<String>> = grants
+            .iter()
+            .filter(|(_, rule)| {
+                strings(&rule["resources"]).contains(&"pods")
+                    && strings(&rule["verbs"]).contains(&"create")
+            })
+            .map(|(scope, _)| scope)
+            .collect();
+        assert_eq!(
+            pod_creators,
+            [&Some(CHECKS_NAMESPACE.to_owned())],
+            "{overlay}"
+        );
     }
 }

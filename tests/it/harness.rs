@@ -11,6 +11,7 @@ use preflight_gate::admission::ports::{
 };
 use preflight_gate::admission::{Authorization, Policy, UserInfo};
 use preflight_gate::certs;
+use preflight_gate::cluster::witness::Witness;
 use preflight_gate::metrics::Metrics;
 use preflight_gate::model::release::ReleaseKey;
 use preflight_gate::preflight::DirectorySource;
@@ -95,13 +96,15 @@ impl OverrideAuthorizer for FixedAuthorizer {
 /// Builds the webhook state over a recording source.
 pub fn gate(authorizer: Arc<dyn OverrideAuthorizer>) -> (Arc<Gate>, Arc<RecordingSource>) {
     let source = Arc::new(RecordingSource::new());
+    let metrics = Metrics::new().unwrap();
     let gate = Arc::new(Gate {
         results: source.clone(),
         runs: source.clone(),
         authorizer,
         events: None,
+        witness: Witness::unwatched(None, metrics.clone()),
         policy: Policy::default(),
-        metrics: Metrics::new().unwrap(),
+        metrics,
     });
     (gate, source)
 }

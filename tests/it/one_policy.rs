@@ -12,6 +12,7 @@ use http_body_util::BodyExt;
 use jiff::Timestamp;
 use preflight_gate::admission::{Authorization, Policy};
 use preflight_gate::checks::Context;
+use preflight_gate::cluster::witness::Witness;
 use preflight_gate::metrics::Metrics;
 use preflight_gate::model::policy::Blocking;
 use preflight_gate::model::status::{self, Ending};
@@ -137,6 +138,7 @@ async fn webhook(
         runs: source,
         authorizer: FixedAuthorizer::new(Authorization::Allowed),
         events: None,
+        witness: Witness::unwatched(None, metrics.clone()),
         policy: Policy {
             fail_open_checks: fail_open.clone(),
             ..Policy::default()

@@ -1,11 +1,12 @@
 //! Check Jobs and the release extraction pod, run by the real Job
-//! controller and kubelet under the namespace's `restricted` Pod Security.
+//! controller and kubelet in their own namespace (`--jobs-namespace`, never
+//! the gate's), under its `restricted` Pod Security.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::world::{NAMESPACE, lock, wait_for};
+use crate::world::{CHECKS_NAMESPACE, NAMESPACE, lock, wait_for};
 
 fn result<'v>(done: &'v Value, name: &str) -> &'v Value {
     done["status"]["results"]
@@ -26,11 +27,13 @@ fn finished(o: &Value) -> bool {
 #[test]
 fn external_checks_pass_fail_time_out_fail_to_pull_and_say_garbage_on_a_real_kubelet() {
     let (_turn, world) = lock();
-    let ns = world.get_json(&["get", "namespace", NAMESPACE]);
-    assert_eq!(
-        ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
-        "restricted"
-    );
+    for namespace in [NAMESPACE, CHECKS_NAMESPACE] {
+        let ns = world.get_json(&["get", "namespace", namespace]);
+        assert_eq!(
+            ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "restricted",
+            "{namespace}"
+        );
+    }
     let image = world.check_image.clone();
     let sh = |script: &str| json!({"command": ["/bin/sh", "-c"], "args": [script]});
     let checks = [
@@ -140,7 +143,7 @@ fn external_checks_pass_fail_time_out_fail_to_pull_and_say_garbage_on_a_real_kub
         "get",
         "pods",
         "-n",
-        NAMESPACE,
+        CHECKS_NAMESPACE,
         "-l",
         &format!("preflight.dev/update-preflight-uid={uid}"),
     ]);
@@ -157,6 +160,16 @@ fn external_checks_pass_fail_time_out_fail_to_pull_and_say_garbage_on_a_real_kub
         "all 3 storage drivers support 4.99.0\n"
     );
     assert_eq!(pass_pod["spec"]["nodeName"], world.var("NODE_NAME"));
+    // None of them in the gate's own namespace, beside its Secrets.
+    let beside_the_gate = world.get_json(&[
+        "get",
+        "pods",
+        "-n",
+        NAMESPACE,
+        "-l",
+        &format!("preflight.dev/update-preflight-uid={uid}"),
+    ]);
+    assert_eq!(beside_the_gate["items"], json!([]), "{beside_the_gate:#}");
 }
 
 #[test]
@@ -173,13 +186,13 @@ fn the_release_image_declares_a_check_that_runs_from_its_image_references() {
         "{r}"
     );
     // The declared check ran from the image image-references names, as a
-    // Job of the gate's, on the node.
+    // Job of the gate's in the checks' namespace, on the node.
     let uid = done["metadata"]["uid"].as_str().unwrap();
     let jobs = world.get_json(&[
         "get",
         "jobs",
         "-n",
-        NAMESPACE,
+        CHECKS_NAMESPACE,
         "-l",
         &format!("preflight.dev/update-preflight-uid={uid}"),
     ]);
@@ -197,7 +210,7 @@ fn the_release_image_declares_a_check_that_runs_from_its_image_references() {
     // marks the Job complete a moment later.
     let job_name = job["metadata"]["name"].as_str().unwrap().to_owned();
     wait_for("the Job to complete", Duration::from_secs(60), || {
-        let job = world.get_json(&["get", "job", "-n", NAMESPACE, &job_name]);
+        let job = world.get_json(&["get", "job", "-n", CHECKS_NAMESPACE, &job_name]);
         (job["status"]["succeeded"] == 1).then_some(())
     });
     // The gate read the extraction pod's log through the API server and the
@@ -215,7 +228,7 @@ fn the_release_image_declares_a_check_that_runs_from_its_image_references() {
         "get",
         "pods",
         "-n",
-        NAMESPACE,
+        CHECKS_NAMESPACE,
         "-l",
         "preflight.dev/release-extraction",
     ]);
@@ -224,7 +237,7 @@ fn the_release_image_declares_a_check_that_runs_from_its_image_references() {
         "get",
         "events",
         "-n",
-        NAMESPACE,
+        CHECKS_NAMESPACE,
         "--field-selector",
         "reason=Pulled",
     ]);

@@ -8,4 +8,6 @@
 
 mod checks;
 mod gate;
+mod plan;
+mod security;
 mod world;

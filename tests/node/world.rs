@@ -20,6 +20,11 @@ use control_plane::{CLEAR_TARGET, ControlPlane, OPERATORS, unique, vars};
 pub use control_plane::{Output, ROOT, run, wait_for};
 
 pub const NAMESPACE: &str = "preflight-gate";
+/// Where the check Jobs and the extraction pod run (deploy/base's
+/// `--jobs-namespace`), apart from the gate.
+pub const CHECKS_NAMESPACE: &str = "preflight-gate-checks";
+/// The Secret that gives the gate the webhook client CA (`--client-ca`).
+pub const CLIENT_CA_SECRET: &str = "preflight-gate-webhook-client-ca";
 pub const WEBHOOK: &str = "clusterversions.preflight.dev";
 pub const LEASE: &str = "preflight-gate-controller";
 
@@ -165,7 +170,8 @@ impl World {
     }
 
     /// deploy/overlays/node, the serving Secret from the test CA, the
-    /// webhook's caBundle; then waits for the rollout.
+    /// webhook client CA the API server's client certificate is signed by,
+    /// the webhook's caBundle; then waits for the rollout.
     fn deploy_gate(&self) {
         for ns in [
             "openshift-config",
@@ -186,6 +192,13 @@ impl World {
             "preflightchecks.preflight.dev",
         ]);
         self.write_serving_secret();
+        // Only the API server may ask: the certificate of the CA `up` signs
+        // its webhook client certificate with, never the CA's key.
+        self.apply_json(&json!({
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": CLIENT_CA_SECRET, "namespace": NAMESPACE},
+            "data": {"ca.crt": base64(&std::fs::read(self.var("WEBHOOK_CLIENT_CA")).unwrap())},
+        }));
         let ca = base64(&std::fs::read(self.var("CA_CERT")).unwrap());
         let patch =
             json!([{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": ca}]);

@@ -42,6 +42,10 @@ pub(crate) const FILES: &[(&str, &str)] = &[
         include_str!("../../../examples/snapshot/ingresscontrollers.yaml"),
     ),
     (
+        "machineconfignodes.yaml",
+        include_str!("../../../examples/snapshot/machineconfignodes.yaml"),
+    ),
+    (
         "machineconfigpools.yaml",
         include_str!("../../../examples/snapshot/machineconfigpools.yaml"),
     ),

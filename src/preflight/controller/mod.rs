@@ -27,6 +27,8 @@ use crate::cluster::live;
 use crate::metrics::Metrics;
 use crate::model::UpdatePreflight;
 use crate::model::policy::Blocking;
+use crate::model::vouch::ResultKey;
+use crate::view::alerts::AlertNamespaces;
 
 pub use reconcile::run_due;
 
@@ -51,6 +53,11 @@ pub struct Settings {
     /// Where each run reads the cluster's alerts; `None` reads none (the
     /// alert checks then warn that there is no alert data).
     pub alerts: Option<crate::cluster::prometheus::Prometheus>,
+    /// The namespaces whose alerts count, besides the platform's.
+    pub alert_namespaces: AlertNamespaces,
+    /// The gate's namespace, whose Secret holds the key results are signed
+    /// with (`preflight::result_key`).
+    pub namespace: String,
 }
 
 /// What every reconcile and refresh shares.
@@ -64,6 +71,8 @@ pub(crate) struct Ctx {
     metrics: Metrics,
     /// What target releases declare, per digest.
     releases: super::release_checks::Cache,
+    /// The key every result written is signed with.
+    key: ResultKey,
 }
 
 impl Ctx {
@@ -74,6 +83,7 @@ impl Ctx {
         settings: Settings,
         metrics: Metrics,
         instance: String,
+        key: ResultKey,
     ) -> Self {
         let recorder = Recorder::new(
             client.clone(),
@@ -89,6 +99,7 @@ impl Ctx {
             recorder,
             metrics,
             releases: Default::default(),
+            key,
         }
     }
 }
@@ -99,10 +110,13 @@ pub(crate) enum Error {
     WriteStatus { name: String, source: kube::Error },
 }
 
-/// Runs the controller until the future is dropped.
+/// Runs the controller until the future is dropped: once it has the key
+/// results are signed with, since a result it could not sign would be no
+/// result.
 pub async fn start(client: kube::Client, settings: Settings, metrics: Metrics, instance: String) {
+    let key = super::result_key::load_until_read(&client, &settings.namespace, |_| {}).await;
     let concurrency = settings.concurrency;
-    let ctx = Arc::new(Ctx::new(client.clone(), settings, metrics, instance));
+    let ctx = Arc::new(Ctx::new(client.clone(), settings, metrics, instance, key));
     let api: Api<UpdatePreflight> = Api::all(client);
     // Aborted when this future is dropped (leadership lost), not detached:
     // only the Lease holder may write.

@@ -21,11 +21,12 @@ use crate::cluster::live;
 use crate::model::release::{ReleaseKey, Version};
 use crate::model::results::PlanSummary;
 use crate::model::status::{self, Ending, errored, good_for};
+use crate::model::vouch::{ResultKey, finished};
 use crate::model::{
     CheckResult, ClusterVersion, Phase, Target, UpdatePreflight, UpdatePreflightStatus,
 };
 use crate::preflight::jobs;
-use crate::preflight::live::{REQUESTED_AT, trigger};
+use crate::preflight::live::{REQUESTED_AT, cluster_versions, offered_pullspec, trigger};
 use crate::suite::{self, Limits};
 
 /// Why a run is due, if one is. `leading_since` is when this replica became
@@ -97,13 +98,15 @@ pub(crate) async fn reconcile(
     ctx.metrics.results.observe(&object);
     let settings = &ctx.settings;
     let now = Timestamp::now();
-    let due = run_due(
-        &object,
-        settings.refresh_interval,
-        settings.run_timeout,
-        ctx.leading_since,
-        now,
-    );
+    let due = unsigned(&object, &ctx.key).or_else(|| {
+        run_due(
+            &object,
+            settings.refresh_interval,
+            settings.run_timeout,
+            ctx.leading_since,
+            now,
+        )
+    });
     let Some(why) = due else {
         return Ok(next_check(&object, settings));
     };
@@ -128,16 +131,28 @@ pub(crate) async fn reconcile(
 /// An object under another name than the release's own is a request: it
 /// gets its run, and when it asks for the full suite the result the gate
 /// vouches for is asked for under the release's name too
-/// (model::vouch). A request that narrows the suite is a report of its
-/// own, and asks for nothing more.
+/// (model::vouch), under the pullspec the update graph gives the digest
+/// when it offers it (the request's may name any host). A request that
+/// narrows the suite is a report of its own, and asks for nothing more.
 async fn ask_for_the_result(object: &UpdatePreflight, ctx: &Ctx) {
-    let own = ReleaseKey::from_image(&object.spec.image).object_name();
+    let key = ReleaseKey::from_image(&object.spec.image);
+    let own = key.object_name();
     if object.metadata.name.as_deref() == Some(own.as_str()) || !object.spec.checks.is_empty() {
         return;
     }
+    let graph = match cluster_versions(&ctx.client).get_opt("version").await {
+        Ok(found) => found
+            .and_then(|cv| serde_json::to_value(cv).ok())
+            .and_then(|cv| serde_json::from_value::<ClusterVersion>(cv).ok())
+            .and_then(|cv| offered_pullspec(&cv, &key)),
+        Err(e) => {
+            warn!(error = %e, "cannot read the update graph; the request's pullspec is used");
+            None
+        }
+    };
     let api: Api<UpdatePreflight> = Api::all(ctx.client.clone());
     let request = RunRequest {
-        image: object.spec.image.clone(),
+        image: graph.unwrap_or_else(|| object.spec.image.clone()),
         version: None,
         existing: None,
     };
@@ -146,6 +161,31 @@ async fn ask_for_the_result(object: &UpdatePreflight, ctx: &Ctx) {
         Err(e) => warn!(error = %e, "cannot ask for the release's own result"),
     }
 }
+
+/// Why a finished run is due again when the gate did not sign its result
+/// (written by someone else, or by a gate before results were signed): the
+/// webhook would not count it, so it is run and written anew.
+fn unsigned(object: &UpdatePreflight, key: &ResultKey) -> Option<&'static str> {
+    (finished(object) && key.verify(object).is_err())
+        .then_some("its result is not signed by the gate")
+}
+
+/// The status fields a status write names, null when the status has none,
+/// so that none is left from an earlier write (a merge patch keeps what it
+/// does not name) and the object holds what was signed. Not
+/// `updateDuration`, which `completion` writes between runs.
+pub(super) const STATUS_FIELDS: &[&str] = &[
+    "phase",
+    "startTime",
+    "completionTime",
+    "observedGeneration",
+    "observedRequest",
+    "results",
+    "summary",
+    "conditions",
+    "plan",
+    "signature",
+];
 
 fn next_check(object: &UpdatePreflight, settings: &Settings) -> Action {
     let Some(status) = &object.status else {
@@ -167,10 +207,11 @@ async fn write_status(
     status: &UpdatePreflightStatus,
 ) -> Result<(), Error> {
     let mut patch = json!({ "status": status });
-    // A run without a plan removes the last one (a merge keeps what it
-    // does not name).
-    if status.plan.is_none() {
-        patch["status"]["plan"] = serde_json::Value::Null;
+    // A run without a plan, results or signature removes the last one.
+    if let Some(fields) = patch["status"].as_object_mut() {
+        for field in STATUS_FIELDS {
+            fields.entry(*field).or_insert(serde_json::Value::Null);
+        }
     }
     let patch = Patch::Merge(patch);
     // The field manager is how the webhook tells the gate's status writes
@@ -198,6 +239,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<UpdatePrefligh
         phase: Some(Phase::Running),
         start_time: Some(start_time.clone()),
         observed_request: object.annotations().get(REQUESTED_AT).cloned(),
+        signature: None,
         ..object.status.clone().unwrap_or_default()
     };
     write_status(&api, &name, &status).await?;
@@ -212,6 +254,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<UpdatePrefligh
     .await
     {
         Ok(Ok(mut view)) => {
+            view.alert_namespaces = ctx.settings.alert_namespaces.clone();
             read_alerts(&mut view, ctx).await;
             Ok(Arc::new(view))
         }
@@ -249,6 +292,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<UpdatePrefligh
     // The plan of this run, or none: an earlier run's plan describes a
     // cluster this run could not read.
     status.plan = plan;
+    status.signature = Some(signature_of(object, &status, &ctx.key));
     write_status(&api, &name, &status).await?;
 
     let elapsed = started.elapsed();
@@ -270,6 +314,17 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<UpdatePrefligh
         warn!(error = %e, "cannot publish the run's Event");
     }
     Ok(status)
+}
+
+/// The gate's signature of `status` as the result of `object`.
+fn signature_of(
+    object: &UpdatePreflight,
+    status: &UpdatePreflightStatus,
+    key: &ResultKey,
+) -> String {
+    let mut signed = object.clone();
+    signed.status = Some(status.clone());
+    key.sign(&signed)
 }
 
 /// Adds the cluster's alerts to `view`, from the configured source; when

@@ -18,6 +18,7 @@ use crate::metrics::Metrics;
 use crate::model::policy::Blocking;
 use crate::model::release::ReleaseKey;
 use crate::model::status;
+use crate::model::vouch::ResultKey;
 use crate::model::{CheckResult, UpdatePreflight};
 use crate::preflight::api_mock::{self, ApiServer, PATIENCE, Seen};
 use crate::preflight::live::REQUESTED_AT;
@@ -38,7 +39,21 @@ fn settings() -> Settings {
         reads: Reads { tls_secrets: false },
         blocking: Blocking::default(),
         alerts: None,
+        alert_namespaces: Default::default(),
+        namespace: "preflight-gate".into(),
     }
+}
+
+/// The key this test's gate signs results with.
+fn key() -> ResultKey {
+    ResultKey::new(&[42; 32]).unwrap()
+}
+
+/// `object` with its status signed as the gate signs it.
+fn signed(mut object: UpdatePreflight) -> UpdatePreflight {
+    let signature = key().sign(&object);
+    object.status.as_mut().unwrap().signature = Some(signature);
+    object
 }
 
 /// The release's own object (so the run asks for no other), with `status`.
@@ -89,9 +104,14 @@ fn assert_status_patch(seen: &Seen, name: &str) {
 /// with that code) and its Event.
 async fn serve_run(api: &mut ApiServer, object: &UpdatePreflight, fail_lists: Option<u16>) -> Run {
     let name = object.name_any();
+    // As the API server answers a merge patch: a null removes the field.
     let echo = |patch: &Value| {
         let mut o = serde_json::to_value(object).unwrap();
-        o["status"] = patch["status"].clone();
+        let mut status = patch["status"].clone();
+        if let Some(fields) = status.as_object_mut() {
+            fields.retain(|_, v| !v.is_null());
+        }
+        o["status"] = status;
         o
     };
     let mut first = api.next().await;
@@ -147,6 +167,7 @@ where
         settings(),
         metrics,
         "preflight-gate-0".into(),
+        key(),
     ));
     let object = Arc::new(object);
     let run = tokio::spawn(reconcile(object.clone(), ctx));
@@ -183,7 +204,7 @@ async fn a_new_target_is_marked_running_read_checked_written_and_evented() {
         .parse()
         .unwrap();
     assert!(started.as_second() >= before.as_second());
-    assert!(run.running["status"].get("completionTime").is_none());
+    assert!(run.running["status"]["completionTime"].is_null());
 
     // The live view: one paged list of every kind the checks read, bar the
     // TLS Secrets it is not allowed to read.
@@ -258,6 +279,69 @@ async fn a_new_target_is_marked_running_read_checked_written_and_evented() {
     assert_eq!(run.event["reportingController"], "preflight-gate");
     assert_eq!(run.event["reportingInstance"], "preflight-gate-0");
     assert_eq!(run.event["note"], status["conditions"][0]["message"]);
+
+    // Signed with the gate's key, as the API server hands it back: what
+    // the webhook vouches for. The run under way was not.
+    let mut written = object_of(&name);
+    written.status = Some(serde_json::from_value(status.clone()).unwrap());
+    assert_eq!(key().verify(&written), Ok(()));
+    assert!(ResultKey::new(&[7; 32]).unwrap().verify(&written).is_err());
+    assert!(
+        run.running["status"]["signature"].is_null(),
+        "{}",
+        run.running
+    );
+    // Every status field is named, null when the run has none, so that no
+    // earlier write's is left beside the signed ones.
+    for field in super::super::reconcile::STATUS_FIELDS {
+        assert!(run.running["status"].get(field).is_some(), "{field}");
+    }
+}
+
+/// The object `own_object` makes, by name.
+fn object_of(name: &str) -> UpdatePreflight {
+    let object = own_object(None, None);
+    assert_eq!(object.name_any(), name);
+    object
+}
+
+/// A result the gate did not sign (someone else wrote it with the gate's
+/// field manager, or a gate from before results were signed) is run and
+/// written anew, however fresh it says it is.
+#[tokio::test]
+async fn an_unsigned_result_is_run_again() {
+    let (status, started) = finished();
+    let object = own_object(Some(status), Some(started - SignedDuration::from_secs(30)));
+    let (_, run) = reconcile_with(object, |mut api, object| async move {
+        serve_run(&mut api, &object, None).await
+    })
+    .await;
+    assert!(
+        run.done["status"]["signature"]
+            .as_str()
+            .unwrap()
+            .starts_with("v1:")
+    );
+}
+
+/// The status fields a write names are every field of the status but
+/// `updateDuration`.
+#[test]
+fn a_status_write_names_every_field_but_the_update_duration() {
+    let schema = schemars::schema_for!(crate::model::UpdatePreflightStatus);
+    let mut fields: Vec<&str> = schema
+        .as_object()
+        .and_then(|s| s.get("properties"))
+        .and_then(|p| p.as_object())
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .filter(|f| *f != "updateDuration")
+        .collect();
+    fields.sort_unstable();
+    let mut written = super::super::reconcile::STATUS_FIELDS.to_vec();
+    written.sort_unstable();
+    assert_eq!(written, fields);
 }
 
 /// A finished run: started two minutes ago, done one minute ago.
@@ -311,7 +395,10 @@ async fn a_run_requested_after_the_last_one_started_runs_again() {
 #[tokio::test]
 async fn a_request_older_than_the_last_run_makes_no_call() {
     let (status, started) = finished();
-    let object = own_object(Some(status), Some(started - SignedDuration::from_secs(30)));
+    let object = signed(own_object(
+        Some(status),
+        Some(started - SignedDuration::from_secs(30)),
+    ));
     let (action, silent) =
         reconcile_with(object, |mut api, _| async move { api.silent().await }).await;
     assert_eq!(silent, Ok(()), "no request to the API server");
