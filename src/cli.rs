@@ -241,7 +241,7 @@ impl ControllerArgs {
     /// `blocking`, the policy the webhook reads them with.
     pub fn settings(
         &self,
-        blocking: crate::model::policy::Blocking,
+        blocking: crate::model::standing::Exemptions,
     ) -> crate::preflight::controller::Settings {
         crate::preflight::controller::Settings {
             blocking,
@@ -456,8 +456,8 @@ impl AlertArgs {
 
 impl PolicyArgs {
     /// How results count, for the runs' status.
-    pub fn blocking(&self) -> crate::model::policy::Blocking {
-        crate::model::policy::Blocking::fail_open(self.fail_open_checks.iter().cloned())
+    pub fn blocking(&self) -> crate::model::standing::Exemptions {
+        crate::model::standing::Exemptions::fail_open(self.fail_open_checks.iter().cloned())
     }
 
     pub fn policy(&self) -> crate::admission::Policy {

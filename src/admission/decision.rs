@@ -14,10 +14,10 @@ use super::overrides::{self, ForceClaim, ForceKind};
 use super::ports::{Lookup, ResultLookup, RunRequest};
 use super::review::{Operation, Request, UserInfo};
 use crate::model::cluster_version::{ClusterVersion, Resolution, Target, same_target};
-use crate::model::policy::{Blocking, OverrideKind};
-pub use crate::model::policy::{WINDOW_END, WindowFit};
 use crate::model::release::Version;
 use crate::model::results::PlanSummary;
+use crate::model::standing::{Exemptions, OverrideKind};
+pub use crate::model::standing::{WINDOW_END, WindowFit};
 use crate::model::vouch::{NotVouched, vouch};
 use crate::model::{Phase, UpdatePreflight};
 
@@ -536,7 +536,7 @@ enum Results<'a> {
     NotVouched(NotVouched),
 }
 
-fn classify<'a>(
+fn results_for<'a>(
     lookup: &'a Lookup,
     target: &Target,
     policy: &Policy,
@@ -626,7 +626,7 @@ impl Fresh<'_> {
     /// accepted).
     fn judge(
         &self,
-        blocking: &Blocking,
+        blocking: &Exemptions,
         accept_reason: Option<&str>,
         approval: &Approval,
     ) -> (Verdict, Option<Verdict>) {
@@ -749,9 +749,9 @@ fn gate(
     let mut judged = Judged::NoResult;
 
     // The verdict without any force override.
-    let (base, accept_pending) = match classify(&lookup, target, policy, now) {
+    let (base, accept_pending) = match results_for(&lookup, target, policy, now) {
         Results::Fresh(result) => {
-            let blocking = Blocking {
+            let blocking = Exemptions {
                 fail_open: policy.fail_open_checks.clone(),
                 accepted,
             };

@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 
 use jiff::Timestamp;
 
-use crate::model::policy::{WINDOW_END, WindowFit};
 use crate::model::results::{PlanSummary, check_name, duration_words, shown_check_name};
+use crate::model::standing::{WINDOW_END, WindowFit};
 pub use crate::model::text::clean;
 use crate::model::text::{is_format, shell_list, shell_word};
 
@@ -152,7 +152,7 @@ fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) ->
     let (errored, failed): (Vec<&CheckResult>, Vec<&CheckResult>) = failing
         .iter()
         .copied()
-        .filter(|c| crate::model::policy::acceptable(c))
+        .filter(|c| crate::model::standing::acceptable(c))
         .partition(|c| c.outcome == Outcome::Error);
     let to = target_word(target);
     let until = shell_word(&until.to_string());

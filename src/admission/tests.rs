@@ -645,7 +645,7 @@ fn an_authorized_force_override_is_allowed_audited_and_evented() {
     assert_eq!(v.reason, Reason::Overridden);
     assert_eq!(
         v.override_kind,
-        Some(crate::model::policy::OverrideKind::Force)
+        Some(crate::model::standing::OverrideKind::Force)
     );
     assert_eq!(v.audit["override-by"], "alice");
     assert_eq!(
@@ -740,7 +740,7 @@ fn desired_update_force_needs_the_flag() {
     let v = pending_override(review(), &policy).resolve(Authorization::Allowed);
     assert_eq!(
         v.override_kind,
-        Some(crate::model::policy::OverrideKind::DesiredUpdateForce)
+        Some(crate::model::standing::OverrideKind::DesiredUpdateForce)
     );
 }
 

@@ -10,7 +10,7 @@
 //! `AdminAck-<gate>`, and with the ClusterVersion's `Upgradeable=False`
 //! oc's `ConditionalUpdateRisk` (oc makes that condition a risk of every
 //! minor or major target), as OpenShift shows them. None of them, nor the
-//! check's own name, accepts it ([`crate::model::policy::acceptable`]):
+//! check's own name, accepts it ([`crate::model::standing::acceptable`]):
 //! the CVO waits for the ack itself, so the finding says how to give it.
 
 use super::{Check, Context};
@@ -62,7 +62,7 @@ pub(crate) fn acknowledged(view: &ClusterView, gate: &str) -> bool {
 
 impl Check for AdminAcksMissing {
     fn name(&self) -> &'static str {
-        crate::model::policy::ADMIN_ACKS_MISSING
+        crate::model::standing::ADMIN_ACKS_MISSING
     }
 
     fn severity(&self) -> Severity {
@@ -294,7 +294,7 @@ mod tests {
             &finding.message,
         );
         result.risks = finding.risks.clone();
-        let policy = crate::model::policy::Blocking {
+        let policy = crate::model::standing::Exemptions {
             accepted: [AdminAcksMissing.name().to_owned()]
                 .into_iter()
                 .chain(finding.risks)
@@ -303,7 +303,7 @@ mod tests {
         };
         assert_eq!(
             policy.standing(&result),
-            crate::model::policy::Standing::Blocks
+            crate::model::standing::Standing::Blocks
         );
     }
 

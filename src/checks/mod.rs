@@ -334,7 +334,7 @@ mod tests {
             (Outcome::Fail, Severity::Warning)
         );
         assert_eq!(results[1].outcome, Outcome::Error);
-        let summary = crate::model::policy::Blocking::default().summarize(&results);
+        let summary = crate::model::standing::Exemptions::default().summarize(&results);
         assert_eq!(
             (summary.warnings, summary.failing, summary.errored),
             (1, 1, 1)

@@ -1,69 +1,14 @@
 //! Reading a cluster from the API server: paged lists of every kind in
-//! [`SOURCES`], each page reduced to the lean types checks read before the
+//! [`kinds::ALL`], as each kind's listings say, each page reduced to the lean types checks read before the
 //! next is fetched, so a large cluster is never held whole in memory.
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 
 use crate::view::ClusterView;
-use crate::view::kinds::{self, Kind};
+use crate::view::kinds;
 
 /// Page size for lists.
 const PAGE: u32 = 500;
-
-/// One list the live loader makes.
-#[derive(Clone, Copy, Debug)]
-pub struct Source {
-    pub kind: &'static Kind,
-    /// Limit the list to one namespace.
-    pub namespace: Option<&'static str>,
-    /// A field selector, so the API server filters (by name, type, phase).
-    pub fields: Option<&'static str>,
-}
-
-/// Every object of `kind`.
-const fn every(kind: &'static Kind) -> Source {
-    Source {
-        kind,
-        namespace: None,
-        fields: None,
-    }
-}
-
-/// Everything the checks read, and how it is listed: every kind of
-/// [`kinds::ALL`], some narrowed by namespace or fields.
-pub const SOURCES: &[Source] = &[
-    every(&kinds::CLUSTER_VERSION),
-    every(&kinds::CLUSTER_OPERATOR),
-    every(&kinds::INFRASTRUCTURE),
-    every(&kinds::NODE),
-    Source {
-        fields: Some("status.phase!=Succeeded,status.phase!=Failed"),
-        ..every(&kinds::POD)
-    },
-    every(&kinds::POD_DISRUPTION_BUDGET),
-    every(&kinds::MACHINE_CONFIG_POOL),
-    every(&kinds::MACHINE_CONFIG_NODE),
-    every(&kinds::API_REQUEST_COUNT),
-    Source {
-        namespace: Some("openshift-config-managed"),
-        fields: Some("metadata.name=admin-gates"),
-        ..every(&kinds::CONFIG_MAP)
-    },
-    Source {
-        namespace: Some("openshift-config"),
-        fields: Some("metadata.name=admin-acks"),
-        ..every(&kinds::CONFIG_MAP)
-    },
-    Source {
-        fields: Some("type=kubernetes.io/tls"),
-        ..every(&kinds::SECRET)
-    },
-    Source {
-        namespace: Some("openshift-ingress-operator"),
-        ..every(&kinds::INGRESS_CONTROLLER)
-    },
-    every(&kinds::CLUSTER_SERVICE_VERSION),
-];
 
 /// What the live source reads beyond the cluster's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,8 +41,7 @@ pub(crate) async fn load_with_progress(
     mut progress: impl FnMut(&str, usize),
 ) -> Result<ClusterView, kube::Error> {
     let mut view = ClusterView::default();
-    for source in SOURCES {
-        let kind = source.kind;
+    for (kind, listing) in kinds::listings() {
         if *kind == kinds::SECRET && !reads.tls_secrets {
             view.withheld.insert(
                 kind.name.to_owned(),
@@ -109,12 +53,12 @@ pub(crate) async fn load_with_progress(
             &GroupVersionKind::gvk(kind.group, kind.version, kind.name),
             kind.plural,
         );
-        let api: Api<DynamicObject> = match source.namespace {
+        let api: Api<DynamicObject> = match listing.namespace {
             Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
             None => Api::all_with(client.clone(), &resource),
         };
         let mut params = ListParams::default().limit(PAGE);
-        if let Some(fields) = source.fields {
+        if let Some(fields) = listing.fields {
             params = params.fields(fields);
         }
         let mut seen = 0;

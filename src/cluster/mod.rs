@@ -14,6 +14,8 @@ pub mod witness;
 
 use std::path::Path;
 
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+
 pub use authz::{NoCluster, SubjectAccessReviewer};
 pub use events::EventRecorder;
 
@@ -28,4 +30,13 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
         None => kube::Config::infer().await?,
     };
     Ok(kube::Client::try_from(config)?)
+}
+
+/// The `ClusterVersion` API, read as JSON.
+pub fn cluster_versions(client: &kube::Client) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion"),
+        "clusterversions",
+    );
+    Api::all_with(client.clone(), &resource)
 }

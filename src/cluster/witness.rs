@@ -19,16 +19,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use super::EventRecorder;
+use super::{EventRecorder, cluster_versions};
 use crate::admission::EventNote;
 use crate::metrics::{EffectKind, Metrics};
 use crate::model::ClusterVersion;
-use crate::model::policy::OverrideKind;
+use crate::model::standing::OverrideKind;
 
 /// How long a decision waits for its change to be stored. The API server
 /// gives a webhook at most 30 s and stores right after; the rest is room
@@ -276,15 +275,6 @@ impl Witness {
             }
         }
     }
-}
-
-/// The `ClusterVersion` API, read as JSON.
-pub fn cluster_versions(client: &kube::Client) -> Api<DynamicObject> {
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion"),
-        "clusterversions",
-    );
-    Api::all_with(client.clone(), &resource)
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::admission::{decision, message};
 use crate::checks::{self, Context};
 use crate::cli::CheckArgs;
-use crate::model::policy::{self, Blocking};
 use crate::model::release::is_image;
+use crate::model::standing::{self, Exemptions};
 use crate::model::{CheckResult, Outcome, Severity};
 use crate::report::{Format, Report};
 use crate::suite;
@@ -94,7 +94,7 @@ fn unknown_accepts(names: &[String], results: &[CheckResult]) -> Option<String> 
     let unknown: Vec<String> = names
         .iter()
         .map(|n| n.trim())
-        .filter(|n| !n.is_empty() && !policy::known(n, results))
+        .filter(|n| !n.is_empty() && !standing::known(n, results))
         .map(|n| match known.iter().find(|k| k.eq_ignore_ascii_case(n)) {
             Some(meant) => format!("{n} (did you mean {meant}?)"),
             None => n.to_owned(),
@@ -147,7 +147,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         .transpose()
         .map_err(CheckError::Window)?;
     progress.set_message(format!("running {} checks", checks::catalogue().len()));
-    let blocking = Blocking {
+    let blocking = Exemptions {
         fail_open: args.fail_open_checks.iter().cloned().collect(),
         accepted: args
             .accept
@@ -198,7 +198,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
 
 /// The finding of `--window-end`: the webhook's window rule, as a result
 /// the report counts (a blocking failure when the plan does not fit), and
-/// that no name accepts (`policy::MAINTENANCE_WINDOW`).
+/// that no name accepts (`standing::MAINTENANCE_WINDOW`).
 fn window_result(fit: &decision::WindowFit) -> CheckResult {
     let words = message::window_words(fit, "--window-end");
     let (outcome, text) = if fit.fits() {
@@ -215,7 +215,7 @@ fn window_result(fit: &decision::WindowFit) -> CheckResult {
         )
     };
     CheckResult::new(
-        policy::MAINTENANCE_WINDOW,
+        standing::MAINTENANCE_WINDOW,
         Severity::Blocking,
         outcome,
         text,
@@ -307,7 +307,7 @@ mod tests {
         report
             .results
             .iter()
-            .find(|r| r.name == policy::MAINTENANCE_WINDOW)
+            .find(|r| r.name == standing::MAINTENANCE_WINDOW)
             .expect("a MaintenanceWindow result")
     }
 
@@ -382,7 +382,7 @@ mod tests {
             !report
                 .results
                 .iter()
-                .any(|r| r.name == policy::MAINTENANCE_WINDOW)
+                .any(|r| r.name == standing::MAINTENANCE_WINDOW)
         );
         assert!(report.plan.unwrap().window.is_none());
     }

@@ -11,7 +11,7 @@ use prometheus::{
 };
 
 use super::{PREFIX, register, target_label};
-use crate::model::policy::OverrideKind;
+use crate::model::standing::OverrideKind;
 
 /// Decision latency buckets: 100 µs up to the API server's 10 s webhook limit.
 const LATENCY_BUCKETS: &[f64] = &[

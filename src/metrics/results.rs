@@ -8,8 +8,8 @@ use prometheus::core::Collector;
 use prometheus::{GaugeVec, IntGauge, IntGaugeVec, Opts, Registry};
 
 use super::{PREFIX, register, target_label};
-use crate::model::policy::{Blocking, Standing};
 use crate::model::release::Version;
+use crate::model::standing::{Exemptions, Standing};
 use crate::model::{Outcome, Severity, UpdatePreflight};
 
 /// The results' series.
@@ -235,7 +235,7 @@ impl ResultSeries {
                 // As the one policy counts it: an error that fails open
                 // does not block, whatever the check's severity.
                 let warns = r.severity == Severity::Warning
-                    || Blocking::default().standing(r) == Standing::Warns;
+                    || Exemptions::default().standing(r) == Standing::Warns;
                 let severity = if warns { "warning" } else { "blocking" };
                 Some((r.name.clone(), severity, value))
             })

@@ -11,8 +11,9 @@
 //!   `PreflightCheck` APIs;
 //! - [`finding`]: what one check concluded, and [`grace`]: how long a
 //!   cluster in motion may be in a state before it counts;
-//! - [`policy`]: the one blocking policy, which the status, the report, the
-//!   metrics and the webhook all read, and [`risks`]: the names OpenShift
+//! - [`standing`]: how each result stands for an update (the one blocking
+//!   rule), which the status, the report, the metrics and the webhook all
+//!   read, and [`risks`]: the names OpenShift
 //!   gives what a check finds, which accept it beside the check's name;
 //! - [`status`]: a run's results assembled into an `UpdatePreflight` status;
 //! - [`vouch`]: which object the gate takes as a release's result, and
@@ -23,12 +24,12 @@ pub mod cluster_version;
 pub mod finding;
 pub mod grace;
 pub mod meta;
-pub mod policy;
 pub mod preflight_check;
 pub mod release;
 pub mod result_cache;
 pub mod results;
 pub mod risks;
+pub mod standing;
 pub mod status;
 pub mod text;
 pub mod vouch;

@@ -1,12 +1,12 @@
 //! A finished run's results assembled into an `UpdatePreflight` status: the
 //! phase, the summary and the `Passed` condition, all from the one
-//! [`Blocking`] policy.
+//! blocking rule ([`crate::model::standing`]).
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
-use super::policy::Blocking;
 use super::results::{CheckResult, Phase, UpdatePreflightStatus};
+use super::standing::Exemptions;
 
 /// How soon a run that errored, or has a check that errored, is run again:
 /// an error is most often a passing glitch (a drained extraction pod, a
@@ -39,7 +39,7 @@ pub fn good_for(
 
 /// How a finished suite concludes: its phase, the condition's reason and
 /// its message.
-pub fn conclusion(results: &[CheckResult], policy: &Blocking) -> (Phase, &'static str, String) {
+pub fn conclusion(results: &[CheckResult], policy: &Exemptions) -> (Phase, &'static str, String) {
     let summary = policy.summarize(results);
     match summary.failing {
         0 => (
@@ -75,7 +75,7 @@ pub struct Ending<'a> {
 pub fn complete(
     status: &mut UpdatePreflightStatus,
     mut results: Vec<CheckResult>,
-    policy: &Blocking,
+    policy: &Exemptions,
     ending: Ending,
 ) {
     policy.stamp(&mut results);

@@ -11,9 +11,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::json;
@@ -21,6 +19,7 @@ use tokio::sync::mpsc;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::admission::ports::{Lookup, ResultLookup, RunRequest, RunTrigger};
+use crate::cluster::cluster_versions;
 use crate::metrics::{EffectKind, Metrics};
 use crate::model::ClusterVersion;
 use crate::model::ResultCache;
@@ -349,15 +348,6 @@ pub(crate) fn offered_pullspec(cv: &ClusterVersion, key: &ReleaseKey) -> Option<
         .into_iter()
         .map(|r| r.image)
         .find(|image| ReleaseKey::from_image(image) == *key)
-}
-
-/// The `ClusterVersion` API, read as JSON.
-pub(crate) fn cluster_versions(client: &kube::Client) -> Api<DynamicObject> {
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("config.openshift.io", "v1", "ClusterVersion"),
-        "clusterversions",
-    );
-    Api::all_with(client.clone(), &resource)
 }
 
 #[cfg(test)]

@@ -16,9 +16,9 @@ use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::UpdatePreflightSpec;
 use crate::model::UpdatePreflightStatus;
-use crate::model::policy::Blocking;
 use crate::model::release::ReleaseKey;
 use crate::model::results::PlanSummary;
+use crate::model::standing::Exemptions;
 use crate::model::status::{self, Ending};
 use crate::model::{Resolution, Target};
 use crate::suite::{self, Limits};
@@ -93,7 +93,7 @@ pub fn evaluate(
         },
     );
     object.metadata.generation = Some(1);
-    let blocking = Blocking::default();
+    let blocking = Exemptions::default();
     let (phase, reason, message) = status::conclusion(&results, &blocking);
     let mut status = UpdatePreflightStatus {
         start_time: Some(Time(now)),

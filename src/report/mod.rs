@@ -9,7 +9,7 @@ mod table;
 use serde::Serialize;
 
 use crate::checks::Context;
-use crate::model::policy::{Blocking, Standing};
+use crate::model::standing::{Exemptions, Standing};
 use crate::model::{CheckResult, Severity, Summary};
 
 pub use plan::plan_table;
@@ -155,7 +155,7 @@ impl Report {
     /// Builds the report by the one blocking policy: failures of the checks
     /// `blocking` accepts become warnings, as an accepted risk does at the
     /// webhook, and errors of its fail-open checks do not block.
-    pub fn new(ctx: &Context, mut results: Vec<CheckResult>, blocking: &Blocking) -> Self {
+    pub fn new(ctx: &Context, mut results: Vec<CheckResult>, blocking: &Exemptions) -> Self {
         blocking.stamp(&mut results);
         let standings: Vec<Standing> = results.iter().map(|r| blocking.standing(r)).collect();
         let accepted = results
@@ -184,7 +184,7 @@ impl Report {
 
     /// The report of results a controller wrote to an `UpdatePreflight`.
     pub(crate) fn from_results(target: String, image: String, results: Vec<CheckResult>) -> Self {
-        let blocking = Blocking::default();
+        let blocking = Exemptions::default();
         Self {
             standings: results.iter().map(|r| blocking.standing(r)).collect(),
             target,
@@ -231,14 +231,14 @@ impl Report {
         match self.clearance() {
             Clearance::Blocked => {
                 // A missing admin ack is given, never accepted
-                // (`policy::acceptable`): the hint never offers it.
+                // (`standing::acceptable`): the hint never offers it.
                 let (acceptable, not): (Vec<&CheckResult>, Vec<&CheckResult>) = self
                     .results
                     .iter()
                     .zip(&self.standings)
                     .filter(|(_, s)| **s == Standing::Blocks)
                     .map(|(r, _)| r)
-                    .partition(|r| crate::model::policy::acceptable(r));
+                    .partition(|r| crate::model::standing::acceptable(r));
                 let names: Vec<String> = not
                     .iter()
                     .map(|r| crate::model::results::shown_check_name(&r.name))

@@ -1,10 +1,11 @@
-//! The kinds the gate reads, named once: their API group, version and
-//! resource. The view keeps them ([`super::kept`]), the live source lists
-//! them ([`crate::cluster::live::SOURCES`]), a must-gather's layout files them by
-//! group and resource ([`crate::cluster::snapshot`]), and the gate's ClusterRole
-//! must grant each (tests/it/deploy.rs holds the rendered RBAC to this
-//! list). A new data source is one entry here and its reading in
-//! [`super::ClusterView::add`].
+//! The kinds the gate reads, named once: their API group, versions,
+//! resource, and the lists the live reader makes of them (a namespace, a
+//! field selector). The view keeps them ([`super::kept`]), the live reader
+//! lists them ([`listings`], `crate::cluster::live`), a must-gather's layout
+//! files them by group and resource (`crate::cluster::snapshot`), and the
+//! gate's ClusterRole must grant each list (tests/it/deploy.rs holds the
+//! rendered RBAC to this table). A new data source is one entry here and
+//! its reading in [`super::ClusterView::add`].
 
 /// One kind the gate reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,7 +19,24 @@ pub struct Kind {
     pub older: &'static [&'static str],
     /// The resource, as in a URL and a must-gather's folders.
     pub plural: &'static str,
+    /// The lists the live reader makes: every object, unless narrowed.
+    pub listings: &'static [Listing],
 }
+
+/// One list the live reader makes of a kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Listing {
+    /// Limit the list to one namespace.
+    pub namespace: Option<&'static str>,
+    /// A field selector, so the API server filters (by name, type, phase).
+    pub fields: Option<&'static str>,
+}
+
+/// One list of every object of the kind.
+const EVERY: &[Listing] = &[Listing {
+    namespace: None,
+    fields: None,
+}];
 
 const fn kind(
     name: &'static str,
@@ -32,6 +50,7 @@ const fn kind(
         version,
         older: &[],
         plural,
+        listings: EVERY,
     }
 }
 
@@ -57,7 +76,14 @@ pub const INFRASTRUCTURE: Kind = kind(
 /// configuration, `config.openshift.io/v1` `Node` named `cluster`, which
 /// is no Node of the cluster.
 pub const NODE: Kind = kind("Node", "", "v1", "nodes");
-pub const POD: Kind = kind("Pod", "", "v1", "pods");
+/// Pods that may still run: finished ones are never listed.
+pub const POD: Kind = Kind {
+    listings: &[Listing {
+        namespace: None,
+        fields: Some("status.phase!=Succeeded,status.phase!=Failed"),
+    }],
+    ..kind("Pod", "", "v1", "pods")
+};
 pub const POD_DISRUPTION_BUDGET: Kind = Kind {
     older: &["v1beta1"],
     ..kind(
@@ -91,14 +117,43 @@ pub const API_REQUEST_COUNT: Kind = kind(
     "v1",
     "apirequestcounts",
 );
-pub const CONFIG_MAP: Kind = kind("ConfigMap", "", "v1", "configmaps");
-pub const SECRET: Kind = kind("Secret", "", "v1", "secrets");
-pub const INGRESS_CONTROLLER: Kind = kind(
-    "IngressController",
-    "operator.openshift.io",
-    "v1",
-    "ingresscontrollers",
-);
+/// Two ConfigMaps by name: the CVO's admin gates and the administrator's
+/// acks.
+pub const CONFIG_MAP: Kind = Kind {
+    listings: &[
+        Listing {
+            namespace: Some("openshift-config-managed"),
+            fields: Some("metadata.name=admin-gates"),
+        },
+        Listing {
+            namespace: Some("openshift-config"),
+            fields: Some("metadata.name=admin-acks"),
+        },
+    ],
+    ..kind("ConfigMap", "", "v1", "configmaps")
+};
+/// Serving certificates only; listed live only when an administrator opts
+/// in (`cluster::live::Reads`).
+pub const SECRET: Kind = Kind {
+    listings: &[Listing {
+        namespace: None,
+        fields: Some("type=kubernetes.io/tls"),
+    }],
+    ..kind("Secret", "", "v1", "secrets")
+};
+/// The ingress operator's controllers, in its own namespace.
+pub const INGRESS_CONTROLLER: Kind = Kind {
+    listings: &[Listing {
+        namespace: Some("openshift-ingress-operator"),
+        fields: None,
+    }],
+    ..kind(
+        "IngressController",
+        "operator.openshift.io",
+        "v1",
+        "ingresscontrollers",
+    )
+};
 pub const CLUSTER_SERVICE_VERSION: Kind = kind(
     "ClusterServiceVersion",
     "operators.coreos.com",
@@ -139,6 +194,12 @@ impl Kind {
             self.group
         }
     }
+}
+
+/// Every list the live reader makes, kind by kind.
+pub fn listings() -> impl Iterator<Item = (&'static Kind, &'static Listing)> {
+    ALL.iter()
+        .flat_map(|kind| kind.listings.iter().map(move |listing| (kind, listing)))
 }
 
 /// The kind named `name`.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use preflight_gate::checks::Context;
 use preflight_gate::cluster::snapshot;
-use preflight_gate::model::policy::Blocking;
+use preflight_gate::model::standing::Exemptions;
 use preflight_gate::model::{CheckResult, Outcome, Severity};
 use preflight_gate::report::Report;
 use preflight_gate::suite::{self, Limits};
@@ -84,9 +84,9 @@ pub fn report(snapshot: &Snapshot, to: &str, accepted: &[&str]) -> Report {
     let view = snapshot::load(&snapshot.path()).unwrap();
     let target = view.target(to);
     let now: Timestamp = NOW.parse().unwrap();
-    let blocking = Blocking {
+    let blocking = Exemptions {
         accepted: accepted.iter().map(|s| s.to_string()).collect(),
-        ..Blocking::default()
+        ..Exemptions::default()
     };
     let view = Arc::new(view);
     let results = suite::run_accepting(

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use preflight_gate::cluster::live::SOURCES;
+use preflight_gate::view::kinds;
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -525,29 +525,29 @@ fn allowed(
 fn rbac_lets_the_gate_list_everything_the_checks_read() {
     for overlay in ["openshift", "dev"] {
         let grants = grants(&rendered(overlay));
-        for source in SOURCES {
+        for (kind, listing) in kinds::listings() {
             // TLS Secrets are read only where the overlay opts in
             // (listing_every_secret_is_opt_in).
-            if source.kind.name == "Secret" && overlay != "dev" {
+            if kind.name == "Secret" && overlay != "dev" {
                 continue;
             }
             // A list with metadata.name=X is authorized as a request for X.
-            let name = source
+            let name = listing
                 .fields
                 .and_then(|f| f.split(',').find_map(|s| s.strip_prefix("metadata.name=")));
             assert!(
                 allowed(
                     &grants,
                     "list",
-                    source.kind.group,
-                    source.kind.plural,
-                    source.namespace,
+                    kind.group,
+                    kind.plural,
+                    listing.namespace,
                     name
                 ),
                 "{overlay}: the gate may not list {} ({}) {:?}",
-                source.kind.plural,
-                source.kind.group,
-                source.namespace
+                kind.plural,
+                kind.group,
+                listing.namespace
             );
         }
     }

@@ -1,7 +1,7 @@
 //! One set of results, accepted names and fail-open checks, read by the four
 //! places that say whether an update may go ahead: the status a run writes,
 //! the `check` report, the metrics (and so the alerts) and the webhook. They
-//! give the same blocking answer, because all four ask `model::policy`.
+//! give the same blocking answer, because all four ask `model::standing`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use preflight_gate::admission::{Authorization, Policy};
 use preflight_gate::checks::Context;
 use preflight_gate::cluster::witness::Witness;
 use preflight_gate::metrics::Metrics;
-use preflight_gate::model::policy::Blocking;
+use preflight_gate::model::standing::Exemptions;
 use preflight_gate::model::status::{self, Ending};
 use preflight_gate::model::{
     CheckResult, FailurePolicy, Outcome, Severity, Target, UpdatePreflight, UpdatePreflightSpec,
@@ -83,7 +83,7 @@ fn written(fail_open: &BTreeSet<String>) -> UpdatePreflight {
         },
     );
     object.metadata.generation = Some(1);
-    let policy = Blocking::fail_open(fail_open.iter().cloned());
+    let policy = Exemptions::fail_open(fail_open.iter().cloned());
     let (phase, reason, message) = status::conclusion(&results(), &policy);
     let mut written = UpdatePreflightStatus::default();
     status::complete(
@@ -179,7 +179,7 @@ fn report(fail_open: &BTreeSet<String>, accepted: &BTreeSet<String>) -> Report {
     Report::new(
         &ctx,
         results(),
-        &Blocking {
+        &Exemptions {
             fail_open: fail_open.clone(),
             accepted: accepted.clone(),
         },

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 use preflight_gate::checks::Context;
 use preflight_gate::cluster::snapshot;
-use preflight_gate::model::policy::Blocking;
+use preflight_gate::model::standing::Exemptions;
 use preflight_gate::model::{Outcome, Severity};
 use preflight_gate::report::{Format, Report};
 use preflight_gate::suite::{self, Limits};
@@ -36,9 +36,9 @@ fn report_accepting(name: &str, to: &str, accepted: &BTreeSet<String>) -> Report
     let target = view.target(to);
     let (view, now) = (Arc::new(view), NOW.parse::<Timestamp>().unwrap());
     let results = suite::run_accepting(view.clone(), &target, now, accepted, Limits::default());
-    let blocking = Blocking {
+    let blocking = Exemptions {
         accepted: accepted.clone(),
-        ..Blocking::default()
+        ..Exemptions::default()
     };
     Report::new(&Context::new(&view, &target, now), results, &blocking)
 }

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use preflight_gate::model::policy::Blocking;
+use preflight_gate::model::standing::Exemptions;
 use preflight_gate::model::{Outcome, Severity};
 use rstest::rstest;
 use serde_json::json;
@@ -300,13 +300,13 @@ fn the_names_a_report_carries_are_known() {
         carried.contains("PodDisruptionBudgetAtLimit"),
         "{carried:?}"
     );
-    let policy = Blocking {
+    let policy = Exemptions {
         accepted: carried
             .iter()
             .cloned()
             .chain(["Failing".to_owned(), "NoSuchRisk".to_owned()])
             .collect(),
-        ..Blocking::default()
+        ..Exemptions::default()
     };
     assert_eq!(policy.names_nothing(&plain.results), ["NoSuchRisk"]);
 }

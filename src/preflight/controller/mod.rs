@@ -26,7 +26,7 @@ use tracing::{Instrument, info, info_span, warn};
 use crate::cluster::live;
 use crate::metrics::Metrics;
 use crate::model::UpdatePreflight;
-use crate::model::policy::Blocking;
+use crate::model::standing::Exemptions;
 use crate::model::vouch::ResultKey;
 use crate::view::alerts::AlertNamespaces;
 
@@ -49,7 +49,7 @@ pub struct Settings {
     /// What the live view reads beyond the cluster's state.
     pub reads: live::Reads,
     /// How results count (the fail-open checks); the status is written by it.
-    pub blocking: Blocking,
+    pub blocking: Exemptions,
     /// Where each run reads the cluster's alerts; `None` reads none (the
     /// alert checks then warn that there is no alert data).
     pub alerts: Option<crate::cluster::prometheus::Prometheus>,

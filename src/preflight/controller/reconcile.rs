@@ -17,6 +17,7 @@ use tracing::{Instrument, info, info_span, warn};
 
 use super::{Ctx, Error, Settings};
 use crate::admission::ports::RunRequest;
+use crate::cluster::cluster_versions;
 use crate::cluster::live;
 use crate::model::release::{ReleaseKey, Version};
 use crate::model::results::PlanSummary;
@@ -26,7 +27,7 @@ use crate::model::{
     CheckResult, ClusterVersion, Phase, Target, UpdatePreflight, UpdatePreflightStatus,
 };
 use crate::preflight::jobs;
-use crate::preflight::live::{REQUESTED_AT, cluster_versions, offered_pullspec, trigger};
+use crate::preflight::live::{REQUESTED_AT, offered_pullspec, trigger};
 use crate::suite::{self, Limits};
 
 /// Why a run is due, if one is. `leading_since` is when this replica became

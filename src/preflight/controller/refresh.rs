@@ -16,9 +16,10 @@ use tracing::{info, warn};
 use k8s_openapi::api::core::v1::ObjectReference;
 
 use super::{Ctx, completion, gc};
+use crate::cluster::cluster_versions;
 use crate::model::release::ReleaseKey;
 use crate::model::{ClusterVersion, UpdatePreflight};
-use crate::preflight::live::{cluster_versions, offered, trigger};
+use crate::preflight::live::{offered, trigger};
 
 /// Refreshes when the ClusterVersion changes (a new target offered, one
 /// withdrawn) and periodically besides, for garbage collection.

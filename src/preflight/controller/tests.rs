@@ -10,7 +10,7 @@ use rstest::rstest;
 use serde_json::json;
 
 use super::run_due;
-use crate::model::policy::Blocking;
+use crate::model::standing::Exemptions;
 use crate::model::status;
 use crate::model::{CheckResult, ClusterVersion, Phase, UpdatePreflight};
 use crate::preflight::live::{REQUESTED_AT, offered};
@@ -24,7 +24,7 @@ fn a_passed_suite_counts_its_checks_in_words(#[case] n: usize, #[case] says: &st
             serde_json::from_value(json!({"name": format!("C{i}"), "outcome": "Pass"})).unwrap()
         })
         .collect();
-    let (phase, _, message) = status::conclusion(&results, &Blocking::default());
+    let (phase, _, message) = status::conclusion(&results, &Exemptions::default());
     assert_eq!(phase, Phase::Passed);
     assert_eq!(message, says);
 }

@@ -1,6 +1,6 @@
 //! External checks, run as Jobs: `PreflightCheck`s that administrators and
 //! vendors declare, and those the target release declares. `settings` says
-//! where they run, `manifest` what each turns into, `classify` how one
+//! where they run, `manifest` what each turns into, `progress` how one
 //! ended, and `run` does the API calls around them for one run; only `run`
 //! reaches `release_checks`, which in turn needs `settings` alone.
 //!
@@ -8,8 +8,8 @@
 //! is the container's termination message, plain text or JSON
 //! `{"outcome": ..., "message": ..., "url": ...}`.
 
-mod classify;
 mod manifest;
+mod progress;
 mod run;
 pub mod settings;
 #[cfg(test)]

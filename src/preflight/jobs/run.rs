@@ -13,8 +13,8 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams, PropagationPolicy};
 use tracing::{Instrument, info, info_span, warn};
 
-use super::classify::{Progress, check_container, classify, result};
 use super::manifest::{Update, job_manifest, plan};
+use super::progress::{Progress, check_container, progress_of, result};
 use super::settings::JobSettings;
 use crate::model::CheckResult;
 use crate::model::Finding;
@@ -275,7 +275,7 @@ async fn run_one(
                 .and_then(|c| c.state.as_ref())
                 .is_some_and(|s| s.terminated.is_some())
         });
-        if let Progress::Done(finding) = classify(&job, &listed, settings, Timestamp::now()) {
+        if let Progress::Done(finding) = progress_of(&job, &listed, settings, Timestamp::now()) {
             break (finding, finished || terminated);
         }
         if Instant::now() + settings.poll >= deadline {

@@ -6,8 +6,8 @@ use k8s_openapi::api::core::v1::Pod;
 use rstest::rstest;
 use serde_json::json;
 
-use super::classify::{Progress, classify, parse_result, result};
 use super::manifest::{CHECK, OWNER_NAME, OWNER_UID, PREFLIGHT_CHECK, Update, job_manifest, plan};
+use super::progress::{Progress, parse_result, progress_of, result};
 use super::run::{refused_names, selected};
 use super::settings::JobSettings;
 use crate::model::preflight_check::{DEFAULT_TIMEOUT_SECONDS, PreflightCheck};
@@ -195,7 +195,7 @@ fn jobs_and_pods_tell_how_a_check_ended(
     #[case] pods: Vec<Pod>,
     #[case] expected: Option<(Outcome, &str)>,
 ) {
-    let progress = classify(
+    let progress = progress_of(
         &job(created, conditions),
         &pods,
         &JobSettings::default(),
@@ -217,7 +217,7 @@ fn a_job_past_its_deadline_with_nobody_saying_so_times_out() {
         ..JobSettings::default()
     };
     let running = pod(LONG_AGO, state(json!({"running": {"startedAt": LONG_AGO}})));
-    let progress = classify(
+    let progress = progress_of(
         &job(LONG_AGO, json!([])),
         &[running],
         &settings,

@@ -13,15 +13,16 @@ use serde_json::{Value, json};
 use super::super::reconcile::reconcile;
 use super::super::{Ctx, Settings};
 use crate::checks;
-use crate::cluster::live::{Reads, SOURCES};
+use crate::cluster::live::Reads;
 use crate::metrics::Metrics;
-use crate::model::policy::Blocking;
 use crate::model::release::ReleaseKey;
+use crate::model::standing::Exemptions;
 use crate::model::status;
 use crate::model::vouch::ResultKey;
 use crate::model::{CheckResult, UpdatePreflight};
 use crate::preflight::api_mock::{self, ApiServer, PATIENCE, Seen};
 use crate::preflight::live::REQUESTED_AT;
+use crate::view::kinds;
 
 const IMAGE: &str = "quay.io/openshift-release-dev/ocp-release@sha256:1111111111111111111111111111111111111111111111111111111111111111";
 const REFRESH: Duration = Duration::from_secs(3600);
@@ -37,7 +38,7 @@ fn settings() -> Settings {
         // No Jobs: the run's requests are the built-in suite's alone.
         jobs: None,
         reads: Reads { tls_secrets: false },
-        blocking: Blocking::default(),
+        blocking: Exemptions::default(),
         alerts: None,
         alert_namespaces: Default::default(),
         namespace: "preflight-gate".into(),
@@ -208,10 +209,9 @@ async fn a_new_target_is_marked_running_read_checked_written_and_evented() {
 
     // The live view: one paged list of every kind the checks read, bar the
     // TLS Secrets it is not allowed to read.
-    let wanted: Vec<&str> = SOURCES
-        .iter()
-        .filter(|s| s.kind.name != "Secret")
-        .map(|s| s.kind.plural)
+    let wanted: Vec<&str> = kinds::listings()
+        .filter(|(kind, _)| kind.name != "Secret")
+        .map(|(kind, _)| kind.plural)
         .collect();
     let paths: Vec<&str> = run.listed.iter().map(|s| s.path.as_str()).collect();
     assert_eq!(paths.len(), wanted.len(), "{paths:?}");
@@ -241,7 +241,7 @@ async fn a_new_target_is_marked_running_read_checked_written_and_evented() {
     assert_eq!(names, catalogue);
     // The summary and the phase are those of the results written.
     let results: Vec<CheckResult> = serde_json::from_value(status["results"].clone()).unwrap();
-    let policy = Blocking::default();
+    let policy = Exemptions::default();
     assert_eq!(
         status["summary"],
         serde_json::to_value(policy.summarize(&results)).unwrap()

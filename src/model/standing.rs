@@ -1,7 +1,8 @@
-//! The one blocking policy: how a check's result counts for an update, given
-//! the names accepted for it and the checks whose errors fail open. The
+//! How each result stands for an update (the one blocking rule), given the
+//! [`Exemptions`]: the names accepted for it and the checks whose errors
+//! fail open. The
 //! status a run writes, the `check` report, the metrics and the webhook's
-//! verdict all read [`Blocking::standing`], so they cannot disagree. A name
+//! verdict all read [`Exemptions::standing`], so they cannot disagree. A name
 //! accepts a result when it is the check's, or when the names OpenShift
 //! gives what the result is about are all accepted ([`super::risks`]).
 
@@ -32,9 +33,10 @@ pub fn acceptable(result: &CheckResult) -> bool {
         && !result.risks.iter().any(|r| risks::is_admin_ack(r))
 }
 
-/// What, besides a result itself, decides whether it blocks.
+/// What, besides a result itself, keeps a failure from blocking: the
+/// checks whose errors fail open and the names accepted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Blocking {
+pub struct Exemptions {
     /// Checks whose errors do not block (`--fail-open-checks`), besides
     /// those whose own `failurePolicy` is `FailOpen`.
     pub fail_open: BTreeSet<String>,
@@ -65,7 +67,7 @@ pub(crate) struct Assessment<'a> {
     pub warnings: Vec<&'a CheckResult>,
 }
 
-impl Blocking {
+impl Exemptions {
     /// The policy with only these fail-open checks and nothing accepted: how
     /// a run's status counts its results.
     pub fn fail_open(names: impl IntoIterator<Item = String>) -> Self {
@@ -258,7 +260,7 @@ mod tests {
         #[case] fail_open: &[&str],
         #[case] expected: Standing,
     ) {
-        let policy = Blocking {
+        let policy = Exemptions {
             fail_open: names(fail_open),
             accepted: names(accepted),
         };
@@ -284,7 +286,7 @@ mod tests {
         #[case] accepted: &[&str],
         #[case] expected: Standing,
     ) {
-        let policy = Blocking {
+        let policy = Exemptions {
             fail_open: BTreeSet::new(),
             accepted: names(accepted),
         };
@@ -304,7 +306,7 @@ mod tests {
     ) {
         let mut r = carrying(risks);
         r.name = check.to_owned();
-        let policy = Blocking {
+        let policy = Exemptions {
             fail_open: BTreeSet::new(),
             accepted: names(accepted),
         };
@@ -314,7 +316,7 @@ mod tests {
         let mut other = r.clone();
         other.name = "Check".to_owned();
         other.risks.retain(|n| !risks::is_admin_ack(n));
-        let policy = Blocking {
+        let policy = Exemptions {
             accepted: names(&[accepted, &["Check"]].concat()),
             ..policy
         };
@@ -324,7 +326,7 @@ mod tests {
     #[test]
     fn a_maintenance_window_is_never_accepted() {
         let r = result(MAINTENANCE_WINDOW, Outcome::Fail, Severity::Blocking);
-        let policy = Blocking {
+        let policy = Exemptions {
             fail_open: BTreeSet::new(),
             accepted: names(&[MAINTENANCE_WINDOW]),
         };
@@ -334,7 +336,7 @@ mod tests {
 
     #[test]
     fn a_carried_name_accepts_a_failure_but_never_passes_a_warning_or_a_pass() {
-        let policy = Blocking {
+        let policy = Exemptions {
             fail_open: BTreeSet::new(),
             accepted: names(&["Failing"]),
         };
@@ -349,7 +351,7 @@ mod tests {
     #[test]
     fn names_carried_checks_and_openshifts_own_are_known() {
         let results = [carrying(&["etcdNoLeader"])];
-        let policy = Blocking {
+        let policy = Exemptions {
             fail_open: BTreeSet::new(),
             accepted: names(&[
                 "Check",
@@ -366,7 +368,7 @@ mod tests {
     fn a_results_own_fail_open_policy_counts_like_the_flag() {
         let mut r = result("A", Outcome::Error, Severity::Blocking);
         r.failure_policy = Some(FailurePolicy::FailOpen);
-        assert_eq!(Blocking::default().standing(&r), Standing::Warns);
+        assert_eq!(Exemptions::default().standing(&r), Standing::Warns);
     }
 
     #[test]
@@ -380,7 +382,7 @@ mod tests {
             result("Accepted", Outcome::Fail, Severity::Blocking),
             result("Skips", Outcome::Skipped, Severity::Blocking),
         ];
-        let policy = Blocking {
+        let policy = Exemptions {
             fail_open: names(&["ErrsOpen"]),
             accepted: names(&["Accepted"]),
         };
@@ -404,8 +406,8 @@ mod tests {
             result("Open", Outcome::Error, Severity::Blocking),
             result("Closed", Outcome::Error, Severity::Blocking),
         ];
-        Blocking::fail_open(["Open".to_owned()]).stamp(&mut results);
-        let later = Blocking::default().assess(&results);
+        Exemptions::fail_open(["Open".to_owned()]).stamp(&mut results);
+        let later = Exemptions::default().assess(&results);
         assert_eq!(later.blocking.len(), 1);
         assert_eq!(later.blocking[0].name, "Closed");
         assert_eq!(later.warnings[0].name, "Open");

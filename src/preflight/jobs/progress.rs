@@ -1,5 +1,5 @@
 //! Reading how a check ended, pure: [`parse_result`] (exit code and
-//! termination message, by the protocol) and [`classify`] (a Job and its
+//! termination message, by the protocol) and [`progress_of`] (a Job and its
 //! pods to [`Progress`]: running, or a `Finding` for an answer, a pull
 //! failure, a pod never scheduled, a deadline); [`result`] names the finding
 //! after its check.
@@ -142,7 +142,7 @@ fn seconds(d: Duration) -> String {
 
 /// Tells from a Job and its pods whether the check has ended and what it
 /// concluded. `now` is passed in, so that tests fix it.
-pub(super) fn classify(
+pub(super) fn progress_of(
     job: &Job,
     pods: &[Pod],
     settings: &JobSettings,

@@ -1,0 +1,278 @@
+//! `preflight-gate serve`: the webhook and, in a cluster, the controller,
+//! wired one step at a time: the connection, the results source, what the
+//! cluster does for the gate (authorization, Events, the witness), TLS, the
+//! listeners and the leader's work.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use crate::admission::ports::OverrideAuthorizer;
+use crate::certs;
+use crate::cli::ServeArgs;
+use crate::cluster::witness::Witness;
+use crate::cluster::{self, EventRecorder, NoCluster, SubjectAccessReviewer};
+use crate::metrics::Metrics;
+use crate::preflight::{
+    DirectorySource, LiveSource, SnapshotSource, Source, controller, leader, result_key,
+};
+use crate::server::{self, CertFiles, Gate, Health, Listen, ReloadingCert};
+
+/// The example review the first-run hint posts.
+const EXAMPLE_REVIEW: &str = "examples/reviews/update-to-4.15.3.json";
+
+/// `preflight-gate serve`.
+pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let metrics = Metrics::new()?;
+    let client = connect(&args).await?;
+    let instance = args.cluster.instance.clone().unwrap_or_else(instance_name);
+    let source = results_source(&args, client.as_ref(), &metrics)?;
+    let effects = ClusterEffects::new(client.as_ref(), &instance, &metrics);
+    let (tls, admin_tls) = tls_configs(&args, &metrics)?;
+    let (webhook, admin) = bind(&args)?;
+
+    // SIGTERM stops the servers and the controller alike.
+    let (stopping, stopped) = watch::channel(false);
+    let leader = match (
+        &client,
+        args.controller.controller,
+        &args.cluster.results_dir,
+    ) {
+        (Some(client), true, None) => Some(lead(&args, client, &instance, &metrics, stopped)),
+        _ => None,
+    };
+
+    let gate = Arc::new(Gate {
+        results: source.clone(),
+        runs: source.clone(),
+        authorizer: effects.authorizer,
+        events: effects.events,
+        witness: effects.witness,
+        policy: args.policy.policy(),
+        metrics: metrics.clone(),
+    });
+    let health = Arc::new(Health {
+        results: source,
+        metrics,
+        shutting_down: Default::default(),
+    });
+    let listen = Listen {
+        webhook,
+        admin,
+        admin_tls,
+        max_concurrency: args.server.max_concurrency,
+        max_connections: args.server.max_connections,
+        handshake_timeout: args.server.handshake_timeout,
+        header_read_timeout: args.server.header_read_timeout,
+        idle_timeout: args.server.idle_timeout,
+        shutdown_delay: args.server.shutdown_delay,
+        shutdown_grace: args.server.shutdown_grace,
+    };
+    let shutdown = async move {
+        server::signal().await;
+        let _ = stopping.send(true);
+    };
+    let served = server::serve(listen, tls, gate, health, shutdown).await;
+    if let Some(leader) = leader {
+        let _ = leader.await;
+    }
+    served
+}
+
+/// The cluster's client, when one is configured at all.
+async fn connect(args: &ServeArgs) -> anyhow::Result<Option<kube::Client>> {
+    let kubeconfig = args.cluster.kubeconfig.as_deref();
+    let configured = kubeconfig.is_some()
+        || std::env::var_os("KUBECONFIG").is_some()
+        || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+    if !configured {
+        warn!("no cluster configured: overrides cannot be authorized and no Events are published");
+        return Ok(None);
+    }
+    let client = cluster::client(kubeconfig)
+        .await
+        .context("connecting to the cluster")?;
+    Ok(Some(client))
+}
+
+/// Where results come from: a directory of objects, a snapshot, the
+/// cluster's UpdatePreflights, or (nothing given) the sample snapshot.
+fn results_source(
+    args: &ServeArgs,
+    client: Option<&kube::Client>,
+    metrics: &Metrics,
+) -> anyhow::Result<Arc<dyn Source>> {
+    let snapshot = |mut view: crate::view::ClusterView, name: String| -> Arc<dyn Source> {
+        view.alert_namespaces = args.controller.alerts.namespaces();
+        Arc::new(SnapshotSource::new(
+            view,
+            name,
+            args.controller.limits.limits(),
+        ))
+    };
+    Ok(
+        match (&args.cluster.results_dir, &args.cluster.snapshot, client) {
+            (Some(dir), _, _) => {
+                let source = DirectorySource::load(dir)?;
+                info!(dir = %dir.display(), objects = source.len(), "serving results from a directory");
+                Arc::new(source)
+            }
+            (None, Some(dir), _) => {
+                snapshot(cluster::snapshot::load(dir)?, dir.display().to_string())
+            }
+            (None, None, Some(client)) => {
+                info!("serving results from the cluster's UpdatePreflight objects");
+                // Every replica verifies results with the key the leader signs them with.
+                let key =
+                    result_key::SharedKey::spawn(client.clone(), args.controller.namespace.clone());
+                LiveSource::spawn(
+                    client.clone(),
+                    args.cluster.stale_after,
+                    metrics.clone(),
+                    key,
+                )
+            }
+            (None, None, None) => snapshot(
+                cluster::snapshot::sample::load().context("the sample snapshot")?,
+                "the sample snapshot compiled in from examples/snapshot/".to_owned(),
+            ),
+        },
+    )
+}
+
+/// What the cluster does for the webhook: authorize overrides, publish
+/// Events, and witness what an allowed change stored. Without a cluster,
+/// no override is authorized and no Event published.
+struct ClusterEffects {
+    authorizer: Arc<dyn OverrideAuthorizer>,
+    events: Option<EventRecorder>,
+    witness: Arc<Witness>,
+}
+
+impl ClusterEffects {
+    fn new(client: Option<&kube::Client>, instance: &str, metrics: &Metrics) -> Self {
+        let Some(client) = client else {
+            return Self {
+                authorizer: Arc::new(NoCluster),
+                events: None,
+                witness: Witness::unwatched(None, metrics.clone()),
+            };
+        };
+        let events =
+            EventRecorder::spawn(client.clone(), Some(instance.to_owned()), metrics.clone());
+        Self {
+            authorizer: Arc::new(SubjectAccessReviewer::new(client.clone())),
+            witness: Witness::spawn(client.clone(), Some(events.clone()), metrics.clone()),
+            events: Some(events),
+        }
+    }
+}
+
+/// The webhook's TLS configuration and, with `--admin-tls`, the admin
+/// port's, over one reloading serving pair.
+fn tls_configs(
+    args: &ServeArgs,
+    metrics: &Metrics,
+) -> anyhow::Result<(rustls::ServerConfig, Option<rustls::ServerConfig>)> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cert = Arc::new(
+        ReloadingCert::load(cert_files(args)?, provider.clone(), metrics.clone())
+            .context("loading the serving certificate")?,
+    );
+    tokio::spawn(cert.clone().watch(args.tls.tls_reload_interval));
+    let admin_tls = args
+        .server
+        .admin_tls
+        .then(|| server::tls::server_config(cert.clone(), provider.clone(), None))
+        .transpose()?;
+    let tls = server::tls::server_config(cert, provider, args.tls.client_ca.as_deref())?;
+    Ok((tls, admin_tls))
+}
+
+/// The serving pair: the flags', or development certificates under certs/.
+fn cert_files(args: &ServeArgs) -> anyhow::Result<CertFiles> {
+    if let (Some(cert), Some(key)) = (&args.tls.tls_cert, &args.tls.tls_key) {
+        return Ok(CertFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        });
+    }
+    let dir = PathBuf::from("certs");
+    let files = CertFiles {
+        cert: dir.join(certs::TLS_CERT),
+        key: dir.join(certs::TLS_KEY),
+    };
+    if !files.cert.exists() || !files.key.exists() {
+        certs::generate(&dir, &[]).context("making development certificates")?;
+        info!(dir = %dir.display(), "made development certificates (localhost, 127.0.0.1)");
+    }
+    Ok(files)
+}
+
+/// The webhook and admin listeners; with development certificates, a hint
+/// of how to try the webhook.
+fn bind(args: &ServeArgs) -> anyhow::Result<(std::net::TcpListener, std::net::TcpListener)> {
+    let webhook = std::net::TcpListener::bind(args.server.webhook_addr)
+        .with_context(|| format!("binding {}", args.server.webhook_addr))?;
+    let admin = std::net::TcpListener::bind(args.server.admin_addr)
+        .with_context(|| format!("binding {}", args.server.admin_addr))?;
+    if args.tls.tls_cert.is_none() && Path::new(EXAMPLE_REVIEW).exists() {
+        let port = webhook.local_addr()?.port();
+        info!(
+            "try it: curl --cacert certs/ca.crt -H 'Content-Type: application/json' --data-binary @{EXAMPLE_REVIEW} https://localhost:{port}{}",
+            server::webhook::PATH
+        );
+    }
+    Ok((webhook, admin))
+}
+
+/// Joins the leader election; the leader runs the controller until
+/// `stopped` says the gate stops.
+fn lead(
+    args: &ServeArgs,
+    client: &kube::Client,
+    instance: &str,
+    metrics: &Metrics,
+    mut stopped: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    let lease = leader::LeaseSettings {
+        namespace: args.controller.namespace.clone(),
+        name: args.controller.lease_name.clone(),
+        identity: instance.to_owned(),
+        duration: args.controller.lease_duration,
+    };
+    let settings = args.controller.settings(args.policy.blocking());
+    let work = {
+        let (client, metrics, instance) = (client.clone(), metrics.clone(), instance.to_owned());
+        move || {
+            controller::start(
+                client.clone(),
+                settings.clone(),
+                metrics.clone(),
+                instance.clone(),
+            )
+        }
+    };
+    let until_stopped = async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    tokio::spawn(leader::lead(
+        client.clone(),
+        lease,
+        metrics.clone(),
+        work,
+        until_stopped,
+    ))
+}
+
+/// This replica's name: the pod name in a cluster, else the host name.
+fn instance_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| format!("preflight-gate-{}", std::process::id()))
+}
