@@ -721,6 +721,9 @@ impl Fresh<'_> {
     }
 }
 
+/// The decision on a change to `target`: the verdict its results give
+/// with the checks accepted, the window's limits on it, then the claims
+/// that override it, which wait for authorization.
 fn gate(
     request: &Request,
     cv: &ClusterVersion,
@@ -729,10 +732,16 @@ fn gate(
     policy: &Policy,
     now: Timestamp,
 ) -> Decision {
-    let lookup = source.lookup(&target.key);
     let approval = Approval::of(request, cv, policy);
     let max = policy.max_override_duration;
-    let until = suggested_until(now, max);
+    let case = Case {
+        request,
+        target,
+        source,
+        policy,
+        now,
+        until: suggested_until(now, max),
+    };
     let (accepted, unbound) = overrides::accepted_checks(cv, target, now, max);
     // An accept by annotation gives its reason; acceptRisks has none.
     let accept_reason = (!accepted.in_annotation.is_empty())
@@ -740,62 +749,23 @@ fn gate(
         .flatten();
     let (accepted, mut ignored) = approval.accepted(accepted);
     ignored.extend(unbound);
-    let force = overrides::force_claim(cv, target, policy.honor_desired_update_force, now, max)
-        .and_then(|claim| approval.force(claim));
     let window = cv
         .annotation(WINDOW_END)
         .map(|text| window_end(WINDOW_END, text, now, Some(max)));
-    // What the window has to go by: the plan of fresh results.
-    let mut judged = Judged::NoResult;
 
-    // The verdict without any force override.
-    let (base, accept_pending) = match results_for(&lookup, target, policy, now) {
-        Results::Fresh(result) => {
-            let blocking = Exemptions {
-                fail_open: policy.fail_open_checks.clone(),
-                accepted,
-            };
-            let plan = result.status.as_ref().and_then(|s| s.plan.as_ref());
-            let fit = match (&window, plan) {
-                (Some(Ok(end)), Some(plan)) => Some(window_fit(*end, now, plan.p90_seconds)),
-                _ => None,
-            };
-            judged = match plan {
-                Some(plan) => Judged::Plan(plan, fit),
-                None => Judged::NoPlan,
-            };
-            let fresh = Fresh {
-                request,
-                target,
-                result,
-                until,
-                fit,
-            };
-            fresh.judge(&blocking, accept_reason.as_deref(), &approval)
-        }
-        Results::Missing(why) if source.runs_on_miss() && source.may_run(&target.key) => {
-            pending(target, message::Pending::Started(why), policy)
-        }
-        Results::Missing(why) if source.runs_on_miss() => {
-            pending(target, message::Pending::NotOffered(why), policy)
-        }
-        Results::Missing(why) => pending(target, message::Pending::CannotRun(why), policy),
-        Results::Running => pending(target, message::Pending::Running, policy),
-        Results::Untrusted => pending(target, message::Pending::Untrusted, policy),
-        Results::NotVouched(refused) => (
-            Verdict::deny(
-                Reason::NotVouched,
-                403,
-                message::not_vouched(target, &refused.name, &refused.why),
-            ),
-            None,
-        ),
-    };
+    let lookup = source.lookup(&target.key);
+    let (base, accept_pending, judged) = case.on_results(
+        &lookup,
+        accepted,
+        accept_reason.as_deref(),
+        window.as_ref(),
+        &approval,
+    );
     let (base, accept_pending) = match &window {
         Some(window) => {
             let limits = WindowLimits {
                 target,
-                until,
+                until: case.until,
                 may_run: source.runs_on_miss() && source.may_run(&target.key),
                 retry: policy.retry_after,
             };
@@ -803,34 +773,137 @@ fn gate(
         }
         None => (base, accept_pending),
     };
-    let mut base = base.for_target(target);
+    let force = overrides::force_claim(cv, target, policy.honor_desired_update_force, now, max)
+        .and_then(|claim| approval.force(claim))
+        .unwrap_or_else(|why| {
+            ignored.push(why);
+            None
+        });
+    case.with_claims(
+        base.for_target(target),
+        accept_pending,
+        force,
+        &ignored,
+        &judged,
+        &approval,
+    )
+}
 
-    let claim = force.unwrap_or_else(|why| {
-        ignored.push(why);
-        None
-    });
-    // Why a claim was ignored leads the denial, in the order found.
-    for why in ignored.iter().rev() {
-        if base.allowed {
-            base.warnings.insert(0, format!("preflight-gate: {why}"));
-        } else {
-            message::lead_with(&mut base.message, &format!("Override ignored: {why}."));
-        }
-    }
-    match (claim, accept_pending) {
-        (Some(claim), _) if !base.allowed => {
-            let mut granted = forced(request, target, &base, &claim);
-            if let Judged::Plan(plan, fit) = &judged {
-                granted
-                    .warnings
-                    .push(message::plan_warning(plan, fit.as_ref()));
+/// A target change being decided: the request, its target, where its
+/// results come from, the policy, the time, and the `until` a suggested
+/// claim would carry.
+struct Case<'a> {
+    request: &'a Request,
+    target: &'a Target,
+    source: &'a dyn ResultLookup,
+    policy: &'a Policy,
+    now: Timestamp,
+    until: Timestamp,
+}
+
+impl Case<'_> {
+    /// The verdict the target's results give, before any force override;
+    /// the accept claim's verdict when one waits for authorization; and
+    /// what the window has to go by (the plan of fresh results).
+    fn on_results<'r>(
+        &self,
+        lookup: &'r Lookup,
+        accepted: BTreeSet<String>,
+        accept_reason: Option<&str>,
+        window: Option<&Result<Timestamp, String>>,
+        approval: &Approval,
+    ) -> (Verdict, Option<Verdict>, Judged<'r>) {
+        let (target, policy) = (self.target, self.policy);
+        let result = match results_for(lookup, target, policy, self.now) {
+            Results::Fresh(result) => result,
+            Results::Missing(why) if self.source.runs_on_miss() => {
+                let why = if self.source.may_run(&target.key) {
+                    message::Pending::Started(why)
+                } else {
+                    message::Pending::NotOffered(why)
+                };
+                return with_no_result(pending(target, why, policy));
             }
-            approval.record(&mut granted);
-            needs_authorization(request, granted, base)
-        }
-        (_, Some(granted)) => needs_authorization(request, granted.for_target(target), base),
-        (_, None) => Decision::Final(base),
+            Results::Missing(why) => {
+                return with_no_result(pending(target, message::Pending::CannotRun(why), policy));
+            }
+            Results::Running => {
+                return with_no_result(pending(target, message::Pending::Running, policy));
+            }
+            Results::Untrusted => {
+                return with_no_result(pending(target, message::Pending::Untrusted, policy));
+            }
+            Results::NotVouched(refused) => {
+                let message = message::not_vouched(target, &refused.name, &refused.why);
+                return with_no_result((Verdict::deny(Reason::NotVouched, 403, message), None));
+            }
+        };
+        let exemptions = Exemptions {
+            fail_open: policy.fail_open_checks.clone(),
+            accepted,
+        };
+        let plan = result.status.as_ref().and_then(|s| s.plan.as_ref());
+        let fit = match (window, plan) {
+            (Some(Ok(end)), Some(plan)) => Some(window_fit(*end, self.now, plan.p90_seconds)),
+            _ => None,
+        };
+        let judged = match plan {
+            Some(plan) => Judged::Plan(plan, fit),
+            None => Judged::NoPlan,
+        };
+        let fresh = Fresh {
+            request: self.request,
+            target,
+            result,
+            until: self.until,
+            fit,
+        };
+        let (verdict, accept_pending) = fresh.judge(&exemptions, accept_reason, approval);
+        (verdict, accept_pending, judged)
     }
+
+    /// The decision once the claims are weighed: why a claim was ignored
+    /// leads the answer, in the order found; a force claim on a denial, or
+    /// an accept claim, waits for authorization.
+    fn with_claims(
+        &self,
+        mut base: Verdict,
+        accept_pending: Option<Verdict>,
+        force: Option<ForceClaim>,
+        ignored: &[String],
+        judged: &Judged,
+        approval: &Approval,
+    ) -> Decision {
+        let (request, target) = (self.request, self.target);
+        for why in ignored.iter().rev() {
+            if base.allowed {
+                base.warnings.insert(0, format!("preflight-gate: {why}"));
+            } else {
+                message::lead_with(&mut base.message, &format!("Override ignored: {why}."));
+            }
+        }
+        match (force, accept_pending) {
+            (Some(claim), _) if !base.allowed => {
+                let mut granted = forced(request, target, &base, &claim);
+                if let Judged::Plan(plan, fit) = judged {
+                    granted
+                        .warnings
+                        .push(message::plan_warning(plan, fit.as_ref()));
+                }
+                approval.record(&mut granted);
+                needs_authorization(request, granted, base)
+            }
+            (_, Some(granted)) => needs_authorization(request, granted.for_target(target), base),
+            (_, None) => Decision::Final(base),
+        }
+    }
+}
+
+/// A verdict reached without fresh results: the window has no plan to go by.
+fn with_no_result<'r>(
+    (verdict, accept_pending): (Verdict, Option<Verdict>),
+) -> (Verdict, Option<Verdict>, Judged<'r>) {
+    (verdict, accept_pending, Judged::NoResult)
 }
 
 /// Who wrote the claims a target change carries, and whether they count

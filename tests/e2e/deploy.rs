@@ -13,6 +13,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use crate::access::{self, Account};
 use crate::cluster::{User, World, lock, merge_patch_args};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -449,22 +450,15 @@ fn the_gates_account_makes_pods_only_in_the_checks_namespace_never_its_own() {
     let (_turn, world) = lock();
     apply_dev(world);
     let checks = crate::cluster::JOBS_NAMESPACE;
+    let gate = Account {
+        namespace: "preflight-gate",
+        name: "preflight-gate",
+    };
     let sar = |verb: &str, group: &str, resource: &str, namespace: &str| {
-        let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
-        let review = json!({
-            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-            "spec": {"user": SA,
-                "groups": ["system:serviceaccounts", "system:serviceaccounts:preflight-gate",
-                    "system:authenticated"],
-                "resourceAttributes": {"verb": verb, "group": group, "resource": resource,
-                    "subresource": subresource, "namespace": namespace}}});
-        let path = world.dir().join(format!(
-            "sar-gate-{verb}-{resource}-{subresource}-{namespace}.json"
-        ));
-        std::fs::write(&path, review.to_string()).unwrap();
-        let out = world.admin(&["create", "-f", path.to_str().unwrap(), "-o", "json"]);
-        let answer: Value = serde_json::from_str(&out).unwrap();
-        answer["status"]["allowed"] == true
+        let review = gate.review(verb, group, resource, namespace, "");
+        access::allowed(&review, world.dir(), |file| {
+            world.admin(&["create", "-f", file, "-o", "json"])
+        })
     };
     for (verb, group, resource) in [
         ("create", "", "pods"),
@@ -483,14 +477,7 @@ fn the_gates_account_makes_pods_only_in_the_checks_namespace_never_its_own() {
         );
     }
     // Nor any workload that would make pods, in either namespace.
-    for (group, resource) in [
-        ("apps", "deployments"),
-        ("apps", "replicasets"),
-        ("apps", "daemonsets"),
-        ("apps", "statefulsets"),
-        ("batch", "cronjobs"),
-        ("", "replicationcontrollers"),
-    ] {
+    for (group, resource) in access::MAKE_PODS {
         for namespace in ["preflight-gate", checks] {
             assert!(
                 !sar("create", group, resource, namespace),

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cluster::{CLEAR_TARGET, User, World, image_patch_args, lock};
+use crate::access::{self, Account};
+use crate::cluster::{CLEAR_TARGET, JOBS_NAMESPACE, User, World, image_patch_args, lock};
 
 /// Where check Jobs and extraction pods run (deploy/base's
 /// `--jobs-namespace`), apart from the gate's own namespace.
 const NS: &str = "preflight-gate-checks";
-const CHECK_SA: &str = "system:serviceaccount:preflight-gate-checks:preflight-check";
 
 /// Release images these tests check; by digest, as the gate keys them.
 fn release(n: char) -> String {
@@ -540,22 +540,14 @@ fn check_sa_may_on(
     namespace: &str,
     name: &str,
 ) -> bool {
-    let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
-    let review = json!({
-        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-        "spec": {
-            "user": CHECK_SA,
-            "groups": ["system:serviceaccounts", "system:serviceaccounts:preflight-gate-checks", "system:authenticated"],
-            "resourceAttributes": {"verb": verb, "group": group, "resource": resource,
-                "subresource": subresource, "namespace": namespace, "name": name}}});
-    let path = world.dir().join(format!(
-        "sar-{verb}-{resource}-{subresource}-{namespace}-{name}.json"
-    ));
-    std::fs::write(&path, review.to_string()).unwrap();
-    let answer: Value =
-        serde_json::from_str(&world.admin(&["create", "-f", path.to_str().unwrap(), "-o", "json"]))
-            .unwrap();
-    answer["status"]["allowed"] == true
+    let check = Account {
+        namespace: JOBS_NAMESPACE,
+        name: "preflight-check",
+    };
+    let review = check.review(verb, group, resource, namespace, name);
+    access::allowed(&review, world.dir(), |file| {
+        world.admin(&["create", "-f", file, "-o", "json"])
+    })
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! the gate served on loopback, and kubectl acting as `oc adm upgrade`, the
 //! console and administrators would.
 
+#[path = "../common/access.rs"]
+mod access;
 mod checks_live;
 mod cluster;
 mod deploy;

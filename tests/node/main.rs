@@ -6,6 +6,8 @@
 //!
 //! Needs root (network namespaces, mounts, cgroups), like the node itself.
 
+#[path = "../common/access.rs"]
+mod access;
 mod checks;
 mod gate;
 mod plan;

@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::access::{self, Account};
 use crate::world::{CHECKS_NAMESPACE, CLIENT_CA_SECRET, NAMESPACE, World, lock, wait_for};
 
 /// The name the serving certificate is for (the Service's).
 const SERVICE_HOST: &str = "preflight-gate.preflight-gate.svc";
-const GATE_ACCOUNT: &str = "system:serviceaccount:preflight-gate:preflight-gate";
 
 /// A socat inside the node's network namespace that forwards a Unix socket
 /// of the state dir to a gate pod's webhook port: a caller on the node,
@@ -242,21 +242,14 @@ fn the_network_policy_admits_the_gates_ports_only_from_the_node() {
 /// Whether the API server's authorizer lets the gate's account `verb` the
 /// `resource` in `namespace`, asked with a SubjectAccessReview.
 fn gate_may(world: &World, verb: &str, group: &str, resource: &str, namespace: &str) -> bool {
-    let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
-    let review = json!({
-        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-        "spec": {"user": GATE_ACCOUNT,
-            "groups": ["system:serviceaccounts", "system:serviceaccounts:preflight-gate", "system:authenticated"],
-            "resourceAttributes": {"verb": verb, "group": group, "resource": resource,
-                "subresource": subresource, "namespace": namespace}}});
-    let path = world.dir().join(format!(
-        "sar-gate-{verb}-{resource}-{subresource}-{namespace}.json"
-    ));
-    std::fs::write(&path, review.to_string()).unwrap();
-    let answer: Value =
-        serde_json::from_str(&world.admin(&["create", "-f", path.to_str().unwrap(), "-o", "json"]))
-            .unwrap();
-    answer["status"]["allowed"] == true
+    let gate = Account {
+        namespace: NAMESPACE,
+        name: "preflight-gate",
+    };
+    let review = gate.review(verb, group, resource, namespace, "");
+    access::allowed(&review, world.dir(), |file| {
+        world.admin(&["create", "-f", file, "-o", "json"])
+    })
 }
 
 #[test]
@@ -280,14 +273,7 @@ fn the_gates_account_makes_pods_only_in_the_checks_namespace() {
     // Nor any workload that makes pods, in either namespace; and no Secret
     // where the checks run.
     for namespace in [NAMESPACE, CHECKS_NAMESPACE] {
-        for (group, resource) in [
-            ("apps", "deployments"),
-            ("apps", "replicasets"),
-            ("apps", "daemonsets"),
-            ("apps", "statefulsets"),
-            ("batch", "cronjobs"),
-            ("", "replicationcontrollers"),
-        ] {
+        for (group, resource) in access::MAKE_PODS {
             assert!(
                 !gate_may(world, "create", group, resource, namespace),
                 "may create {resource} in {namespace}"
