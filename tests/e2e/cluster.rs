@@ -307,6 +307,22 @@ impl World {
         })
     }
 
+    /// Writes `status` to the UpdatePreflight `name` as the gate's field
+    /// manager, as anyone allowed to write `updatepreflights/status` can
+    /// (and as the gate writes its results).
+    pub fn write_status_as_the_gates_manager(&self, name: &str, status: &Value) {
+        self.admin(&[
+            "patch",
+            "updatepreflight",
+            name,
+            "--subresource=status",
+            "--field-manager=preflight-gate",
+            "--type=merge",
+            "-p",
+            &json!({ "status": status }).to_string(),
+        ]);
+    }
+
     /// The gate's signature of `status` as the result of `object` (its
     /// name and spec), as its controller writes it.
     pub fn sign_as_the_gate(&self, object: &Value, status: &Value) -> String {

@@ -69,18 +69,7 @@ fn reseed_4153(world: &World) {
     status["signature"] = json!(world.sign_as_the_gate(&object, &status));
     status["plan"] = Value::Null;
     status["observedRequest"] = Value::Null;
-    let patch = json!({ "status": status }).to_string();
-    world.admin(&[
-        "patch",
-        "updatepreflight",
-        name,
-        "--subresource=status",
-        // As the gate writes it: only its field manager's status counts.
-        "--field-manager=preflight-gate",
-        "--type=merge",
-        "-p",
-        &patch,
-    ]);
+    world.write_status_as_the_gates_manager(name, &status);
 }
 
 /// Leaves the ClusterVersion without a target or gate annotations, even

@@ -192,21 +192,6 @@ fn a_request_stamped_in_the_future_asks_for_one_run_not_a_run_forever() {
 
 const UNSIGNED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5";
 
-/// Writes `status` to `name` as the gate's field manager, as anyone
-/// allowed to write `updatepreflights/status` can.
-fn write_status_as_the_gates_manager(world: &World, name: &str, status: &Value) {
-    world.admin(&[
-        "patch",
-        "updatepreflight",
-        name,
-        "--subresource=status",
-        "--field-manager=preflight-gate",
-        "--type=merge",
-        "-p",
-        &json!({ "status": status }).to_string(),
-    ]);
-}
-
 /// Vouching rests on more than RBAC: a status written with
 /// `--field-manager=preflight-gate` but without the gate's key is no
 /// result, nor is one that carries a signature the gate made for another
@@ -239,7 +224,7 @@ fn a_status_written_as_the_gates_field_manager_without_its_key_is_no_result() {
     };
 
     // A pass, as the gate's field manager, and no signature.
-    write_status_as_the_gates_manager(world, &own, &status("Pass", "Passed"));
+    world.write_status_as_the_gates_manager(&own, &status("Pass", "Passed"));
     let refused = ask_until(world, UNSIGNED, "refused", |ok, stderr| {
         !ok && stderr.contains("signature")
     });
@@ -253,7 +238,7 @@ fn a_status_written_as_the_gates_field_manager_without_its_key_is_no_result() {
     // The gate's own signature of a failure, on a pass.
     let mut copied = status("Pass", "Passed");
     copied["signature"] = json!(world.sign_as_the_gate(&object, &status("Fail", "Failed")));
-    write_status_as_the_gates_manager(world, &own, &copied);
+    world.write_status_as_the_gates_manager(&own, &copied);
     let refused = ask_until(world, UNSIGNED, "refused", |ok, stderr| {
         !ok && stderr.contains("a signature that is not the gate's")
     });
@@ -266,7 +251,7 @@ fn a_status_written_as_the_gates_field_manager_without_its_key_is_no_result() {
     // What the gate signed is what counts: the failure, signed, is a result.
     let mut failure = status("Fail", "Failed");
     failure["signature"] = json!(world.sign_as_the_gate(&object, &failure));
-    write_status_as_the_gates_manager(world, &own, &failure);
+    world.write_status_as_the_gates_manager(&own, &failure);
     let denied = ask_until(world, UNSIGNED, "denied on its checks", |ok, stderr| {
         !ok && stderr.contains("ClusterVersionState")
     });
@@ -274,7 +259,7 @@ fn a_status_written_as_the_gates_field_manager_without_its_key_is_no_result() {
 
     // The forged pass again; a controller that starts runs the target anew
     // and signs what it writes, which the webhook counts.
-    write_status_as_the_gates_manager(world, &own, &copied);
+    world.write_status_as_the_gates_manager(&own, &copied);
     ask_until(world, UNSIGNED, "refused", |ok, stderr| {
         !ok && stderr.contains("a signature that is not the gate's")
     });
