@@ -8,6 +8,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use backon::{ExponentialBuilder, Retryable};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ObjectMeta, PostParams};
@@ -110,25 +111,29 @@ fn from_secret(secret: &Secret, namespace: &str) -> Result<ResultKey, KeyError> 
     ResultKey::new(&bytes.0).map_err(unusable)
 }
 
-/// Reads the key, trying again with backoff (up to a minute apart) until it
-/// is read; each failure is logged and told to `failed`.
+/// Reads the key, trying again with backoff (up to a minute apart, with
+/// jitter) until it is read; each failure is logged and told to `failed`.
 pub async fn load_until_read(
     client: &kube::Client,
     namespace: &str,
     failed: impl Fn(String),
 ) -> ResultKey {
-    let mut wait = Duration::from_secs(1);
+    let backoff = ExponentialBuilder::default()
+        .with_min_delay(Duration::from_secs(1))
+        .with_max_delay(Duration::from_secs(60))
+        .without_max_times()
+        .with_jitter();
+    let read = || load_or_create(client, namespace);
+    // Retried without a limit, so only the key ends it.
     loop {
-        match load_or_create(client, namespace).await {
-            Ok(key) => return key,
-            Err(e) => {
-                let why = crate::model::text::chain(&e);
-                warn!(error = %why, retry_in = ?wait, "cannot read the key results are signed with; no result is vouched for until it is read");
-                failed(why);
-            }
+        let tried = read.retry(backoff).notify(|e, retry_in| {
+            let why = crate::model::text::chain(e);
+            warn!(error = %why, ?retry_in, "cannot read the key results are signed with; no result is vouched for until it is read");
+            failed(why);
+        });
+        if let Ok(key) = tried.await {
+            return key;
         }
-        tokio::time::sleep(wait).await;
-        wait = (wait * 2).min(Duration::from_secs(60));
     }
 }
 
