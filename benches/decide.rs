@@ -10,6 +10,8 @@ use jiff::Timestamp;
 use kube::core::DynamicObject;
 use kube::core::admission::AdmissionReview;
 use preflight_gate::admission::{Policy, decide, review};
+use preflight_gate::model::UpdatePreflight;
+use preflight_gate::model::vouch::ResultKey;
 use preflight_gate::preflight::DirectorySource;
 use serde_json::{Value, json};
 
@@ -136,7 +138,27 @@ fn percentiles() {
     }
 }
 
-criterion_group!(benches, bench);
+/// What the live source adds per review: verifying the gate's signature
+/// on the target's result (HMAC-SHA256 over what the decision reads), here
+/// on the sample failing result with its 17 checks.
+fn signature(c: &mut Criterion) {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/results/4.15.3-failing.yaml"
+    ))
+    .unwrap();
+    let mut object: UpdatePreflight = serde_saphyr::from_str(&text).unwrap();
+    let key = ResultKey::new(&[7; 32]).unwrap();
+    let signature = key.sign(&object);
+    if let Some(status) = object.status.as_mut() {
+        status.signature = Some(signature);
+    }
+    c.bench_function("verify_signature/4.15.3-failing", |b| {
+        b.iter(|| black_box(key.verify(black_box(&object))))
+    });
+}
+
+criterion_group!(benches, bench, signature);
 
 fn main() {
     benches();
