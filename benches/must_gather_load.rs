@@ -28,12 +28,11 @@ const CRDS: usize = 900;
 /// Bytes of log per pod: most of a real must-gather is container logs.
 const LOG_BYTES: usize = 92_000;
 
+#[path = "common/runs.rs"]
+mod runs;
+
 fn main() {
-    let benching = std::env::args().any(|a| a == "--bench");
-    let runs: usize = std::env::var("PREFLIGHT_GATE_BENCH_RUNS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(if benching { 5 } else { 1 });
+    let (_, runs) = runs::plan();
     let tmp = tempfile::tempdir().expect("a temporary directory");
     // PREFLIGHT_GATE_BENCH_DIR keeps the generated must-gather there, to
     // look at or profile.

@@ -26,14 +26,11 @@ struct Figures {
     peak_rss_mb: Option<u64>,
 }
 
+#[path = "common/runs.rs"]
+mod runs;
+
 fn main() {
-    // `cargo bench` passes `--bench`; `cargo test --benches` does not, and
-    // then this only proves that it runs, once, at 1x.
-    let benching = std::env::args().any(|a| a == "--bench");
-    let runs: usize = std::env::var("PREFLIGHT_GATE_BENCH_RUNS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(if benching { 5 } else { 1 });
+    let (benching, runs) = runs::plan();
     let mut results = Vec::new();
     for scale in [1, 2] {
         let dir = tempfile::tempdir().expect("a temporary directory");
