@@ -139,6 +139,12 @@ pub struct ClusterArgs {
     /// Name of this instance in Events and the Lease (the pod name in a cluster).
     #[arg(long, env = "PREFLIGHT_GATE_INSTANCE")]
     pub instance: Option<String>,
+    /// The node this replica runs on (the pod's spec.nodeName). While it is
+    /// cordoned the replica reports itself unready, so that a drain evicts
+    /// it past the gate's PodDisruptionBudget (unhealthyPodEvictionPolicy:
+    /// AlwaysAllow) even where no other node can take it.
+    #[arg(long, env = "PREFLIGHT_GATE_NODE_NAME")]
+    pub node_name: Option<String>,
     /// With a cluster, results turn stale once the watch feeding them has
     /// been down this long.
     #[arg(long, default_value = "2m", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_STALE_AFTER")]
@@ -313,6 +319,11 @@ pub struct PolicyArgs {
     /// required, and refused past it.
     #[arg(long, default_value = "24h", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_MAX_OVERRIDE_DURATION")]
     pub max_override_duration: Duration,
+    /// The longest time ahead a maintenance window's end
+    /// (preflight.dev/window-end) may be. A window is planned days ahead
+    /// and set under a verb of its own (window), not the override verb.
+    #[arg(long, default_value = "14d", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_MAX_WINDOW_AHEAD")]
+    pub max_window_ahead: Duration,
     /// The four-eyes rule: honour an override or accept claim only when
     /// preflight.dev/claimed-by names someone other than the requester.
     #[arg(long, env = "PREFLIGHT_GATE_REQUIRE_DISTINCT_APPROVER")]
@@ -382,6 +393,14 @@ pub struct CheckArgs {
     /// --fail-open-checks.
     #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_FAIL_OPEN_CHECKS")]
     pub fail_open_checks: Vec<String>,
+    /// The namespace the gate is installed in: its own PodDisruptionBudget
+    /// never holds the update.
+    #[arg(
+        long,
+        default_value = "preflight-gate",
+        env = "PREFLIGHT_GATE_NAMESPACE"
+    )]
+    pub namespace: String,
     #[command(flatten)]
     pub alerts: AlertArgs,
 }
@@ -469,6 +488,7 @@ impl PolicyArgs {
             retry_after: self.retry_after,
             require_distinct_approver: self.require_distinct_approver,
             max_override_duration: self.max_override_duration,
+            max_window_ahead: self.max_window_ahead,
         }
     }
 }

@@ -81,6 +81,7 @@ pub async fn start() -> Running {
         results: source,
         metrics: metrics.clone(),
         shutting_down: Default::default(),
+        node_cordoned: Default::default(),
     });
     tokio::spawn(server::serve(
         listen,

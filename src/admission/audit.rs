@@ -10,6 +10,9 @@ pub const CLAIMS_WRITTEN_BY: &str = "claims-written-by";
 pub const CLAIMS: &str = "claims";
 /// Who wrote the claim a target change used (`preflight.dev/claimed-by`).
 pub const CLAIMED_BY: &str = "claimed-by";
+/// The claim's writer when another person changed the target with it:
+/// under four eyes (`--require-distinct-approver`), its approver.
+pub const APPROVED_BY: &str = "approved-by";
 /// Who changed the target past the gate's verdict, why, and past which
 /// checks (`*`: all of them, a force override).
 pub const OVERRIDE_BY: &str = "override-by";

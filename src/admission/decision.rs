@@ -11,7 +11,7 @@ use jiff::Timestamp;
 use super::audit;
 use super::message;
 use super::overrides::{self, ForceClaim, ForceKind};
-use super::ports::{Lookup, ResultLookup, RunRequest};
+use super::ports::{Lookup, ResultLookup, RunRequest, Verb};
 use super::review::{Operation, Request, UserInfo};
 use crate::model::cluster_version::{ClusterVersion, Resolution, Target, same_target};
 use crate::model::release::Version;
@@ -48,6 +48,9 @@ pub struct Policy {
     pub require_distinct_approver: bool,
     /// How far ahead an override's or accept's `until` may be.
     pub max_override_duration: Duration,
+    /// How far ahead a maintenance window's end may be: a window is
+    /// planned days ahead, an override is not.
+    pub max_window_ahead: Duration,
 }
 
 impl Default for Policy {
@@ -60,6 +63,7 @@ impl Default for Policy {
             retry_after: Duration::from_secs(60),
             require_distinct_approver: false,
             max_override_duration: Duration::from_secs(24 * 3600),
+            max_window_ahead: Duration::from_secs(14 * 24 * 3600),
         }
     }
 }
@@ -208,6 +212,8 @@ pub enum Decision {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PendingOverride {
     pub user: UserInfo,
+    /// The verb the user must be allowed.
+    pub verb: Verb,
     granted: Verdict,
     refused: Verdict,
     /// What is asked for: an override used, or claims written.
@@ -233,8 +239,9 @@ impl PendingOverride {
         let why = match authorization {
             Authorization::Allowed => return self.granted,
             Authorization::Denied => format!(
-                "user {:?} is not allowed the \"override\" verb on updatepreflights.preflight.dev",
-                self.user.username
+                "user {:?} is not allowed the \"{}\" verb on updatepreflights.preflight.dev",
+                self.user.username,
+                self.verb.as_str()
             ),
             Authorization::Unavailable(reason) => {
                 format!("{what} could not be authorized: {reason}")
@@ -335,6 +342,7 @@ fn force_write(request: &Request, decision: Decision) -> Decision {
         granted: granted_if_authorized(decision),
         refused,
         asked: Asked::Force,
+        verb: Verb::Override,
     }))
 }
 
@@ -374,6 +382,7 @@ fn trust_write(request: &Request, fields: &[&str], decision: Decision) -> Decisi
         granted,
         refused,
         asked: Asked::TrustChange,
+        verb: Verb::Override,
     }))
 }
 
@@ -422,11 +431,23 @@ fn claim_write(
     // once rather than at the update it would hold.
     if claims.contains(&WINDOW_END)
         && let Some(text) = cv.annotation(WINDOW_END)
-        && let Err(why) = window_end(WINDOW_END, text, now, Some(policy.max_override_duration))
+        && let Err(why) = window_end(WINDOW_END, text, now, Some(policy.max_window_ahead))
     {
         message::add_note(&mut refused.message, &format!("{why}."));
         return Decision::Final(refused);
     }
+    // Setting a window alone asks the window verb; anything more (another
+    // claim, or a target change that itself asks for an override) asks the
+    // override verb, which answers every question of the write.
+    let window_only = claims
+        .iter()
+        .all(|c| *c == WINDOW_END || *c == overrides::CLAIMED_BY)
+        && matches!(decision, Decision::Final(_));
+    let verb = if window_only {
+        Verb::Window
+    } else {
+        Verb::Override
+    };
     let mut granted = granted_if_authorized(decision);
     if matches!(granted.reason, Reason::NoTargetChange | Reason::NotGated) {
         granted.reason = Reason::ClaimWritten;
@@ -440,6 +461,7 @@ fn claim_write(
         granted,
         refused,
         asked: Asked::ClaimWrite,
+        verb,
     }))
 }
 
@@ -710,7 +732,8 @@ impl Fresh<'_> {
             warning: true,
             reason: "PreflightChecksAccepted",
             message: format!(
-                "{user} accepted failing preflight checks {} for {}{}",
+                "{} accepted failing preflight checks {} for {}{}",
+                approval.people(),
                 names.join(", "),
                 target.display(),
                 accept_reason.map(|r| format!(": {r}")).unwrap_or_default()
@@ -751,7 +774,7 @@ fn gate(
     ignored.extend(unbound);
     let window = cv
         .annotation(WINDOW_END)
-        .map(|text| window_end(WINDOW_END, text, now, Some(max)));
+        .map(|text| window_end(WINDOW_END, text, now, Some(policy.max_window_ahead)));
 
     let lookup = source.lookup(&target.key);
     let (base, accept_pending, judged) = case.on_results(
@@ -833,6 +856,17 @@ impl Case<'_> {
             Results::Untrusted => {
                 return with_no_result(pending(target, message::Pending::Untrusted, policy));
             }
+            Results::NotVouched(refused) if refused.runs_again => {
+                // The controller runs it again on its own; asking for it
+                // too (where a review may) means it is not left for the
+                // next refresh.
+                let why = message::Pending::Unsigned(refused.why);
+                let (mut verdict, accept_pending) = pending(target, why, policy);
+                if self.source.runs_on_miss() && self.source.may_run(&target.key) {
+                    verdict.effects.push(Effect::Run(run_request(target)));
+                }
+                return with_no_result((verdict, accept_pending));
+            }
             Results::NotVouched(refused) => {
                 let message = message::not_vouched(target, &refused.name, &refused.why);
                 return with_no_result((Verdict::deny(Reason::NotVouched, 403, message), None));
@@ -884,7 +918,7 @@ impl Case<'_> {
         }
         match (force, accept_pending) {
             (Some(claim), _) if !base.allowed => {
-                let mut granted = forced(request, target, &base, &claim);
+                let mut granted = forced(request, target, &base, &claim, &approval.people());
                 if let Judged::Plan(plan, fit) = judged {
                     granted
                         .warnings
@@ -967,12 +1001,32 @@ impl<'a> Approval<'a> {
         }
     }
 
-    /// Records the claim's writer in an honoured override's audit.
+    /// Records the claim's writer in an honoured override's audit, and,
+    /// where another person wrote it, that person as its approver.
     fn record(&self, verdict: &mut Verdict) {
         if let Some(writer) = self.writer {
             verdict
                 .audit
                 .insert(audit::CLAIMED_BY.into(), writer.to_owned());
+        }
+        if let Some(approver) = self.approver() {
+            verdict
+                .audit
+                .insert(audit::APPROVED_BY.into(), approver.to_owned());
+        }
+    }
+
+    /// The claim's writer, when someone other than the requester wrote it.
+    fn approver(&self) -> Option<&str> {
+        self.writer.filter(|_| self.distinct())
+    }
+
+    /// Who an override's Event names: the requester, and the approver
+    /// where another person wrote the claim.
+    fn people(&self) -> String {
+        match self.approver() {
+            Some(approver) => format!("{}, approved by {approver},", self.requester),
+            None => self.requester.to_owned(),
         }
     }
 }
@@ -983,6 +1037,7 @@ fn needs_authorization(request: &Request, granted: Verdict, refused: Verdict) ->
         granted,
         refused,
         asked: Asked::Override,
+        verb: Verb::Override,
     }))
 }
 
@@ -1007,7 +1062,13 @@ fn pending(target: &Target, why: message::Pending, policy: &Policy) -> (Verdict,
 }
 
 /// The verdict of an honoured force override.
-fn forced(request: &Request, target: &Target, base: &Verdict, claim: &ForceClaim) -> Verdict {
+fn forced(
+    request: &Request,
+    target: &Target,
+    base: &Verdict,
+    claim: &ForceClaim,
+    people: &str,
+) -> Verdict {
     let user = &request.user.username;
     let mut v = Verdict::allow(Reason::Overridden).for_target(target);
     v.override_kind = Some(match claim.kind {
@@ -1028,7 +1089,7 @@ fn forced(request: &Request, target: &Target, base: &Verdict, claim: &ForceClaim
         warning: true,
         reason: "PreflightOverridden",
         message: format!(
-            "{user} overrode the preflight gate for {}: {}",
+            "{people} overrode the preflight gate for {}: {}",
             target.display(),
             claim.reason
         ),
@@ -1071,10 +1132,10 @@ pub fn window_end(
     if let Some(max) = max {
         let latest = now
             .checked_add(max)
-            .map_err(|_| format!("--max-override-duration {max:?} is out of range"))?;
+            .map_err(|_| format!("--max-window-ahead {max:?} is out of range"))?;
         if end > latest {
             return Err(format!(
-                "{what} {end} is more than {} ahead (--max-override-duration)",
+                "{what} {end} is more than {} ahead (--max-window-ahead)",
                 humantime::format_duration(max)
             ));
         }

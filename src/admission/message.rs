@@ -141,9 +141,11 @@ fn target_word(target: &Target) -> String {
 }
 
 /// How to accept or override, as commands to copy. `until` is the time
-/// limit the commands give (every claim needs one). Only checks that ran
-/// and failed are offered for acceptance: an errored check found nothing to
-/// accept, and is run again within minutes. Every value is one shell word
+/// limit the commands give (every claim needs one). An errored check is
+/// offered by its own name like a failed one: its error is often the
+/// gate's own machinery (an extraction pod that cannot pull, a querier
+/// that does not answer), which must never leave an override as the only
+/// way on; it is also run again within minutes. Every value is one shell word
 /// ([`shell_word`]): names and targets come from releases, checks and the
 /// update graph, and a person pastes these lines into a shell.
 fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) -> String {
@@ -165,8 +167,13 @@ fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) ->
     // A check whose name is not one (the gate refuses such names where
     // they enter, so never one of its own results) is never offered.
     let mut unnamed: Vec<String> = Vec::new();
-    for check in &failed {
-        let narrow = crate::model::risks::to_accept(&check.risks);
+    for check in failed.iter().chain(&errored) {
+        // An error found nothing: only the check's own name accepts it.
+        let narrow = if check.outcome == Outcome::Error {
+            Vec::new()
+        } else {
+            crate::model::risks::to_accept(&check.risks)
+        };
         let chosen = if narrow.is_empty() {
             if check_name(&check.name).is_err() {
                 unnamed.push(shown_check_name(&check.name));
@@ -189,7 +196,7 @@ fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) ->
             "To accept them: oc annotate --overwrite clusterversion version {ACCEPT}={names} {ACCEPT_FOR}={to} {ACCEPT_REASON}='<why>' {ACCEPT_UNTIL}={until} {CLAIMED_BY}=\"$(oc whoami)\""
         );
         // OpenShift's own field takes OpenShift's names (and the gate's).
-        if failed.iter().all(|c| !c.risks.is_empty()) {
+        if errored.is_empty() && failed.iter().all(|c| !c.risks.is_empty()) {
             let _ = writeln!(
                 hint,
                 "Or: oc adm upgrade accept {names} (spec.desiredUpdate.acceptRisks, where the cluster's ClusterVersion has it)"
@@ -207,10 +214,11 @@ fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) ->
         let names: Vec<String> = errored.iter().map(|c| shown_check_name(&c.name)).collect();
         let _ = writeln!(
             hint,
-            "{} errored and cannot be accepted: the gate runs {} again within {} minutes; to go ahead before then, override the gate for this target",
+            "{} errored: the gate runs {} again within {} minutes; to go ahead before then, accept {} by name as above (a check whose errors should only warn is named in the gate's --fail-open-checks: docs/checks.md)",
             crate::model::text::list(&names, MAX_LISTED),
             if names.len() == 1 { "it" } else { "them" },
             errored_rerun_minutes(),
+            if names.len() == 1 { "it" } else { "them" },
         );
     }
     let _ = write!(
@@ -302,6 +310,9 @@ pub enum Pending {
     NotOffered(String),
     /// The gate lost its watch of results.
     Untrusted,
+    /// The result is the gate's own but its signature does not verify (a
+    /// lost or rotated key): the controller runs it again by itself.
+    Unsigned(String),
 }
 
 /// The answer while results are missing, stale, being computed or cannot
@@ -329,6 +340,10 @@ pub fn pending(target: &Target, why: &Pending, retry: Duration) -> String {
              metadata: {{generateName: manual-}}\n\
              spec: {{image: {image}}}\n\
              EOF"
+        ),
+        Pending::Unsigned(why) => format!(
+            "preflight for {target} is being run again, retry in ~{retry} s\nIts result {why}; the gate runs it again by itself (a lost or rotated signing key leaves every result so).",
+            why = clean(why, MAX_LINE),
         ),
         Pending::Untrusted => format!(
             "preflight results for {target} cannot be trusted now, retry in ~{retry} s\nThe gate has lost its watch of UpdatePreflight objects (is the API server reachable?)."

@@ -75,11 +75,13 @@ pub(crate) fn unbounded_claim(
 ) -> Option<String> {
     let touches = |keys: &[&str]| keys.iter().any(|k| written.contains(k));
     let present = |key: &str| cv.annotation(key).is_some();
-    if present(OVERRIDE)
-        && touches(&[OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL])
-        && let Err(why) = claim_until(cv, OVERRIDE_UNTIL, now, max)
-    {
-        return Some(why);
+    if present(OVERRIDE) && touches(&[OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL]) {
+        if let Err(why) = reason_in(cv, OVERRIDE, OVERRIDE_REASON) {
+            return Some(why);
+        }
+        if let Err(why) = claim_until(cv, OVERRIDE_UNTIL, now, max) {
+            return Some(why);
+        }
     }
     if present(ACCEPT) && touches(&[ACCEPT, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL]) {
         if !present(ACCEPT_FOR) {
@@ -87,8 +89,8 @@ pub(crate) fn unbounded_claim(
                 "{ACCEPT} needs the target it is for in {ACCEPT_FOR}"
             ));
         }
-        if accept_reason(cv).is_none() {
-            return Some(format!("{ACCEPT} needs a reason in {ACCEPT_REASON}"));
+        if let Err(why) = reason_in(cv, ACCEPT, ACCEPT_REASON) {
+            return Some(why);
         }
         if let Err(why) = claim_until(cv, ACCEPT_UNTIL, now, max) {
             return Some(why);
@@ -146,13 +148,11 @@ pub(crate) fn force_claim(
                 target.display()
             ));
         }
-        let Some(reason) = cv.annotation(OVERRIDE_REASON) else {
-            return Err(format!("{OVERRIDE} needs a reason in {OVERRIDE_REASON}"));
-        };
+        let reason = reason_in(cv, OVERRIDE, OVERRIDE_REASON)?;
         claim_until(cv, OVERRIDE_UNTIL, now, max)?;
         return Ok(Some(ForceClaim {
             kind: ForceKind::Annotation,
-            reason: reason.to_owned(),
+            reason,
         }));
     }
     let forced = cv.spec.desired_update.as_ref().is_some_and(|u| u.force);
@@ -208,10 +208,8 @@ pub(crate) fn accepted_checks(
             "{ACCEPT} is for {named} ({ACCEPT_FOR}), not this target {}",
             target.display()
         )),
-        Some(_) if accept_reason(cv).is_none() => {
-            Err(format!("{ACCEPT} needs a reason in {ACCEPT_REASON}"))
-        }
-        Some(_) => claim_until(cv, ACCEPT_UNTIL, now, max).map(|_| ()),
+        Some(_) => reason_in(cv, ACCEPT, ACCEPT_REASON)
+            .and_then(|_| claim_until(cv, ACCEPT_UNTIL, now, max).map(|_| ())),
     };
     match bound {
         Ok(()) => (accepted, None),
@@ -224,10 +222,90 @@ pub(crate) fn accepted_checks(
 
 /// Why `preflight.dev/accept`'s checks are accepted, if a reason is given.
 pub(crate) fn accept_reason(cv: &ClusterVersion) -> Option<String> {
-    cv.annotation(ACCEPT_REASON)
-        .map(str::trim)
-        .filter(|r| !r.is_empty())
-        .map(str::to_owned)
+    reason_in(cv, ACCEPT, ACCEPT_REASON).ok()
+}
+
+/// The reason a claim (`claim`) gives in the annotation `key`, trimmed, or
+/// why it is none: an auditor reads it later, so an empty one, the `<why>`
+/// a denial's command leaves to fill in, and other placeholders are
+/// refused, saying what to write instead.
+pub(crate) fn reason_in(cv: &ClusterVersion, claim: &str, key: &str) -> Result<String, String> {
+    let Some(text) = cv.annotation(key) else {
+        return Err(format!("{claim} needs a reason in {key}"));
+    };
+    let reason = text.trim();
+    if is_placeholder(reason) {
+        return Err(format!(
+            "{key} {reason:?} is not a reason: say why this update goes ahead, for whoever audits it later (a change or ticket number and what was checked, e.g. 'CHG0012345: etcd member replaced, alert is stale')"
+        ));
+    }
+    Ok(reason.to_owned())
+}
+
+/// Words that stand where a reason should be.
+const PLACEHOLDERS: &[&str] = &[
+    "why",
+    "reason",
+    "because",
+    "todo",
+    "tbd",
+    "tba",
+    "fixme",
+    "xxx",
+    "none",
+    "na",
+    "n/a",
+    "nil",
+    "null",
+    "test",
+    "testing",
+    "asdf",
+    "foo",
+    "bar",
+    "placeholder",
+    "override",
+    "accept",
+    "ok",
+    "yes",
+    "no",
+    "x",
+    "-",
+    "?",
+    "...",
+];
+
+/// An empty text, one with no letter, one in angle brackets (`<why>`,
+/// `<reason>`), or a word of [`PLACEHOLDERS`] alone.
+fn is_placeholder(reason: &str) -> bool {
+    let bare = reason
+        .trim_matches(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '.' | '!'))
+        .to_ascii_lowercase();
+    bare.chars().filter(|c| c.is_alphabetic()).count() < 2
+        || (bare.starts_with('<') && bare.ends_with('>'))
+        || PLACEHOLDERS.contains(&bare.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_placeholder;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::empty("", true)]
+    #[case::spaces("   ", true)]
+    #[case::the_denials_own("<why>", true)]
+    #[case::quoted_placeholder("'<why>'", true)]
+    #[case::any_angle_brackets("<reason here>", true)]
+    #[case::a_word("TODO", true)]
+    #[case::dashes("--", true)]
+    #[case::na("n/a", true)]
+    #[case::a_ticket("CHG0012345", false)]
+    #[case::short_but_real("CVE fix", false)]
+    #[case::a_sentence("known issue, tracked", false)]
+    #[case::mentions_why("why: etcd alert is stale after the member swap", false)]
+    fn a_reason_is_a_reason(#[case] text: &str, #[case] placeholder: bool) {
+        assert_eq!(is_placeholder(text), placeholder, "{text:?}");
+    }
 }
 
 /// Every name `cv` accepts, wherever it was written, bound or not.

@@ -77,7 +77,27 @@ pub trait RunTrigger: Send + Sync + 'static {
 /// A boxed future, for the async port.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Answers whether a user may use an override.
+/// The verbs on `updatepreflights.preflight.dev` the gate asks about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    /// Force a target, accept checks, set `desiredUpdate.force`, change
+    /// what the cluster trusts; also enough to set a window.
+    Override,
+    /// Set or move the maintenance window (`preflight.dev/window-end`)
+    /// alone: planning a window is not forcing an update.
+    Window,
+}
+
+impl Verb {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Override => "override",
+            Self::Window => "window",
+        }
+    }
+}
+
+/// Answers whether a user is allowed a verb (an override, a window).
 pub trait OverrideAuthorizer: Send + Sync + 'static {
-    fn may_override<'a>(&'a self, user: &'a UserInfo) -> BoxFuture<'a, Authorization>;
+    fn allows<'a>(&'a self, user: &'a UserInfo, verb: Verb) -> BoxFuture<'a, Authorization>;
 }

@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use rstest::rstest;
 use serde_json::{Value, json};
 
-use super::ports::{Lookup, ResultLookup};
+use super::ports::{Lookup, ResultLookup, Verb};
 use super::*;
 use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
@@ -29,6 +29,8 @@ struct TestSource {
     runs: bool,
     /// What the update graph offers, where the source knows; None: all.
     offered: Option<BTreeSet<ReleaseKey>>,
+    /// Who writes results, as the API server records it; None: offline.
+    writer: Option<crate::model::vouch::StatusWriter>,
 }
 
 impl ResultLookup for TestSource {
@@ -37,7 +39,7 @@ impl ResultLookup for TestSource {
             result: self.cache.get(key),
             trusted: self.trusted,
             expires: true,
-            status_writer: None,
+            status_writer: self.writer.clone(),
         }
     }
     fn is_ready(&self) -> bool {
@@ -109,6 +111,7 @@ fn source() -> TestSource {
         trusted: true,
         runs: true,
         offered: None,
+        writer: None,
     }
 }
 
@@ -525,19 +528,20 @@ fn an_errored_check_counts_as_failed_unless_fail_open(
         assert!(v.warnings[0].contains("Flaky (check errored)"));
     } else {
         assert!(v.message.contains("- Flaky (check errored): "));
-        // Nothing to accept: the check found nothing; it runs again soon.
+        // An error is accepted by the check's own name, as a failure is:
+        // it is often the gate's own machinery, and runs again soon.
         assert!(
-            !v.message.contains("preflight.dev/accept="),
+            v.message.contains("preflight.dev/accept=Flaky "),
             "{}",
             v.message
         );
         assert!(
-            v.message.contains(
-                "Flaky errored and cannot be accepted: the gate runs it again within 2 minutes"
-            ),
+            v.message
+                .contains("Flaky errored: the gate runs it again within 2 minutes; to go ahead before then, accept it by name"),
             "{}",
             v.message
         );
+        assert!(!v.message.contains("cannot be accepted"), "{}", v.message);
         assert!(
             v.message.contains("preflight.dev/override="),
             "{}",
@@ -547,7 +551,7 @@ fn an_errored_check_counts_as_failed_unless_fail_open(
 }
 
 #[test]
-fn only_checks_that_failed_are_offered_for_acceptance_beside_an_errored_one() {
+fn an_errored_check_is_offered_for_acceptance_by_its_name_beside_a_failed_one() {
     // NodesReady here carries no OpenShift name: its own is offered.
     let s = source();
     s.cache.apply(result(
@@ -565,15 +569,28 @@ fn only_checks_that_failed_are_offered_for_acceptance_beside_an_errored_one() {
     assert!(!v.allowed);
     assert!(
         v.message
-            .contains("preflight.dev/accept=NodesReady preflight.dev/accept-for="),
+            .contains("preflight.dev/accept=NodesReady,Flaky preflight.dev/accept-for="),
         "{}",
         v.message
     );
-    assert!(
-        v.message.contains("Flaky errored and cannot be accepted"),
-        "{}",
-        v.message
-    );
+    assert!(v.message.contains("Flaky errored: "), "{}", v.message);
+    // Accepting both by those names, with a reason, lets the update through.
+    let review = Review::new()
+        .version("4.15.16")
+        .annotate("preflight.dev/accept", "NodesReady,Flaky")
+        .annotate("preflight.dev/accept-for", "4.15.16")
+        .annotate("preflight.dev/accept-until", UNTIL)
+        .annotate(
+            "preflight.dev/accept-reason",
+            "extraction pod cannot pull, tracked",
+        );
+    let Decision::NeedsAuthorization(p) = decide_with(&review, &s, &Policy::default()) else {
+        panic!("accepting them asks whether the user may");
+    };
+    let v = p.resolve(Authorization::Allowed);
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(v.reason, Reason::RisksAccepted);
+    assert_eq!(v.audit["overridden-checks"], "Flaky,NodesReady");
 }
 
 #[test]
@@ -693,12 +710,14 @@ fn a_force_override_covers_a_missing_result_and_still_starts_the_run() {
 }
 
 #[rstest]
-#[case::wrong_target(&[("preflight.dev/override", "4.14.12"), ("preflight.dev/override-reason", "r")], "names 4.14.12, not this target 4.15.3")]
+#[case::wrong_target(&[("preflight.dev/override", "4.14.12"), ("preflight.dev/override-reason", "CVE fix")], "names 4.14.12, not this target 4.15.3")]
 #[case::no_reason(&[("preflight.dev/override", "4.15.3")], "needs a reason in preflight.dev/override-reason")]
-#[case::expired(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r"), ("preflight.dev/override-until", "2026-11-30T11:59:59Z")], "has passed")]
-#[case::bad_until(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r"), ("preflight.dev/override-until", "tomorrow")], "is not an RFC 3339 time")]
-#[case::no_until(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r")], "preflight.dev/override-until is required (an RFC 3339 time at most 1day ahead)")]
-#[case::too_far(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r"), ("preflight.dev/override-until", "9999-01-01T00:00:00Z")], "is more than 1day ahead (--max-override-duration)")]
+#[case::the_denials_placeholder(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "<why>"), ("preflight.dev/override-until", UNTIL)], "preflight.dev/override-reason \"<why>\" is not a reason: say why")]
+#[case::empty_reason(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", " "), ("preflight.dev/override-until", UNTIL)], "needs a reason in preflight.dev/override-reason")]
+#[case::expired(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "CVE fix"), ("preflight.dev/override-until", "2026-11-30T11:59:59Z")], "has passed")]
+#[case::bad_until(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "CVE fix"), ("preflight.dev/override-until", "tomorrow")], "is not an RFC 3339 time")]
+#[case::no_until(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "CVE fix")], "preflight.dev/override-until is required (an RFC 3339 time at most 1day ahead)")]
+#[case::too_far(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "CVE fix"), ("preflight.dev/override-until", "9999-01-01T00:00:00Z")], "is more than 1day ahead (--max-override-duration)")]
 fn an_invalid_force_annotation_is_ignored_and_says_why(
     #[case] annotations: &[(&str, &str)],
     #[case] says: &str,
@@ -1068,6 +1087,16 @@ fn four_eyes_honours_an_override_another_identity_wrote() {
     assert_eq!(v.reason, Reason::Overridden);
     assert_eq!(v.audit["override-by"], "alice");
     assert_eq!(v.audit["claimed-by"], "bob");
+    // The audit and the Event name both people: who changed the target
+    // and who approved it.
+    assert_eq!(v.audit["approved-by"], "bob");
+    assert!(
+        v.effects.iter().any(|e| matches!(e, Effect::Event(n)
+            if n.reason == "PreflightOverridden"
+                && n.message.starts_with("alice, approved by bob, overrode the preflight gate for 4.15.3: "))),
+        "{:?}",
+        v.effects
+    );
     assert!(!p.resolve(Authorization::Denied).allowed);
 }
 
@@ -1086,6 +1115,13 @@ fn four_eyes_counts_accept_annotations_by_another_identity_only() {
     assert!(v.allowed);
     assert_eq!(v.reason, Reason::RisksAccepted);
     assert_eq!(v.audit["claimed-by"], "bob");
+    assert_eq!(v.audit["approved-by"], "bob");
+    assert!(
+        v.effects.iter().any(|e| matches!(e, Effect::Event(n)
+            if n.message.starts_with("alice, approved by bob, accepted failing preflight checks"))),
+        "{:?}",
+        v.effects
+    );
 
     // bob wrote it, and bob asks: not four eyes.
     let own = accept()
@@ -1364,8 +1400,8 @@ fn a_migration_to_multi_architecture_is_judged_not_waved_through() {
 #[case::no_target(&[], "preflight.dev/accept needs the target it is for in preflight.dev/accept-for")]
 #[case::another_target(&[("preflight.dev/accept-for", "4.14.12"), ("preflight.dev/accept-until", UNTIL)], "preflight.dev/accept is for 4.14.12 (preflight.dev/accept-for), not this target 4.15.3")]
 #[case::no_reason(&[("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-until", UNTIL)], "preflight.dev/accept needs a reason in preflight.dev/accept-reason")]
-#[case::no_until(&[("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "r")], "preflight.dev/accept-until is required")]
-#[case::expired(&[("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "r"), ("preflight.dev/accept-until", "2026-11-30T11:00:00Z")], "preflight.dev/accept-until 2026-11-30T11:00:00Z has passed")]
+#[case::no_until(&[("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "known issue")], "preflight.dev/accept-until is required")]
+#[case::expired(&[("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "known issue"), ("preflight.dev/accept-until", "2026-11-30T11:00:00Z")], "preflight.dev/accept-until 2026-11-30T11:00:00Z has passed")]
 fn a_leftover_accept_weakens_no_later_update(#[case] bounds: &[(&str, &str)], #[case] says: &str) {
     let mut review = Review::new()
         .version("4.15.3")
@@ -1385,11 +1421,13 @@ fn a_leftover_accept_weakens_no_later_update(#[case] bounds: &[(&str, &str)], #[
 }
 
 #[rstest]
-#[case::override_without_until(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r")], "preflight.dev/override-until is required")]
-#[case::override_too_far(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "r"), ("preflight.dev/override-until", "2026-12-02T12:00:01Z")], "is more than 1day ahead")]
+#[case::override_without_until(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "CVE fix")], "preflight.dev/override-until is required")]
+#[case::override_too_far(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "CVE fix"), ("preflight.dev/override-until", "2026-12-02T12:00:01Z")], "is more than 1day ahead")]
 #[case::accept_without_target(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-until", UNTIL)], "needs the target it is for in preflight.dev/accept-for")]
 #[case::accept_without_reason(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-until", UNTIL)], "preflight.dev/accept needs a reason in preflight.dev/accept-reason")]
-#[case::accept_without_until(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "r")], "preflight.dev/accept-until is required")]
+#[case::accept_without_until(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "known issue")], "preflight.dev/accept-until is required")]
+#[case::accept_with_a_placeholder(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "<why>"), ("preflight.dev/accept-until", UNTIL)], "preflight.dev/accept-reason \"<why>\" is not a reason: say why this update goes ahead")]
+#[case::override_with_a_placeholder(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "TODO"), ("preflight.dev/override-until", UNTIL)], "preflight.dev/override-reason \"TODO\" is not a reason")]
 fn a_claim_is_refused_as_written_when_its_bounds_are_wrong(
     #[case] written: &[(&str, &str)],
     #[case] says: &str,
@@ -1895,8 +1933,8 @@ fn an_update_past_the_windows_end_is_denied_naming_the_window_and_the_p90() {
     "preflight.dev/window-end 2026-11-30T11:00:00Z has passed"
 )]
 #[case::too_far(
-    "2026-12-05T00:00:00Z",
-    "preflight.dev/window-end 2026-12-05T00:00:00Z is more than 1day ahead (--max-override-duration)"
+    "2026-12-20T00:00:00Z",
+    "preflight.dev/window-end 2026-12-20T00:00:00Z is more than 14days ahead (--max-window-ahead)"
 )]
 fn a_window_the_gate_cannot_hold_to_is_denied_saying_why(#[case] end: &str, #[case] says: &str) {
     let v = planned_verdict(Review::new().version("4.14.12").annotate(WINDOW, end));
@@ -2014,7 +2052,7 @@ fn without_results_the_window_is_said_to_be_unjudged_when_pending_updates_go_ahe
 #[rstest]
 #[case::not_a_time("tonight", "is not an RFC 3339 time")]
 #[case::passed("2026-11-30T11:00:00Z", "has passed")]
-#[case::too_far("2026-12-02T12:00:01Z", "is more than 1day ahead")]
+#[case::too_far("2026-12-14T12:00:01Z", "is more than 14days ahead")]
 fn a_window_is_refused_as_written_when_it_cannot_be_held_to(#[case] end: &str, #[case] says: &str) {
     let v = verdict(
         Review::new()
@@ -2026,18 +2064,98 @@ fn a_window_is_refused_as_written_when_it_cannot_be_held_to(#[case] end: &str, #
     assert!(v.message.contains(says), "{}", v.message);
 }
 
-#[test]
-fn a_window_written_within_its_bounds_is_a_claim_for_the_override_verb() {
+/// A window is planned days ahead, under a verb of its own: setting one
+/// is not forcing an update.
+#[rstest]
+#[case::tonight("2026-11-30T22:00:00Z")]
+#[case::next_weekend("2026-12-06T02:00:00Z")]
+fn a_window_written_within_its_bounds_is_a_claim_for_the_window_verb(#[case] end: &str) {
     let review = Review::new()
         .write("preflight.dev/claimed-by", "alice")
-        .write(WINDOW, "2026-11-30T22:00:00Z");
+        .write(WINDOW, end);
     let p = match decide_with(&review, &source(), &Policy::default()) {
         Decision::NeedsAuthorization(p) => *p,
         Decision::Final(v) => panic!("{v:?}"),
     };
+    assert_eq!(p.verb, Verb::Window);
     assert_eq!(
         p.clone().resolve(Authorization::Allowed).reason,
         Reason::ClaimWritten
     );
-    assert!(!p.resolve(Authorization::Denied).allowed);
+    let refused = p.resolve(Authorization::Denied);
+    assert!(!refused.allowed);
+    assert!(
+        refused
+            .message
+            .contains(r#"user "alice" is not allowed the "window" verb"#),
+        "{}",
+        refused.message
+    );
+}
+
+/// A window written beside any other claim, or with a target change, asks
+/// the override verb: one answer for the whole write.
+#[test]
+fn a_window_written_with_another_claim_asks_the_override_verb() {
+    let review = Review::new()
+        .write("preflight.dev/claimed-by", "alice")
+        .write(WINDOW, "2026-11-30T22:00:00Z")
+        .write("preflight.dev/override", "4.15.3")
+        .write("preflight.dev/override-reason", "CVE fix")
+        .write("preflight.dev/override-until", UNTIL);
+    let Decision::NeedsAuthorization(p) = decide_with(&review, &source(), &Policy::default())
+    else {
+        panic!("a claim write asks");
+    };
+    assert_eq!(p.verb, Verb::Override);
+}
+
+/// A lost or rotated signing key leaves every finished result with a
+/// signature that does not verify. The updater cannot delete them, and
+/// need not: the gate runs them again by itself, says so, and asks for
+/// the run where a review may.
+#[rstest]
+#[case::offered(None, true)]
+#[case::not_offered(Some(BTreeSet::new()), false)]
+fn a_result_signed_with_another_key_is_run_again_by_the_gate(
+    #[case] offered: Option<BTreeSet<ReleaseKey>>,
+    #[case] asks_for_a_run: bool,
+) {
+    use crate::model::vouch::{ResultKey, StatusWriter};
+    let old = ResultKey::new(&[1; 32]).unwrap();
+    let s = TestSource {
+        offered,
+        writer: Some(StatusWriter {
+            field_manager: "preflight-gate",
+            key: ResultKey::new(&[2; 32]),
+        }),
+        ..source()
+    };
+    let mut signed = (*s.cache.get(&ReleaseKey::from_image(IMG_PASS)).unwrap()).clone();
+    let signature = old.sign(&signed);
+    signed.status.as_mut().unwrap().signature = Some(signature);
+    s.cache.apply(signed);
+    let v = decide_with(&Review::new().version("4.14.12"), &s, &Policy::default())
+        .into_final()
+        .unwrap();
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::Pending);
+    assert!(
+        v.message
+            .starts_with("preflight for 4.14.12 is being run again, retry in ~")
+            && v.message
+                .contains("Its result has a signature that is not the gate's")
+            && v.message.contains("the gate runs it again by itself"),
+        "{}",
+        v.message
+    );
+    assert!(!v.message.contains("Delete it"), "{}", v.message);
+    assert_eq!(
+        runs(&v),
+        if asks_for_a_run {
+            vec![IMG_PASS]
+        } else {
+            vec![]
+        }
+    );
 }

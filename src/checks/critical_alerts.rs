@@ -41,7 +41,8 @@ pub(crate) fn no_alert_data(view: &crate::view::ClusterView) -> Finding {
 pub(crate) struct Firing<'a> {
     /// The ones that count.
     pub alerts: Vec<&'a Alert>,
-    /// The gate's own ([`Alert::is_the_gates_own`]).
+    /// The gate's own ([`Alert::is_the_gates_own`]), and those about the
+    /// gate's namespace (its own PodDisruptionBudget at its limit, say).
     pub own: usize,
     /// Those of namespaces that do not count ([`AlertNamespaces`]).
     pub elsewhere: usize,
@@ -51,9 +52,15 @@ pub(crate) struct Firing<'a> {
 /// and those of namespaces that do not count, and counting both.
 pub(crate) fn firing_of<'a>(
     alerts: &'a [Alert],
-    namespaces: &AlertNamespaces,
+    view: &crate::view::ClusterView,
     counts: impl Fn(&Alert) -> bool,
 ) -> Firing<'a> {
+    let namespaces = &view.alert_namespaces;
+    let about_the_gate = |alert: &Alert| {
+        view.gate_namespace
+            .as_deref()
+            .is_some_and(|ns| alert.label("namespace") == ns)
+    };
     let mut firing = Firing {
         alerts: Vec::new(),
         own: 0,
@@ -63,7 +70,7 @@ pub(crate) fn firing_of<'a>(
         .iter()
         .filter(|a| a.firing() && !a.name().is_empty() && counts(a))
     {
-        if alert.is_the_gates_own() {
+        if alert.is_the_gates_own() || about_the_gate(alert) {
             firing.own += 1;
         } else if !namespaces.counts(alert) {
             firing.elsewhere += 1;
@@ -80,7 +87,7 @@ pub(crate) fn left_out(firing: &Firing, namespaces: &AlertNamespaces) -> String 
     let mut said = String::new();
     if firing.own > 0 {
         said.push_str(&format!(
-            "; {} of the gate's own alerts left out: they report its findings, which the gate reads itself",
+            "; {} of the gate's own alerts left out: they report its findings, which the gate reads itself, or are about the gate, which an update does not need",
             firing.own
         ));
     }
@@ -123,7 +130,7 @@ impl Check for CriticalAlertsFiring {
             return no_alert_data(ctx.view);
         };
         let namespaces = &ctx.view.alert_namespaces;
-        let firing = firing_of(alerts, namespaces, |a| a.severity() == "critical");
+        let firing = firing_of(alerts, ctx.view, |a| a.severity() == "critical");
         if firing.alerts.is_empty() {
             Finding::pass(format!(
                 "no critical alert is firing ({} alerts read{})",

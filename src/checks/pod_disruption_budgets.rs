@@ -5,6 +5,11 @@
 //! `PodDisruptionBudgetAtLimit` (as many healthy pods as it needs), which
 //! `oc adm upgrade recommend` names, and `PodDisruptionBudgetLimit` (fewer).
 //!
+//! The gate's own budget is never a reason (`ClusterView::budgets`), and
+//! an unready pod that the eviction API lets go past a spent budget
+//! (`unhealthyPodEvictionPolicy: AlwaysAllow`, or the default while the
+//! budget has the healthy pods it needs) holds no drain.
+//!
 //! Terminating pods (`deletionTimestamp`) are left out: a drain does not
 //! wait for them. A PDB at zero while some of its pods terminate is a
 //! rollout under way (the API server counts a terminating pod unhealthy,
@@ -38,8 +43,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
         }
         let view = ctx.view;
         let stuck: Vec<_> = view
-            .pod_disruption_budgets
-            .iter()
+            .budgets()
             .filter(|p| p.status.disruptions_allowed <= 0 && p.spec.selector.is_some())
             .collect();
         let have_pods = view.has("Pod") && view.has("Node");
@@ -99,6 +103,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
                 .into_iter()
                 .flatten()
                 .filter(|pod| selector.matches(&pod.labels))
+                .filter(|pod| !(pod.unready && pdb.evicts_unready()))
                 .partition(|pod| pod.terminating);
             let nodes: BTreeSet<&str> = staying
                 .iter()
@@ -129,7 +134,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
         } else if blocking.is_empty() {
             Finding::pass(format!(
                 "no PodDisruptionBudget blocks a drain ({} checked)",
-                view.pod_disruption_budgets.len()
+                view.budgets().count()
             ))
         } else {
             let count = blocking.len();
@@ -256,6 +261,64 @@ mod tests {
         );
         assert_eq!(finding.outcome, Outcome::Fail, "{}", finding.message);
         assert_eq!(finding.risks, risks);
+    }
+
+    /// The gate's own budget, spent while one of its replicas is unready,
+    /// is no reason: the gate is not needed once the update runs.
+    #[test]
+    fn the_gates_own_budget_is_never_a_reason() {
+        let mut budget = pdb(0, "preflight-gate");
+        budget["metadata"] = json!({"name": "preflight-gate", "namespace": "preflight-gate"});
+        let mut own = pod("w1");
+        own["metadata"] = json!({"name": "preflight-gate-0", "namespace": "preflight-gate",
+                                 "labels": {"app": "preflight-gate"}});
+        let mut view = fixture::view(vec![
+            node("w1", "worker"),
+            pool("worker", false),
+            budget,
+            own,
+        ]);
+        let unknown = fixture::evaluate(&PodDisruptionBudgetsAllowDrain, &view, "4.15.4");
+        assert_eq!(unknown.outcome, Outcome::Fail, "{}", unknown.message);
+        view.gate_namespace = Some("preflight-gate".into());
+        let finding = fixture::evaluate(&PodDisruptionBudgetsAllowDrain, &view, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
+        assert!(finding.message.contains("0 checked"), "{}", finding.message);
+    }
+
+    /// An unready pod is evicted past a spent budget as Kubernetes' eviction
+    /// API lets it: always under AlwaysAllow, and under the default policy
+    /// only while the budget has the healthy pods it needs.
+    #[rstest]
+    #[case::always_allow(Some("AlwaysAllow"), 1, 2, true, Outcome::Pass)]
+    #[case::always_allow_ready_pod(Some("AlwaysAllow"), 1, 2, false, Outcome::Fail)]
+    #[case::if_healthy_budget_disrupted(None, 1, 2, true, Outcome::Fail)]
+    #[case::if_healthy_budget_at_limit(Some("IfHealthyBudget"), 2, 2, true, Outcome::Pass)]
+    fn unready_pods_as_the_eviction_api_judges_them(
+        #[case] policy: Option<&str>,
+        #[case] healthy: i64,
+        #[case] desired: i64,
+        #[case] unready: bool,
+        #[case] outcome: Outcome,
+    ) {
+        let mut budget = pdb(0, "db");
+        budget["spec"]["unhealthyPodEvictionPolicy"] = json!(policy);
+        budget["status"]["currentHealthy"] = json!(healthy);
+        budget["status"]["desiredHealthy"] = json!(desired);
+        let mut held = pod("w1");
+        held["status"] = json!({"phase": "Running",
+            "conditions": [{"type": "Ready", "status": if unready { "False" } else { "True" }}]});
+        let finding = fixture::evaluate(
+            &PodDisruptionBudgetsAllowDrain,
+            &fixture::view(vec![
+                node("w1", "worker"),
+                pool("worker", false),
+                budget,
+                held,
+            ]),
+            "4.15.4",
+        );
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl Check for PrecheckAlertsFiring {
             return no_alert_data(ctx.view);
         };
         let namespaces = &ctx.view.alert_namespaces;
-        let firing = firing_of(alerts, namespaces, is_precheck);
+        let firing = firing_of(alerts, ctx.view, is_precheck);
         if firing.alerts.is_empty() {
             Finding::pass(format!(
                 "no update precheck alert is firing{}",
@@ -227,6 +227,35 @@ mod tests {
             "{}",
             finding.message
         );
+    }
+
+    /// The gate's own budget at its limit (one replica unready, say) is
+    /// about the gate, which an update does not need: installed in a
+    /// platform namespace, its PodDisruptionBudgetAtLimit still holds
+    /// nothing, where another budget's there does.
+    #[test]
+    fn the_gates_own_budget_alert_holds_no_update() {
+        let at_limit = |namespace: &str| {
+            let mut a = alert("PodDisruptionBudgetAtLimit", false, "firing");
+            a.labels
+                .insert("namespace".to_owned(), namespace.to_owned());
+            a
+        };
+        let mut view = fixture::view(vec![fixture::cluster_version("4.15.3")]);
+        view.gate_namespace = Some("openshift-preflight-gate".to_owned());
+        view.add_alerts(vec![at_limit("openshift-preflight-gate")]);
+        let finding = fixture::evaluate(&PrecheckAlertsFiring, &view, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
+        assert!(
+            finding
+                .message
+                .contains("1 of the gate's own alerts left out"),
+            "{}",
+            finding.message
+        );
+        view.add_alerts(vec![at_limit("openshift-ingress")]);
+        let finding = fixture::evaluate(&PrecheckAlertsFiring, &view, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Fail, "{}", finding.message);
     }
 
     /// Identity, not name: an alert of the same name from another rule

@@ -1,5 +1,6 @@
-//! Whether a user may override the gate: the `override` verb on
-//! `updatepreflights.preflight.dev`, asked with a SubjectAccessReview.
+//! Whether a user may override the gate or set a window: the `override`
+//! or `window` verb on `updatepreflights.preflight.dev`, asked with a
+//! SubjectAccessReview.
 
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
@@ -7,7 +8,7 @@ use k8s_openapi::api::authorization::v1::{
 use kube::Api;
 use kube::api::PostParams;
 
-use crate::admission::ports::{BoxFuture, OverrideAuthorizer};
+use crate::admission::ports::{BoxFuture, OverrideAuthorizer, Verb};
 use crate::admission::{Authorization, UserInfo};
 
 /// Asks the API server.
@@ -22,7 +23,7 @@ impl SubjectAccessReviewer {
 }
 
 impl OverrideAuthorizer for SubjectAccessReviewer {
-    fn may_override<'a>(&'a self, user: &'a UserInfo) -> BoxFuture<'a, Authorization> {
+    fn allows<'a>(&'a self, user: &'a UserInfo, verb: Verb) -> BoxFuture<'a, Authorization> {
         Box::pin(async move {
             let review = SubjectAccessReview {
                 spec: SubjectAccessReviewSpec {
@@ -33,7 +34,7 @@ impl OverrideAuthorizer for SubjectAccessReviewer {
                     resource_attributes: Some(ResourceAttributes {
                         group: Some("preflight.dev".into()),
                         resource: Some("updatepreflights".into()),
-                        verb: Some("override".into()),
+                        verb: Some(verb.as_str().into()),
                         ..Default::default()
                     }),
                     ..Default::default()
@@ -61,7 +62,7 @@ impl OverrideAuthorizer for SubjectAccessReviewer {
 pub struct NoCluster;
 
 impl OverrideAuthorizer for NoCluster {
-    fn may_override<'a>(&'a self, _user: &'a UserInfo) -> BoxFuture<'a, Authorization> {
+    fn allows<'a>(&'a self, _user: &'a UserInfo, _verb: Verb) -> BoxFuture<'a, Authorization> {
         Box::pin(async {
             Authorization::Unavailable("the gate runs without a cluster connection".into())
         })

@@ -1,11 +1,12 @@
 //! The cluster, as I/O: the client; the live reader and the snapshot and
 //! must-gather reader that fill a [`crate::view::ClusterView`]; the alert
 //! querier; override authorization by SubjectAccessReview; Events on the
-//! ClusterVersion, and the witness that records an allowed change once the
+//! ClusterVersion; whether the replica's own node is cordoned; and the witness that records an allowed change once the
 //! API server stored it. What they read is `crate::view`, pure. Nothing here runs
 //! on the decision's path except the authorization question.
 
 mod authz;
+pub mod cordon;
 mod events;
 pub mod live;
 pub mod prometheus;

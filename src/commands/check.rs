@@ -123,6 +123,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         &progress,
     )?;
     view.alert_namespaces = args.alerts.namespaces();
+    view.gate_namespace = Some(args.namespace.clone());
     if let Some(prometheus) = args.alerts.source() {
         progress.set_message(format!("reading alerts from {}", prometheus.url));
         // The querier's alerts replace the snapshot's; an unreachable one

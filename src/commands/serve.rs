@@ -55,10 +55,15 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         policy: args.policy.policy(),
         metrics: metrics.clone(),
     });
+    let node_cordoned = match (&client, &args.cluster.node_name) {
+        (Some(client), Some(node)) => cluster::cordon::follow(client.clone(), node.clone()),
+        _ => Default::default(),
+    };
     let health = Arc::new(Health {
         results: source,
         metrics,
         shutting_down: Default::default(),
+        node_cordoned,
     });
     let listen = Listen {
         webhook,
@@ -108,6 +113,7 @@ fn results_source(
 ) -> anyhow::Result<Arc<dyn Source>> {
     let snapshot = |mut view: crate::view::ClusterView, name: String| -> Arc<dyn Source> {
         view.alert_namespaces = args.controller.alerts.namespaces();
+        view.gate_namespace = Some(args.controller.namespace.clone());
         Arc::new(SnapshotSource::new(
             view,
             name,

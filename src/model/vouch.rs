@@ -27,6 +27,11 @@ pub(crate) const FIELD_MANAGER: &str = "preflight-gate";
 pub struct NotVouched {
     pub name: String,
     pub why: String,
+    /// The object is the gate's own result for the release, and only its
+    /// signature fails (a lost or rotated key, a status changed since):
+    /// the gate's controller runs it again by itself, so nobody needs to
+    /// delete it.
+    pub runs_again: bool,
 }
 
 /// Who writes results, where the source records it (the API server): the
@@ -54,6 +59,7 @@ pub fn vouch(
         Err(NotVouched {
             name: name.clone(),
             why,
+            runs_again: false,
         })
     };
     let own = key.object_name();
@@ -115,7 +121,11 @@ pub fn vouch(
         Err(why) => refuse(format!(
             "cannot be vouched for: the gate cannot read the key it signs its results with ({why})"
         )),
-        Ok(result_key) => result_key.verify(object).or_else(refuse),
+        Ok(result_key) => result_key.verify(object).map_err(|why| NotVouched {
+            name,
+            why,
+            runs_again: true,
+        }),
     }
 }
 

@@ -116,8 +116,7 @@ impl<'a> Room<'a> {
 impl<'a> Index<'a> {
     pub fn new(view: &'a ClusterView) -> Self {
         let mut pdbs: Vec<&PodDisruptionBudget> = view
-            .pod_disruption_budgets
-            .iter()
+            .budgets()
             .filter(|p| p.spec.selector.is_some())
             .collect();
         pdbs.sort_by(|a, b| {

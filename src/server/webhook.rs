@@ -252,7 +252,7 @@ async fn validate(
         Decision::Final(verdict) => verdict,
         Decision::NeedsAuthorization(pending) => {
             let remaining = deadline.saturating_duration_since(Instant::now());
-            let asked = gate.authorizer.may_override(&pending.user);
+            let asked = gate.authorizer.allows(&pending.user, pending.verb);
             let authorization = tokio::time::timeout(remaining, asked)
                 .await
                 .unwrap_or_else(|_| {

@@ -84,6 +84,10 @@ pub struct Pod {
     pub terminating: bool,
     /// `spec.terminationGracePeriodSeconds`, when set (Kubernetes takes 30).
     pub termination_grace_period_seconds: Option<i64>,
+    /// Its `Ready` condition is `False`: the eviction API may let such a
+    /// pod go past a spent budget (see [`PodDisruptionBudget::evicts_unready`]).
+    /// A pod whose status says nothing counts as ready.
+    pub unready: bool,
     /// `spec.nodeSelector`: the labels a node must have to run it.
     pub node_selector: BTreeMap<String, String>,
     /// The pod's required pod anti-affinity terms
@@ -188,6 +192,8 @@ pub(crate) fn read_pod<'de, D: Deserializer<'de>>(
     #[serde(default)]
     struct RawStatus {
         phase: String,
+        #[serde(deserialize_with = "null_as_default")]
+        conditions: Vec<Condition>,
     }
 
     let raw = Raw::deserialize(deserializer)?;
@@ -219,6 +225,8 @@ pub(crate) fn read_pod<'de, D: Deserializer<'de>>(
         requests: sum.max(init),
         terminating: raw.metadata.deletion_timestamp.is_some(),
         termination_grace_period_seconds: raw.spec.termination_grace_period_seconds,
+        unready: crate::model::meta::condition(&raw.status.conditions, "Ready")
+            .is_some_and(|c| c.status == "False"),
         node_selector: raw.spec.node_selector,
         required_anti_affinity: raw
             .spec
@@ -240,8 +248,11 @@ pub struct PodDisruptionBudget {
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
+#[serde(rename_all = "camelCase")]
 pub struct PdbSpec {
     pub selector: Option<LabelSelector>,
+    /// `IfHealthyBudget` (Kubernetes' default when unset) or `AlwaysAllow`.
+    pub unhealthy_pod_eviction_policy: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -251,6 +262,19 @@ pub struct PdbStatus {
     pub expected_pods: i64,
     pub current_healthy: i64,
     pub desired_healthy: i64,
+}
+
+impl PodDisruptionBudget {
+    /// Whether the eviction API lets an unready pod of this budget go even
+    /// when no disruption is allowed, as Kubernetes judges it: always under
+    /// `AlwaysAllow`; under `IfHealthyBudget` (the default) only while the
+    /// budget's application is not itself disrupted (as many healthy pods
+    /// as it needs).
+    pub fn evicts_unready(&self) -> bool {
+        self.spec.unhealthy_pod_eviction_policy.as_deref() == Some("AlwaysAllow")
+            || (self.status.desired_healthy > 0
+                && self.status.current_healthy >= self.status.desired_healthy)
+    }
 }
 
 /// A ConfigMap. Only the ones checks read are kept (see `ClusterView`).

@@ -95,6 +95,11 @@ pub struct ClusterView {
     pub alerts: Option<Vec<Alert>>,
     /// Which namespaces' alerts count (the platform's unless told more).
     pub alert_namespaces: alerts::AlertNamespaces,
+    /// The namespace the gate itself runs in, when known. Its own pods and
+    /// PodDisruptionBudget never hold an update: the gate guards the start
+    /// of an update and is not needed once the update runs, and its budget
+    /// lets drains through one replica at a time.
+    pub gate_namespace: Option<String>,
     /// The kinds that were loaded, even when there were none of them.
     pub loaded: BTreeSet<String>,
     /// Kinds the live source could not list, and why (e.g. RBAC).
@@ -371,6 +376,14 @@ impl ClusterView {
 
     /// Whether an update drains `node`: it is in a pool that is not paused,
     /// or, with no MachineConfigPools in the data, always.
+    /// The PodDisruptionBudgets that can hold a drain: all but the gate's own.
+    pub fn budgets(&self) -> impl Iterator<Item = &PodDisruptionBudget> {
+        self.pod_disruption_budgets.iter().filter(|pdb| {
+            self.gate_namespace.is_none()
+                || pdb.metadata.namespace.as_deref() != self.gate_namespace.as_deref()
+        })
+    }
+
     pub fn drains(&self, node: &Node) -> bool {
         if self.machine_config_pools.is_empty() {
             return true;

@@ -1,5 +1,5 @@
 //! Docs that run: every command of README.md, docs/install.md,
-//! docs/upgrading.md and docs/runbooks/*.md, taken from the documents
+//! docs/upgrading.md, docs/support.md and docs/runbooks/*.md, taken from the documents
 //! themselves, is run here against a real API server, or, where the block
 //! says why (`<!-- rendered: ... -->` just before it), at least parsed and
 //! rendered. A command added to a document without a test fails
@@ -29,11 +29,13 @@ const GATE: &str = env!("CARGO_BIN_EXE_preflight-gate");
 const README: &str = "README.md";
 const INSTALL: &str = "docs/install.md";
 const UPGRADING: &str = "docs/upgrading.md";
+const SUPPORT: &str = "docs/support.md";
 
 // The tests that run the documents' commands.
 const SHARED: &str = "day_two_commands_run_on_the_shared_control_plane";
 const OWN: &str = "install_upgrade_break_glass_and_uninstall_run_on_a_control_plane_of_their_own";
 const SERVE: &str = "the_readmes_serve_curl_and_check_commands_run";
+const GATHER: &str = "the_support_inspect_gathers_the_gates_objects_and_events";
 
 fn runbook(name: &str) -> String {
     format!("docs/runbooks/{name}.md")
@@ -69,7 +71,6 @@ fn runs() -> Vec<(String, &'static str, &'static str)> {
             // The image override, then the install.
             "oc kustomize my-cluster | grep 'image:'",
             "oc apply -k my-cluster",
-            "oc apply -k deploy/overlays/openshift",
             // Verify.
             "oc -n preflight-gate rollout status deployment/preflight-gate",
             "oc -n preflight-gate get pods -o wide",
@@ -77,11 +78,14 @@ fn runs() -> Vec<(String, &'static str, &'static str)> {
             "oc -n preflight-gate get lease preflight-gate-controller",
             "oc get updatepreflights",
             "oc patch clusterversion version --type merge --dry-run=server",
-            // Uninstall.
+            // Uninstall: the audit trail exported first.
+            "mkdir -p preflight-gate-audit",
+            "oc get events --all-namespaces --field-selector reportingComponent=preflight-gate -o yaml",
+            "oc get clusterversion version -o jsonpath='{.metadata.annotations}'",
+            "oc get updatepreflights -o yaml",
             "oc delete validatingwebhookconfiguration preflight-gate --ignore-not-found",
             "oc delete -k my-cluster --ignore-not-found",
-            "for role in preflight-gate-override preflight-gate-updater; do",
-            "oc delete events --all-namespaces",
+            "for role in preflight-gate-override preflight-gate-window preflight-gate-updater; do",
             "oc annotate clusterversion version preflight.dev/override-",
             // Break-glass and restore.
             "oc get validatingwebhookconfiguration preflight-gate -o yaml",
@@ -122,6 +126,16 @@ fn runs() -> Vec<(String, &'static str, &'static str)> {
             "oc apply -f preflight-gate-crds-before.yaml",
             "oc delete validatingwebhookconfiguration preflight-gate",
             "oc delete upf -l preflight.dev/auto-created=true",
+        ],
+    );
+    add(
+        SUPPORT,
+        GATHER,
+        &[
+            "oc adm inspect --dest-dir=preflight-gate-inspect ns/",
+            "oc adm inspect --dest-dir=preflight-gate-inspect updatepreflights",
+            "oc adm inspect --dest-dir=preflight-gate-inspect -n default events",
+            "tar -czf preflight-gate-inspect.tar.gz",
         ],
     );
     add(
@@ -214,7 +228,12 @@ struct DocCommand {
 }
 
 fn documents() -> Vec<String> {
-    let mut docs = vec![README.to_owned(), INSTALL.to_owned(), UPGRADING.to_owned()];
+    let mut docs = vec![
+        README.to_owned(),
+        INSTALL.to_owned(),
+        UPGRADING.to_owned(),
+        SUPPORT.to_owned(),
+    ];
     let mut books: Vec<String> = std::fs::read_dir(format!("{ROOT}/docs/runbooks"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -1026,6 +1045,208 @@ fn day_two_commands_run_on_the_shared_control_plane() {
     // The next turn clears the target and the claims.
 }
 
+/// docs/support.md's inspect set, with the real oc, on the shared world
+/// after a blocked update: the archive holds the results, the webhook
+/// configuration, the ClusterVersion, the CRDs, both namespaces and the
+/// gate's Event, and no Secret's value. The world runs the gate in this
+/// process, not as pods, so there are no replica logs to gather here.
+#[test]
+fn the_support_inspect_gathers_the_gates_objects_and_events() {
+    let (_turn, world) = lock();
+    // The commands are oc's own: a clone without the real oc says so.
+    if crate::oc::oc().is_none() {
+        eprintln!(
+            "SKIPPED: no real oc (PREFLIGHT_GATE_OC, ../shared/tools/oc or oc on PATH); docs/support.md runs oc adm inspect"
+        );
+        return;
+    }
+    let kubeconfig = PathBuf::from(world.var("ADMIN_KUBECONFIG"));
+    let shell = Shell::new(&kubeconfig, world.var("KUBECTL"));
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+
+    // Something the gate recorded: a blocked update's Event, about the
+    // cluster-scoped ClusterVersion, so in `default`.
+    let blocked = ClusterVersionPatch::version("4.15.3").run(world);
+    assert!(!blocked.ok, "{}", blocked.stderr);
+    let event = world.wait_for_event("UpdateBlockedByPreflight", "preflight for 4.15.3 failed");
+    assert_eq!(event["metadata"]["namespace"], "default", "{event}");
+    let event_name = event["metadata"]["name"].as_str().unwrap();
+
+    let script = [
+        "oc adm inspect --dest-dir=preflight-gate-inspect ns/",
+        "oc adm inspect --dest-dir=preflight-gate-inspect updatepreflights",
+        "oc adm inspect --dest-dir=preflight-gate-inspect -n default events",
+        "tar -czf preflight-gate-inspect.tar.gz",
+    ]
+    .map(|begins| command(GATHER, SUPPORT, begins))
+    .join("\n");
+    shell.ok(dir, &script);
+
+    // What the guide says it holds, from the archive it sends.
+    let unpacked = dir.join("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    shell.ok(dir, "tar -xzf preflight-gate-inspect.tar.gz -C unpacked");
+    let top = unpacked.join("preflight-gate-inspect");
+    let read = |path: &str| {
+        std::fs::read_to_string(top.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let result = read(&format!(
+        "cluster-scoped-resources/preflight.dev/updatepreflights/{FAILING_RESULT}.yaml"
+    ));
+    assert!(
+        result.contains("kind: UpdatePreflight") && result.contains("MachineConfigPoolsHealthy"),
+        "{result}"
+    );
+    let webhook = read(
+        "cluster-scoped-resources/admissionregistration.k8s.io/validatingwebhookconfigurations/preflight-gate.yaml",
+    );
+    assert!(
+        webhook.contains(crate::cluster::WEBHOOK)
+            && webhook.contains("desired-update-or-claims-changed"),
+        "{webhook}"
+    );
+    let cluster_version =
+        read("cluster-scoped-resources/config.openshift.io/clusterversions/version.yaml");
+    assert!(cluster_version.contains(FAILING_IMAGE), "{cluster_version}");
+    for crd in [
+        "updatepreflights.preflight.dev",
+        "preflightchecks.preflight.dev",
+    ] {
+        let crd = read(&format!(
+            "cluster-scoped-resources/apiextensions.k8s.io/customresourcedefinitions/{crd}.yaml"
+        ));
+        assert!(crd.contains("kind: CustomResourceDefinition"), "{crd}");
+    }
+    for namespace in ["preflight-gate", "preflight-gate-checks"] {
+        for file in [
+            format!("{namespace}.yaml"),
+            "core/pods.yaml".into(),
+            "core/events.yaml".into(),
+            "batch/jobs.yaml".into(),
+        ] {
+            read(&format!("namespaces/{namespace}/{file}"));
+        }
+    }
+    let gathered = read(&format!("namespaces/default/core/events/{event_name}.yaml"));
+    assert!(
+        gathered.contains("UpdateBlockedByPreflight")
+            && gathered.contains("preflight for 4.15.3 failed"),
+        "{gathered}"
+    );
+
+    // Secrets are listed without their values: the key the gate signs its
+    // results with is named, and its value is nowhere in the archive.
+    let secrets = read("namespaces/preflight-gate/core/secrets.yaml");
+    assert!(secrets.contains("preflight-gate-result-key"), "{secrets}");
+    let key: Value = serde_json::from_str(&world.admin(&[
+        "-n",
+        "preflight-gate",
+        "get",
+        "secret",
+        "preflight-gate-result-key",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let values: Vec<&str> = key["data"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(!values.is_empty(), "{key}");
+    let leaked = shell.run(
+        dir,
+        &format!("grep -rlF -e {} unpacked", values.join(" -e ")),
+    );
+    assert_eq!(
+        leaked.code,
+        Some(1),
+        "a Secret's value is in the archive: {}{}",
+        leaked.stdout,
+        leaked.stderr
+    );
+}
+
+/// docs/install.md's opt-in to the sensitive grant: its lines added to the
+/// guide's own overlay (my-cluster/, beside the checkout) render the
+/// ClusterRole that lists Secrets, its binding to the gate's
+/// ServiceAccount, and the flag on the gate's container.
+#[test]
+fn the_guides_tls_secrets_opt_in_renders_on_the_guides_overlay() {
+    let (_turn, world) = lock();
+    let top = tempfile::tempdir().unwrap();
+    let top = top.path();
+    std::os::unix::fs::symlink(ROOT, top.join("preflight-gate")).unwrap();
+    let mut overlay: Value =
+        serde_saphyr::from_str(&fenced_after(INSTALL, "<!-- image-override", "yaml")).unwrap();
+    let opt_in: Value =
+        serde_saphyr::from_str(&fenced_after(INSTALL, "<!-- tls-secrets", "yaml")).unwrap();
+    let added = opt_in.as_object().unwrap();
+    assert!(
+        added.keys().all(|k| k == "components"),
+        "the lines to add are components alone: {opt_in}"
+    );
+    let components = overlay
+        .as_object_mut()
+        .unwrap()
+        .entry("components")
+        .or_insert_with(|| json!([]));
+    components
+        .as_array_mut()
+        .unwrap()
+        .extend(added["components"].as_array().unwrap().iter().cloned());
+    std::fs::create_dir(top.join("my-cluster")).unwrap();
+    std::fs::write(
+        top.join("my-cluster/kustomization.yaml"),
+        overlay.to_string(),
+    )
+    .unwrap();
+    let out = world.kubectl(
+        User::Admin,
+        &["kustomize", top.join("my-cluster").to_str().unwrap()],
+    );
+    assert!(
+        out.ok,
+        "the guide's overlay with the opt-in: {}",
+        out.stderr
+    );
+    let objects: Vec<Value> = out
+        .stdout
+        .split("\n---\n")
+        .map(|doc| serde_saphyr::from_str(doc).unwrap())
+        .collect();
+    let find = |kind: &str, name: &str| {
+        objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    };
+    let role = find("ClusterRole", "preflight-gate-read-tls-secrets");
+    assert_eq!(
+        role["rules"],
+        json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}])
+    );
+    let binding = find("ClusterRoleBinding", "preflight-gate-read-tls-secrets");
+    assert_eq!(
+        binding["roleRef"]["name"],
+        "preflight-gate-read-tls-secrets"
+    );
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "preflight-gate", "namespace": "preflight-gate"}])
+    );
+    let deployment = find("Deployment", "preflight-gate");
+    let env = &deployment["spec"]["template"]["spec"]["containers"][0]["env"];
+    assert!(
+        env.as_array()
+            .unwrap()
+            .contains(&json!({"name": "PREFLIGHT_GATE_READ_TLS_SECRETS", "value": "true"})),
+        "{env}"
+    );
+}
+
 /// What `oc adm upgrade --to VERSION` sends, as the admin's kubectl.
 struct ClusterVersionPatch(Value);
 
@@ -1264,11 +1485,16 @@ fn install_upgrade_break_glass_and_uninstall_run_on_a_control_plane_of_their_own
     );
     let mirrored = "registry.internal/platform/preflight-gate@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     assert!(images.contains(mirrored), "{images}");
-    sh(
-        &checkout,
-        INSTALL,
-        &["oc apply -k deploy/overlays/openshift"],
-        &[],
+    // The overlay as it is sets no image: it does not render, and says
+    // what to set (tests/it/deploy.rs checks the message).
+    let bare = Command::new(world.var("KUBECTL"))
+        .args(["kustomize", "deploy/overlays/openshift"])
+        .current_dir(&checkout)
+        .output()
+        .unwrap();
+    assert!(
+        !bare.status.success(),
+        "deploy/overlays/openshift rendered with no image set"
     );
     sh(top, INSTALL, &["oc apply -k my-cluster"], &[]);
     let image = || {
@@ -1712,15 +1938,39 @@ fn install_upgrade_break_glass_and_uninstall_run_on_a_control_plane_of_their_own
         top,
         INSTALL,
         &[
+            "mkdir -p preflight-gate-audit",
+            "oc get events --all-namespaces --field-selector reportingComponent=preflight-gate -o yaml",
+            "oc get clusterversion version -o jsonpath='{.metadata.annotations}'",
+            "oc get updatepreflights -o yaml",
             "oc delete validatingwebhookconfiguration preflight-gate --ignore-not-found",
             "oc delete -k my-cluster --ignore-not-found",
-            "for role in preflight-gate-override preflight-gate-updater; do",
-            "oc delete events --all-namespaces",
+            "for role in preflight-gate-override preflight-gate-window preflight-gate-updater; do",
             "oc annotate clusterversion version preflight.dev/override-",
         ],
         &[],
     );
     finalizer.join().unwrap();
+    // The audit trail was exported before anything was removed: the gate's
+    // Event, the claims on the ClusterVersion, the results.
+    let exported = |file: &str| {
+        std::fs::read_to_string(top.join("preflight-gate-audit").join(file))
+            .unwrap_or_else(|e| panic!("{file} was not exported: {e}"))
+    };
+    assert!(
+        exported("events.yaml").contains("preflight-gate-docs"),
+        "{}",
+        exported("events.yaml")
+    );
+    let claims = exported("claims.json");
+    assert!(
+        claims.contains("preflight.dev/override-reason") && claims.contains("left over"),
+        "{claims}"
+    );
+    assert!(
+        exported("updatepreflights.yaml").contains("kind: UpdatePreflight"),
+        "{}",
+        exported("updatepreflights.yaml")
+    );
     // Nothing of the install is left.
     let my_cluster = top.join("my-cluster");
     let left = kubectl(&[
@@ -1743,11 +1993,17 @@ fn install_upgrade_break_glass_and_uninstall_run_on_a_control_plane_of_their_own
         .unwrap()
         .iter()
         .filter(|b| {
-            ["preflight-gate-override", "preflight-gate-updater"]
-                .contains(&b["roleRef"]["name"].as_str().unwrap_or(""))
+            [
+                "preflight-gate-override",
+                "preflight-gate-window",
+                "preflight-gate-updater",
+            ]
+            .contains(&b["roleRef"]["name"].as_str().unwrap_or(""))
         })
         .collect();
     assert!(dangling.is_empty(), "bindings left: {dangling:?}");
+    // The guide's own commands delete nothing of the audit trail: the
+    // gate's Events are left to expire.
     let events = kubectl(&[
         "get",
         "events",
@@ -1757,7 +2013,7 @@ fn install_upgrade_break_glass_and_uninstall_run_on_a_control_plane_of_their_own
         "-o",
         "name",
     ]);
-    assert!(events.trim().is_empty(), "events left: {events}");
+    assert!(events.contains("preflight-gate-docs"), "events: {events}");
     let annotations = kubectl(&[
         "get",
         "clusterversion",

@@ -208,7 +208,7 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
         ("UpdatePreflightFailing", "warning"),
         ("PreflightGateOverrideUsed", "info"),
         ("PreflightResultsStale", "warning"),
-        ("PreflightGateDown", "critical"),
+        ("PreflightGateDown", "warning"),
         ("PreflightGateDegraded", "warning"),
         ("PreflightGateCertificateExpiringSoon", "warning"),
         ("PreflightGateConnectionsSaturated", "warning"),
@@ -221,14 +221,16 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
             .unwrap_or_else(|| panic!("no alert {alert}"));
         assert_eq!(rule["labels"]["severity"], severity, "{alert}");
     }
-    let precheck = rules
-        .iter()
-        .find(|r| r["alert"] == "UpdatePreflightFailing")
-        .unwrap();
-    assert_eq!(
-        precheck["labels"]["openShiftUpdatePrecheck"], "true",
-        "oc adm upgrade recommend picks alerts up by this label"
-    );
+    // oc adm upgrade recommend lists an alert with this label against every
+    // target, and the cluster-version operator may turn it into a risk of
+    // every target: the gate's own alerts would then hold updates.
+    for rule in &rules {
+        assert!(
+            rule["labels"].get("openShiftUpdatePrecheck").is_none(),
+            "{} carries openShiftUpdatePrecheck",
+            rule["alert"]
+        );
+    }
 }
 
 /// Metrics with a series each, as a gate that has decided and reconciled.

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use preflight_gate::admission::ports::{
-    BoxFuture, Lookup, OverrideAuthorizer, ResultLookup, RunRequest, RunTrigger,
+    BoxFuture, Lookup, OverrideAuthorizer, ResultLookup, RunRequest, RunTrigger, Verb,
 };
 use preflight_gate::admission::{Authorization, Policy, UserInfo};
 use preflight_gate::certs;
@@ -84,7 +84,7 @@ impl FixedAuthorizer {
 }
 
 impl OverrideAuthorizer for FixedAuthorizer {
-    fn may_override<'a>(&'a self, user: &'a UserInfo) -> BoxFuture<'a, Authorization> {
+    fn allows<'a>(&'a self, user: &'a UserInfo, _verb: Verb) -> BoxFuture<'a, Authorization> {
         self.asked.lock().unwrap().push(user.username.clone());
         Box::pin(async move {
             tokio::time::sleep(self.delay).await;
@@ -222,6 +222,7 @@ pub async fn start(options: Options) -> Running {
         results: source.clone(),
         metrics: metrics.clone(),
         shutting_down: Default::default(),
+        node_cordoned: Default::default(),
     });
     let admin_tls = options
         .admin_tls

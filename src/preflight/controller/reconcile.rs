@@ -256,6 +256,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<UpdatePrefligh
     {
         Ok(Ok(mut view)) => {
             view.alert_namespaces = ctx.settings.alert_namespaces.clone();
+            view.gate_namespace = Some(ctx.settings.namespace.clone());
             read_alerts(&mut view, ctx).await;
             Ok(Arc::new(view))
         }
