@@ -870,8 +870,9 @@ fn oc_adm_upgrade_is_denied_with_the_findings_and_goes_through_once_oc_accepts_t
     let (_turn, world) = lock();
     let _crd = FeatureSetCrd::apply(world, "TechPreviewNoUpgrade")
         .expect("OpenShift's CRDs are in tests/data/openshift-crds");
-    // The one test that needs the real oc and nothing else: a clone
-    // without one (see tests/common/oc.rs) says so and checks nothing.
+    // A test that needs the real oc and nothing else (as is
+    // docs.rs's of oc adm inspect): a clone without one (see
+    // tests/common/oc.rs) says so and checks nothing.
     let Some(oc) = crate::oc::oc() else {
         eprintln!(
             "SKIPPED: no real oc (PREFLIGHT_GATE_OC, ../shared/tools/oc or oc on PATH); this test is about what oc sends and prints"
