@@ -1,16 +1,24 @@
-//! deploy/image/build: the image assembled here without a base image is the
+//! deploy/image/build: the production image, built here from the Debian
+//! packages of deploy/image/packages.lock and the gate's binary, is the
 //! Containerfile's image in what a runtime reads from it (entrypoint,
-//! command, user, ports), and its archive is a valid OCI layout whose
-//! manifest digest is the one printed.
+//! command, user, ports, every label); it carries dpkg's record of every
+//! package, the CA bundle, the non-root user, the licence and its SBOM;
+//! the same inputs give the same manifest digest; and syft, the cataloguer
+//! scanners run, finds its Debian packages and the crates in its binary.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The image's time in the builds here (SOURCE_DATE_EPOCH), the same for
+/// every build so that their digests can be compared.
+const EPOCH: &str = "1700000000";
 
 /// The final stage's instructions of the Containerfile, joined across
 /// continuation lines.
@@ -52,6 +60,76 @@ fn instruction(stage: &[(String, String)], op: &str) -> Option<String> {
         .rev()
         .find(|(o, _)| o == op)
         .map(|(_, v)| v.clone())
+}
+
+/// Shell-like words: double and single quotes group, a backslash escapes.
+fn words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' | '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                while let Some(q) = chars.next() {
+                    match q {
+                        _ if q == c => break,
+                        '\\' if c == '"' => w.extend(chars.next()),
+                        _ => w.push(q),
+                    }
+                }
+            }
+            '\\' => word.get_or_insert_with(String::new).extend(chars.next()),
+            c if c.is_whitespace() => words.extend(word.take()),
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    words
+}
+
+/// The labels the Containerfile's final stage sets, with its ARGs'
+/// defaults substituted (VERSION is Cargo.toml's, as deploy/release/cut
+/// passes it).
+fn containerfile_labels() -> BTreeMap<String, String> {
+    let stage = containerfile();
+    let mut args: HashMap<String, String> = stage
+        .iter()
+        .filter(|(op, _)| op == "ARG")
+        .map(|(_, rest)| {
+            let (name, default) = rest.split_once('=').unwrap_or((rest, ""));
+            (name.to_owned(), default.to_owned())
+        })
+        .collect();
+    args.insert("VERSION".into(), VERSION.into());
+    let mut labels = BTreeMap::new();
+    for (_, rest) in stage.iter().filter(|(op, _)| op == "LABEL") {
+        for word in words(rest) {
+            let (key, value) = word.split_once('=').unwrap();
+            let mut value = value.to_owned();
+            for (name, arg) in &args {
+                value = value.replace(&format!("${{{name}}}"), arg);
+            }
+            assert!(!value.contains('$'), "unknown ARG in label {key}={value}");
+            labels.insert(key.to_owned(), value);
+        }
+    }
+    labels
+}
+
+/// deploy/image/packages.lock: name and version of each package.
+fn locked_packages() -> Vec<(String, String)> {
+    std::fs::read_to_string(format!("{ROOT}/deploy/image/packages.lock"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(fields.len(), 3, "packages.lock: {l}");
+            assert_eq!(fields[2].len(), 64, "packages.lock: {l}");
+            (fields[0].to_owned(), fields[1].to_owned())
+        })
+        .collect()
 }
 
 /// The regular files of a tar archive (gzip'ed or not), by name, read
@@ -113,7 +191,7 @@ fn listing(path: &Path) -> Vec<(String, String, String)> {
         .filter_map(|l| {
             let fields: Vec<&str> = l.split_whitespace().collect();
             Some((
-                fields.get(5)?.to_string(),
+                fields.get(5)?.trim_end_matches('/').to_string(),
                 fields.first()?.to_string(),
                 fields.get(1)?.to_string(),
             ))
@@ -139,63 +217,139 @@ fn sha256_hex(data: &[u8]) -> String {
         .to_owned()
 }
 
-#[test]
-fn the_built_image_runs_as_the_containerfile_says() {
-    // tests/run hands over the image it built from the release binary;
-    // otherwise it is built here from the binary under test.
-    let dir = tempfile::tempdir().unwrap();
-    let (archive, printed) = match std::env::var("PREFLIGHT_GATE_IMAGE_TAR") {
-        Ok(tar) => (std::path::PathBuf::from(tar), None),
-        Err(_) => {
-            let archive = dir.path().join("image.tar");
-            let out = Command::new(format!("{ROOT}/deploy/image/build"))
-                .arg(&archive)
-                .env(
-                    "PREFLIGHT_GATE_BINARY",
-                    env!("CARGO_BIN_EXE_preflight-gate"),
-                )
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "deploy/image/build failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let stdout = String::from_utf8(out.stdout).unwrap();
-            assert_eq!(stdout.lines().count(), 1, "one line on stdout: {stdout:?}");
-            (archive, Some(stdout.trim().to_owned()))
+/// An image deploy/image/build made here, from the binary under test.
+struct Built {
+    _dir: tempfile::TempDir,
+    archive: PathBuf,
+    /// The manifest digest it printed.
+    digest: String,
+}
+
+impl Built {
+    fn new() -> Built {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("image.tar");
+        let out = Command::new(format!("{ROOT}/deploy/image/build"))
+            .arg(&archive)
+            .env(
+                "PREFLIGHT_GATE_BINARY",
+                env!("CARGO_BIN_EXE_preflight-gate"),
+            )
+            .env("SOURCE_DATE_EPOCH", EPOCH)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "deploy/image/build failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(stdout.lines().count(), 1, "one line on stdout: {stdout:?}");
+        let digest = stdout.trim().to_owned();
+        Built {
+            _dir: dir,
+            archive,
+            digest,
         }
-    };
-    let files = members(&archive);
-    let json = |name: &str| -> Value {
-        serde_json::from_slice(files.get(name).unwrap_or_else(|| panic!("no {name}"))).unwrap()
-    };
-    let blob = |digest: &str| -> &Vec<u8> {
+    }
+
+    /// The SBOM written beside the archive.
+    fn sbom(&self) -> Vec<u8> {
+        std::fs::read(self.archive.with_extension("cdx.json")).unwrap()
+    }
+}
+
+/// The image built here from the binary under test, once.
+fn built_here() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(Built::new)
+}
+
+/// The image under test: the one tests/run hands over
+/// (PREFLIGHT_GATE_IMAGE_TAR, from the release binary), or the one built
+/// here; and the digest deploy/image/build printed, where it was built here.
+fn image() -> (PathBuf, Option<&'static str>) {
+    match std::env::var("PREFLIGHT_GATE_IMAGE_TAR") {
+        Ok(tar) => (PathBuf::from(tar), None),
+        Err(_) => {
+            let built = built_here();
+            (built.archive.clone(), Some(&built.digest))
+        }
+    }
+}
+
+/// An OCI archive read: its files by name, and its one manifest's digest,
+/// manifest and config.
+struct Archive {
+    files: HashMap<String, Vec<u8>>,
+    digest: String,
+    index: Value,
+    manifest: Value,
+    config: Value,
+}
+
+impl Archive {
+    fn read(path: &Path) -> Archive {
+        let files = members(path);
+        let json = |name: &str| -> Value {
+            serde_json::from_slice(files.get(name).unwrap_or_else(|| panic!("no {name}"))).unwrap()
+        };
+        assert_eq!(json("oci-layout")["imageLayoutVersion"], "1.0.0");
+        let index = json("index.json");
+        let digest = index["manifests"][0]["digest"].as_str().unwrap().to_owned();
+        let mut archive = Archive {
+            files,
+            digest,
+            index,
+            manifest: Value::Null,
+            config: Value::Null,
+        };
+        archive.manifest = serde_json::from_slice(archive.blob(&archive.digest)).unwrap();
+        let config = archive.manifest["config"]["digest"].as_str().unwrap();
+        archive.config = serde_json::from_slice(archive.blob(config)).unwrap();
+        archive
+    }
+
+    /// A blob, checked against its digest.
+    fn blob(&self, digest: &str) -> &Vec<u8> {
         let hex = digest.strip_prefix("sha256:").unwrap();
-        let data = &files[&format!("blobs/sha256/{hex}")];
+        let data = &self.files[&format!("blobs/sha256/{hex}")];
         assert_eq!(sha256_hex(data), hex, "blob {digest}");
         data
-    };
-    assert_eq!(json("oci-layout")["imageLayoutVersion"], "1.0.0");
-    let index = json("index.json");
-    let desc = &index["manifests"][0];
-    let digest = desc["digest"].as_str().unwrap();
-    if let Some(printed) = printed {
-        assert_eq!(printed, digest);
     }
-    let version = env!("CARGO_PKG_VERSION");
-    assert_eq!(
-        desc["annotations"]["org.opencontainers.image.ref.name"],
-        format!("preflight-gate:{version}")
+}
+
+/// syft: the one PREFLIGHT_GATE_SYFT names (tests/run's), else the one
+/// deploy/image/syft builds and caches (deploy/image/build needs it too,
+/// so it is never missing where an image was built).
+fn syft() -> PathBuf {
+    if let Some(syft) = std::env::var_os("PREFLIGHT_GATE_SYFT") {
+        return syft.into();
+    }
+    let out = Command::new(format!("{ROOT}/deploy/image/syft"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "deploy/image/syft failed: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+#[test]
+fn the_built_image_runs_as_the_containerfile_says() {
+    let (path, printed) = image();
+    let archive = Archive::read(&path);
+    if let Some(printed) = printed {
+        assert_eq!(printed, archive.digest);
+    }
     assert_eq!(
-        desc["annotations"]["io.containerd.image.name"],
-        format!("docker.io/library/preflight-gate:{version}")
+        archive.index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"],
+        format!("docker.io/library/preflight-gate:{VERSION}"),
+        "ctr images import names the image by its ref.name"
     );
-    let manifest: Value = serde_json::from_slice(blob(digest)).unwrap();
-    let config: Value =
-        serde_json::from_slice(blob(manifest["config"]["digest"].as_str().unwrap())).unwrap();
-    let config = &config["config"];
+    let config = &archive.config["config"];
 
     let stage = containerfile();
     let entrypoint: Value =
@@ -222,64 +376,230 @@ fn the_built_image_runs_as_the_containerfile_says() {
         .cloned()
         .collect();
     assert_eq!(ports, exposed);
+    // Every label of the Containerfile, with the same value, and no other.
+    let labels: BTreeMap<String, String> =
+        serde_json::from_value(config["Labels"].clone()).unwrap();
+    let expected = containerfile_labels();
+    assert!(expected.len() >= 10, "{expected:?}");
+    assert_eq!(labels, expected);
+    // No build history or builder to tell one build from another.
+    assert!(
+        archive.config.get("history").is_none(),
+        "{}",
+        archive.config
+    );
 
     // The one layer holds the binary where the entrypoint says, and the
-    // user the image runs as exists.
+    // user the image runs as exists, with its home.
+    let layers = archive.manifest["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 1, "{}", archive.manifest);
+    let dir = tempfile::tempdir().unwrap();
     let layer_path = dir.path().join("layer.tar.gz");
     std::fs::write(
         &layer_path,
-        blob(manifest["layers"][0]["digest"].as_str().unwrap()),
+        archive.blob(layers[0]["digest"].as_str().unwrap()),
     )
     .unwrap();
     let paths = members(&layer_path);
-    let modes: HashMap<String, String> = listing(&layer_path)
+    let entries: HashMap<String, (String, String)> = listing(&layer_path)
         .into_iter()
-        .map(|(name, mode, _)| (name, mode))
+        .map(|(name, mode, owner)| (name, (mode, owner)))
         .collect();
     let binary = entrypoint[0].as_str().unwrap().trim_start_matches('/');
     assert!(paths.contains_key(binary), "no {binary} in the layer");
-    assert_eq!(modes[binary], "-rwxr-xr-x", "{binary} is executable");
-    let uid = config["User"].as_str().unwrap().split(':').next().unwrap();
+    assert_eq!(entries[binary].0, "-rwxr-xr-x", "{binary} is executable");
+    let user = config["User"].as_str().unwrap();
+    let uid = user.split(':').next().unwrap();
     let passwd = String::from_utf8(paths["etc/passwd"].clone()).unwrap();
-    assert!(
-        passwd.lines().any(|l| l.split(':').nth(2) == Some(uid)),
-        "{passwd}"
-    );
-    // It says what it is, and carries the licence as the release image does.
-    assert_eq!(config["Labels"]["preflight-gate.image"], "test", "{config}");
+    let entry = passwd
+        .lines()
+        .find(|l| l.split(':').nth(2) == Some(uid))
+        .unwrap_or_else(|| panic!("no user {uid}: {passwd}"));
+    let home = entry.split(':').nth(5).unwrap().trim_start_matches('/');
+    assert_eq!(entries[home], ("drwx------".into(), user.replace(':', "/")));
+    assert_eq!(entries["tmp"].0, "drwxrwxrwt");
     assert_eq!(
         paths["licenses/LICENSE"],
         std::fs::read(format!("{ROOT}/LICENSE")).unwrap()
     );
+
+    // Every locked package, and dpkg's record of it, as distroless keeps it.
+    for (name, version) in locked_packages() {
+        let record = paths
+            .get(&format!("var/lib/dpkg/status.d/{name}"))
+            .unwrap_or_else(|| panic!("no dpkg record of {name}"));
+        let record = String::from_utf8_lossy(record);
+        assert!(
+            record.lines().any(|l| l == format!("Package: {name}"))
+                && record.lines().any(|l| l == format!("Version: {version}")),
+            "{name} {version}: {record}"
+        );
+        // Its copyright, or a link to the directory that has it (libgcc-s1's
+        // is gcc-12-base's).
+        let doc = format!("usr/share/doc/{name}");
+        assert!(
+            paths.contains_key(&format!("{doc}/copyright"))
+                || entries
+                    .get(&doc)
+                    .is_some_and(|(mode, _)| mode.starts_with('l')),
+            "{name}'s copyright"
+        );
+    }
+    // The distribution, as scanners identify it.
+    let os_release = String::from_utf8_lossy(&paths["usr/lib/os-release"]).into_owned();
+    assert!(
+        os_release.lines().any(|l| l == "ID=debian") && os_release.contains("VERSION_ID=\"12\""),
+        "{os_release}"
+    );
+    // The CA bundle: every certificate ca-certificates ships.
+    let bundle = String::from_utf8_lossy(&paths["etc/ssl/certs/ca-certificates.crt"]).into_owned();
+    let shipped = paths
+        .keys()
+        .filter(|p| p.starts_with("usr/share/ca-certificates/") && p.ends_with(".crt"))
+        .count();
+    assert!(shipped > 100, "{shipped} certificates");
+    assert_eq!(
+        bundle.matches("-----BEGIN CERTIFICATE-----").count(),
+        shipped
+    );
+    // The image's SBOM, inside and (where built here) beside it.
+    let sbom = &paths["usr/share/doc/preflight-gate/image.cdx.json"];
+    if printed.is_some() {
+        assert_eq!(sbom, &built_here().sbom());
+    }
+    let sbom: Value = serde_json::from_slice(sbom).unwrap();
+    assert_eq!(sbom["bomFormat"], "CycloneDX");
+    assert_eq!(sbom["metadata"]["component"]["name"], "preflight-gate");
+    let purls: BTreeSet<&str> = sbom["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["purl"].as_str())
+        .collect();
+    for (name, version) in locked_packages() {
+        let purl = format!("pkg:deb/debian/{name}@{}", version.replace('+', "%2B"));
+        assert!(
+            purls.iter().any(|p| p.starts_with(&purl)),
+            "the SBOM has no {purl}: {purls:?}"
+        );
+    }
+}
+
+/// Two builds from the same binary, packages and SOURCE_DATE_EPOCH give
+/// the same manifest digest, and the same SBOM.
+#[test]
+fn the_image_builds_reproducibly() {
+    let first = built_here();
+    let second = Built::new();
+    assert_eq!(first.digest, second.digest);
+    assert_eq!(first.sbom(), second.sbom());
+}
+
+/// syft, the cataloguer image scanners run, finds in the image every
+/// Debian package of the lock at its version, the distribution, and the
+/// crates the binary is built from (cargo auditable's list), at Cargo.lock's
+/// versions.
+#[test]
+fn a_scanner_sees_the_debian_packages_and_the_crates() {
+    let (path, _) = image();
+    let out = Command::new(syft())
+        .arg("scan")
+        .arg(format!("oci-archive:{}", path.display()))
+        .args(["--quiet", "-o", "syft-json"])
+        .env("SYFT_CHECK_FOR_APP_UPDATE", "false")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "syft failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found["distro"]["id"], "debian", "{}", found["distro"]);
+    assert!(
+        found["distro"]["versionID"]
+            .as_str()
+            .is_some_and(|v| v == "12" || v.starts_with("12.")),
+        "{}",
+        found["distro"]
+    );
+    let artifacts = found["artifacts"].as_array().unwrap();
+    let of_type = |kind: &str| -> BTreeMap<String, String> {
+        artifacts
+            .iter()
+            .filter(|a| a["type"] == kind)
+            .map(|a| {
+                (
+                    a["name"].as_str().unwrap().to_owned(),
+                    a["version"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let debs = of_type("deb");
+    for (name, version) in locked_packages() {
+        assert_eq!(
+            debs.get(&name),
+            Some(&version),
+            "syft's Debian packages: {debs:?}"
+        );
+    }
+    let crates = of_type("rust-crate");
+    assert!(
+        !crates.is_empty(),
+        "syft finds no crate in the image's binary: build it with cargo auditable \
+         (tests/run runs `cargo auditable test`)"
+    );
+    let lock = std::fs::read_to_string(format!("{ROOT}/Cargo.lock")).unwrap();
+    for name in ["preflight-gate", "kube", "rustls", "axum", "tokio"] {
+        let version = crates
+            .get(name)
+            .unwrap_or_else(|| panic!("syft does not see {name}: {crates:?}"));
+        if name != "preflight-gate" {
+            assert!(
+                lock.contains(&format!("name = \"{name}\"\nversion = \"{version}\"")),
+                "{name} {version} is not Cargo.lock's"
+            );
+        }
+    }
+    assert_eq!(crates["preflight-gate"], VERSION);
 }
 
 /// The release image carries the labels Red Hat's container certification
 /// asks for, and the licence under /licenses.
 #[test]
 fn the_release_image_has_the_certification_labels_and_its_licence() {
-    let stage = containerfile();
-    let labels = instruction(&stage, "LABEL").expect("a LABEL instruction");
+    let labels = containerfile_labels();
     for key in [
-        "name=",
-        "vendor=",
-        "version=",
-        "release=",
-        "summary=",
-        "description=",
-        "url=",
-        "io.k8s.display-name=",
-        "io.k8s.description=",
-        "maintainer=",
+        "name",
+        "vendor",
+        "version",
+        "release",
+        "summary",
+        "description",
+        "url",
+        "io.k8s.display-name",
+        "io.k8s.description",
+        "maintainer",
     ] {
         assert!(
-            labels.split_whitespace().any(|w| w.starts_with(key)),
-            "the release image has no {key} label: {labels}"
+            labels.contains_key(key),
+            "the release image has no {key} label: {labels:?}"
         );
     }
+    assert_eq!(labels["version"], VERSION);
     assert!(
-        stage
+        containerfile()
             .iter()
             .any(|(op, rest)| op == "COPY" && rest == "LICENSE /licenses/LICENSE"),
         "no /licenses/LICENSE"
+    );
+}
+
+#[test]
+fn containerfile_words_split_as_a_shell_would() {
+    assert_eq!(
+        words(r#"a="b c" d=e f='g h' i=j\ k "l\"m"=n"#),
+        ["a=b c", "d=e", "f=g h", "i=j k", "l\"m=n"]
     );
 }

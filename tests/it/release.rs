@@ -448,6 +448,27 @@ fn the_release_script_cuts_a_release() {
                 .any(|m| m["digest"] == digest),
             "{index}"
         );
+        // The image's own SBOM (syft's, over its Debian packages and
+        // crates) is beside it, and in the checksums.
+        let image_sbom: Value = serde_json::from_slice(
+            &std::fs::read(path(&format!("preflight-gate-{VERSION}.oci.cdx.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(image_sbom["bomFormat"], "CycloneDX");
+        assert!(
+            image_sbom["components"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["name"] == "libc6"),
+            "the image's SBOM names no libc6"
+        );
+        assert!(
+            std::fs::read_to_string(path("SHA256SUMS"))
+                .unwrap()
+                .contains(&format!("preflight-gate-{VERSION}.oci.cdx.json")),
+            "the image's SBOM is not in SHA256SUMS"
+        );
     }
 
     // The CLI tarball: the binary, which runs and says its version, and the
