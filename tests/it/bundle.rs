@@ -16,10 +16,24 @@
 //!   serves plain HTTP and the ServiceMonitor scrapes HTTP.
 //! - OLM grants Roles only in the install namespace: the overlay's Roles in
 //!   other namespaces (Events in `default`, three OpenShift namespaces)
-//!   become cluster-wide rules, with their resourceNames kept.
-//! - OLM's webhook descriptions have no matchConditions: every write of a
+//!   become cluster-wide rules, with their resourceNames kept. A ConfigMap
+//!   rule without resourceNames would become a read of every ConfigMap of
+//!   the cluster: it is left out (the release-verification Role of
+//!   `openshift-config-managed`), and docs/install.md has the administrator
+//!   grant it in its namespace.
+//! - OLM's webhook descriptions have no matchConditions (operator-framework/api
+//!   v0.39.0's `WebhookDescription` has no such field): every write of a
 //!   ClusterVersion's spec reaches the gate, which allows the ones that
-//!   leave the target alone at once.
+//!   leave the target alone at once, and refuses them while it is down.
+//! - The CSV installs in its own namespace only (`OwnNamespace`), so the
+//!   global OperatorGroup of `openshift-operators` (AllNamespaces) cannot
+//!   install it; it suggests `preflight-gate`.
+//! - The image is named by digest (relatedImages, the Deployment,
+//!   `containerImage`), as `features.operators.openshift.io/disconnected`
+//!   requires: the released one, from deploy/release/IMAGE. Until a release
+//!   is cut there is no image to name, and bundle/ holds no manifests (its
+//!   Dockerfile then fails on the missing `manifests/`); the tests check and
+//!   validate a bundle made with a test image, in a temporary directory.
 //! - A bundle cannot make a namespace: the overlay's `preflight-gate-checks`
 //!   (where check Jobs and the extraction pod run) is the install namespace
 //!   under OLM, so the Deployment leaves `--jobs-namespace` to its default
@@ -32,7 +46,8 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use crate::deploy::rendered;
+// TEST_IMAGE: the image the tests' bundles name, never written to bundle/.
+use crate::deploy::{TEST_IMAGE, rendered};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -45,6 +60,22 @@ const OLM_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 /// The oldest OpenShift the overlay supports (docs/install.md).
 const MIN_OPENSHIFT: &str = "v4.15";
 const MIN_KUBE: &str = "1.28.0";
+/// ConfigMap rules the CSV leaves out, with the namespace of their Role.
+pub const LEFT_OUT_NAMESPACE: &str = "openshift-config-managed";
+
+/// The released image, `REPOSITORY@sha256:...`, that the release commit
+/// writes to deploy/release/IMAGE; None until a release is cut.
+pub fn released_image() -> Option<String> {
+    let path = format!("{ROOT}/deploy/release/IMAGE");
+    let text = std::fs::read_to_string(&path).ok()?;
+    let image = text.trim().to_owned();
+    let digest = image.rsplit_once("@sha256:").map(|(_, d)| d).unwrap_or("");
+    assert!(
+        digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{path}: {image} is not named by digest"
+    );
+    Some(image)
+}
 
 fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
     objects
@@ -69,10 +100,26 @@ fn is_ours(subject: &Value, account: &str) -> bool {
         && [NAMESPACE, CHECKS_NAMESPACE].contains(&subject["namespace"].as_str().unwrap_or(""))
 }
 
-/// The rules granted to `account`: (cluster-wide, in its own namespace).
-/// Roles in other namespaces become cluster-wide rules.
-fn rules_of(objects: &[Value], account: &str) -> (Vec<Value>, Vec<Value>) {
-    let (mut cluster, mut own) = (Vec::new(), Vec::new());
+/// Whether a rule of a Role in another namespace may become cluster-wide:
+/// not one that would read every ConfigMap of the cluster.
+fn may_widen(rule: &Value) -> bool {
+    let configmaps = rule["resources"]
+        .as_array()
+        .is_some_and(|r| r.iter().any(|r| r == "configmaps"));
+    !configmaps
+        || rule["resourceNames"]
+            .as_array()
+            .is_some_and(|n| !n.is_empty())
+}
+
+/// The rules granted to `account`: (cluster-wide, in its own namespace, left
+/// out as (namespace, rule)). Roles in other namespaces become cluster-wide
+/// rules, except those [`may_widen`] refuses.
+pub fn rules_of(
+    objects: &[Value],
+    account: &str,
+) -> (Vec<Value>, Vec<Value>, Vec<(String, Value)>) {
+    let (mut cluster, mut own, mut left_out) = (Vec::new(), Vec::new(), Vec::new());
     for binding in objects
         .iter()
         .filter(|o| o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding")
@@ -94,18 +141,28 @@ fn rules_of(objects: &[Value], account: &str) -> (Vec<Value>, Vec<Value>) {
         let rules = role["rules"].as_array().unwrap().iter().cloned();
         match namespace {
             Some(NAMESPACE | CHECKS_NAMESPACE) => own.extend(rules),
-            _ => cluster.extend(rules),
+            Some(other) => {
+                for rule in rules {
+                    if may_widen(&rule) {
+                        cluster.push(rule);
+                    } else {
+                        left_out.push((other.to_owned(), rule));
+                    }
+                }
+            }
+            None => cluster.extend(rules),
         }
     }
-    (cluster, own)
+    (cluster, own, left_out)
 }
 
 /// The Deployment as OLM runs it: the certificate where OLM mounts it, the
 /// admin port in plain HTTP.
-fn olm_deployment(deployment: &Value) -> Value {
+fn olm_deployment(deployment: &Value, image: &str) -> Value {
     let mut spec = deployment["spec"].clone();
     let pod = &mut spec["template"]["spec"];
     let container = &mut pod["containers"][0];
+    container["image"] = image.into();
     let env = container["env"].as_array_mut().unwrap();
     env.retain(|e| {
         e["name"] != "PREFLIGHT_GATE_ADMIN_TLS" && e["name"] != "PREFLIGHT_GATE_JOBS_NAMESPACE"
@@ -184,14 +241,62 @@ fn yaml(value: &Value) -> String {
     serde_saphyr::to_string(value).unwrap()
 }
 
-/// Every file of bundle/, by path relative to it.
-pub fn generate() -> BTreeMap<String, String> {
+/// bundle/'s README, which says why it may hold no manifests.
+const README: &str = "\
+# bundle/
+
+The OLM bundle of preflight-gate (`registry+v1`), generated by
+`tests/it/bundle.rs` from the openshift overlay; do not edit.
+
+Its ClusterServiceVersion names the gate's image by digest, the released
+one that `deploy/release/IMAGE` holds, so `manifests/` is written only
+once a release is cut (`deploy/release/cut --manifests-dir deploy/release`,
+then `PREFLIGHT_GATE_BLESS=1 cargo test --locked --test it bundle`). Until
+then there is no image to name: `manifests/` is absent, and building
+`bundle.Dockerfile` fails on it. docs/install.md, \"Install with OLM\".
+";
+
+/// Every file of bundle/, by path relative to it, naming `image` (by
+/// digest); without one, only the files that name no image.
+pub fn generate(image: Option<&str>) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    files.insert("README.md".into(), README.into());
+    let annotations = json!({"annotations": {
+        "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1",
+        "operators.operatorframework.io.bundle.manifests.v1": "manifests/",
+        "operators.operatorframework.io.bundle.metadata.v1": "metadata/",
+        "operators.operatorframework.io.bundle.package.v1": "preflight-gate",
+        "operators.operatorframework.io.bundle.channels.v1": "candidate",
+        "operators.operatorframework.io.bundle.channel.default.v1": "candidate",
+        "com.redhat.openshift.versions": format!("{MIN_OPENSHIFT}"),
+    }});
+    let header = "# Generated by tests/it/bundle.rs from deploy/rendered/openshift.yaml; do not edit.\n# Regenerate: PREFLIGHT_GATE_BLESS=1 cargo test --test it bundle\n";
+    files.insert(
+        "metadata/annotations.yaml".into(),
+        format!("{header}{}", yaml(&annotations)),
+    );
+    let mut dockerfile = String::from(
+        "# The bundle image: `podman build -f bundle.Dockerfile -t <registry>/preflight-gate-bundle:<version> bundle/`.\n\
+         # Generated by tests/it/bundle.rs; do not edit. Its labels are metadata/annotations.yaml.\n\
+         # manifests/ is there once a release names the image (README.md).\n\
+         FROM scratch\n",
+    );
+    for (key, value) in annotations["annotations"].as_object().unwrap() {
+        dockerfile.push_str(&format!("LABEL {key}={value}\n"));
+    }
+    dockerfile.push_str("COPY manifests /manifests/\nCOPY metadata /metadata/\n");
+    files.insert("bundle.Dockerfile".into(), dockerfile);
+    let Some(image) = image else {
+        return files;
+    };
+    let digest = image.rsplit_once("@sha256:").map(|(_, d)| d).unwrap_or("");
+    assert!(
+        digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+        "the bundle names its image by digest, not {image}"
+    );
+
     let objects = rendered("openshift");
     let deployment = find(&objects, "Deployment", "preflight-gate");
-    let image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     let webhook_config = find(&objects, "ValidatingWebhookConfiguration", "preflight-gate");
     let webhook = &webhook_config["webhooks"][0];
     let service = find(&objects, "Service", "preflight-gate");
@@ -201,9 +306,9 @@ pub fn generate() -> BTreeMap<String, String> {
         .filter(|o| o["kind"] == "CustomResourceDefinition")
         .collect();
 
-    let (gate_cluster, gate_own) = rules_of(&objects, SA);
-    let (check_cluster, check_own) = rules_of(&objects, "preflight-check");
-    assert!(check_own.is_empty());
+    let (gate_cluster, gate_own, _) = rules_of(&objects, SA);
+    let (check_cluster, check_own, check_left_out) = rules_of(&objects, "preflight-check");
+    assert!(check_own.is_empty() && check_left_out.is_empty());
 
     let webhook_port = service["spec"]["ports"]
         .as_array()
@@ -319,11 +424,15 @@ pub fn generate() -> BTreeMap<String, String> {
             ],
             "keywords": ["openshift", "update", "upgrade", "preflight", "admission webhook"],
             "icon": [{"base64data": base64(ICON_SVG.as_bytes()), "mediatype": "image/svg+xml"}],
+            // Its own namespace only: the gate is cluster-wide by nature
+            // (one webhook, one ClusterVersion), and the global
+            // OperatorGroup of openshift-operators, AllNamespaces, must not
+            // install it beside every other operator.
             "installModes": [
-                {"type": "OwnNamespace", "supported": false},
+                {"type": "OwnNamespace", "supported": true},
                 {"type": "SingleNamespace", "supported": false},
                 {"type": "MultiNamespace", "supported": false},
-                {"type": "AllNamespaces", "supported": true},
+                {"type": "AllNamespaces", "supported": false},
             ],
             "customresourcedefinitions": {"owned": owned},
             "install": {
@@ -337,7 +446,7 @@ pub fn generate() -> BTreeMap<String, String> {
                     "deployments": [{
                         "name": deployment["metadata"]["name"],
                         "label": deployment["metadata"]["labels"],
-                        "spec": olm_deployment(deployment),
+                        "spec": olm_deployment(deployment, image),
                     }],
                 },
             },
@@ -346,8 +455,6 @@ pub fn generate() -> BTreeMap<String, String> {
         },
     });
 
-    let mut files = BTreeMap::new();
-    let header = "# Generated by tests/it/bundle.rs from deploy/rendered/openshift.yaml; do not edit.\n# Regenerate: PREFLIGHT_GATE_BLESS=1 cargo test --test it bundle\n";
     let mut put = |path: String, value: &Value| {
         files.insert(path, format!("{header}{}", yaml(value)));
     };
@@ -427,38 +534,17 @@ pub fn generate() -> BTreeMap<String, String> {
         &monitor,
     );
 
-    let annotations = json!({"annotations": {
-        "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1",
-        "operators.operatorframework.io.bundle.manifests.v1": "manifests/",
-        "operators.operatorframework.io.bundle.metadata.v1": "metadata/",
-        "operators.operatorframework.io.bundle.package.v1": "preflight-gate",
-        "operators.operatorframework.io.bundle.channels.v1": "candidate",
-        "operators.operatorframework.io.bundle.channel.default.v1": "candidate",
-        "com.redhat.openshift.versions": format!("{MIN_OPENSHIFT}"),
-    }});
-    put("metadata/annotations.yaml".into(), &annotations);
-
-    let mut dockerfile = String::from(
-        "# The bundle image: `podman build -f bundle.Dockerfile -t <registry>/preflight-gate-bundle:<version> bundle/`.\n\
-         # Generated by tests/it/bundle.rs; do not edit. Its labels are metadata/annotations.yaml.\n\
-         FROM scratch\n",
-    );
-    for (key, value) in annotations["annotations"].as_object().unwrap() {
-        dockerfile.push_str(&format!("LABEL {key}={value}\n"));
-    }
-    dockerfile.push_str("COPY manifests /manifests/\nCOPY metadata /metadata/\n");
-    files.insert("bundle.Dockerfile".into(), dockerfile);
     files
 }
 
 #[test]
 fn the_bundle_is_generated_from_the_openshift_overlay() {
-    crate::golden::tree("bundle", &generate(), "bundle");
+    crate::golden::tree("bundle", &generate(released_image().as_deref()), "bundle");
 }
 
 #[test]
 fn the_bundle_keeps_the_overlays_promises() {
-    let files = generate();
+    let files = generate(Some(TEST_IMAGE));
     let csv: Value =
         serde_saphyr::from_str(&files["manifests/preflight-gate.clusterserviceversion.yaml"])
             .unwrap();
@@ -503,6 +589,79 @@ fn the_bundle_keeps_the_overlays_promises() {
         .find(|e| e["name"] == "PREFLIGHT_GATE_TLS_CERT")
         .unwrap();
     assert_eq!(cert["value"], format!("{OLM_CERT_DIR}/tls.crt"));
+    // The image by digest, the same everywhere the CSV names it.
+    let container = &template["spec"]["containers"][0];
+    assert_eq!(container["image"], TEST_IMAGE);
+    assert_eq!(annotations["containerImage"], TEST_IMAGE);
+    assert_eq!(
+        csv["spec"]["relatedImages"],
+        json!([{"name": "preflight-gate", "image": TEST_IMAGE}])
+    );
+    assert_eq!(
+        annotations["features.operators.openshift.io/disconnected"],
+        "true"
+    );
+    // Its own namespace only, so the global OperatorGroup of
+    // openshift-operators (AllNamespaces) cannot install it.
+    let modes = csv["spec"]["installModes"].as_array().unwrap();
+    let supported: Vec<&str> = modes
+        .iter()
+        .filter(|m| m["supported"] == true)
+        .map(|m| m["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(supported, ["OwnNamespace"]);
+    assert_eq!(modes.len(), 4, "every install mode is said");
+    assert_eq!(
+        annotations["operatorframework.io/suggested-namespace"],
+        NAMESPACE
+    );
+    // No ConfigMap of the cluster is readable but by name: the overlay's
+    // unnamed grant of openshift-config-managed is left out, and the guide
+    // grants it in that namespace alone.
+    for permissions in ["clusterPermissions", "permissions"] {
+        for entry in csv["spec"]["install"]["spec"][permissions]
+            .as_array()
+            .unwrap()
+        {
+            for rule in entry["rules"].as_array().unwrap() {
+                if permissions == "clusterPermissions" {
+                    assert!(may_widen(rule), "a cluster-wide read of ConfigMaps: {rule}");
+                }
+            }
+        }
+    }
+    let (_, _, left_out) = rules_of(&rendered("openshift"), SA);
+    assert_eq!(left_out.len(), 1, "{left_out:?}");
+    let (namespace, rule) = &left_out[0];
+    assert_eq!(namespace, LEFT_OUT_NAMESPACE);
+    let guide = std::fs::read_to_string(format!("{ROOT}/docs/install.md")).unwrap();
+    let verbs: Vec<&str> = rule["verbs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let grant = format!(
+        "oc -n {namespace} create role preflight-gate-release-verification --verb={} --resource=configmaps",
+        verbs.join(",")
+    );
+    assert!(
+        guide.contains(&grant),
+        "docs/install.md does not say `{grant}`"
+    );
+    // OLM's webhook descriptions have no matchConditions: the rules are the
+    // overlay's, which name the ClusterVersion alone.
+    assert!(webhook.get("matchConditions").is_none());
+    let overlay = &crate::deploy::rendered("openshift")
+        .into_iter()
+        .find(|o| o["kind"] == "ValidatingWebhookConfiguration")
+        .unwrap()["webhooks"][0];
+    assert_eq!(webhook["rules"], overlay["rules"]);
+    assert_eq!(
+        webhook["rules"],
+        json!([{"apiGroups": ["config.openshift.io"], "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"], "resources": ["clusterversions"], "scope": "Cluster"}])
+    );
     // The gate never grants itself overrides, under OLM either.
     for permissions in ["clusterPermissions", "permissions"] {
         for entry in csv["spec"]["install"]["spec"][permissions]
@@ -581,7 +740,7 @@ fn matchers(rule: &Value, label: &str) -> Vec<(String, String)> {
 /// the openshift overlay.
 #[test]
 fn every_alert_selects_the_job_and_namespace_its_scrape_makes() {
-    let files = generate();
+    let files = generate(Some(TEST_IMAGE));
     let parse = |path: &str| -> Value { serde_saphyr::from_str(&files[path]).unwrap() };
     let mut setups = vec![(
         "bundle".to_owned(),
@@ -650,6 +809,27 @@ fn validator() -> &'static str {
 
 #[test]
 fn the_operator_frameworks_validators_accept_the_bundle() {
+    // The bundle of this tree with the test image, and bundle/ itself once
+    // a release has written its manifests.
+    let dir = tempfile::Builder::new()
+        .prefix("bundle-")
+        .tempdir()
+        .unwrap();
+    for (path, text) in generate(Some(TEST_IMAGE)) {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let mut bundles = vec![dir.path().to_path_buf()];
+    if released_image().is_some() {
+        bundles.push(format!("{ROOT}/bundle").into());
+    }
+    for bundle in bundles {
+        validate(&bundle);
+    }
+}
+
+fn validate(bundle: &std::path::Path) {
     // The removed-API check cannot tell an RBAC rule (which names a group
     // and resource, never a version) from a use of a removed version: it
     // flags the gate's rules on events.k8s.io events and policy
@@ -657,7 +837,7 @@ fn the_operator_frameworks_validators_accept_the_bundle() {
     // permissions; the manifests themselves are checked below.
     let out = Command::new(validator())
         .args(["-allow-warning", "Migrate the API(s) for"])
-        .arg(format!("{ROOT}/bundle"))
+        .arg(bundle)
         .output()
         .unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
@@ -675,7 +855,7 @@ fn the_operator_frameworks_validators_accept_the_bundle() {
             "a removed API outside RBAC rules: {line}"
         );
     }
-    for (path, text) in generate() {
+    for (path, text) in generate(Some(TEST_IMAGE)) {
         for removed in [
             "policy/v1beta1",
             "events.k8s.io/v1beta1",
@@ -689,7 +869,8 @@ fn the_operator_frameworks_validators_accept_the_bundle() {
     }
     assert!(
         out.status.success(),
-        "the bundle does not validate:\n{report}{}",
+        "{} does not validate:\n{report}{}",
+        bundle.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     for suite in [
@@ -716,7 +897,7 @@ fn the_validators_catch_a_broken_bundle() {
         .prefix("bundle-")
         .tempdir()
         .unwrap();
-    let files = generate();
+    let files = generate(Some(TEST_IMAGE));
     for (path, text) in &files {
         if path.ends_with(".crd.yaml") && path.contains("updatepreflights") {
             continue;

@@ -43,18 +43,56 @@ pub fn kubectl() -> &'static str {
     })
 }
 
+/// The overlays an administrator installs: they deploy no image until one
+/// is set (deploy/components/image).
+pub const IMAGE_REQUIRED: [&str; 2] = ["openshift", "kubernetes"];
+
+/// The image the checked-in renderings of [`IMAGE_REQUIRED`] are made with,
+/// standing for the administrator's: by digest, under a host that does not
+/// resolve (`.invalid`), so that it can never be pulled or mistaken for a
+/// release.
+pub const TEST_IMAGE: &str = "registry.invalid/preflight-gate/preflight-gate@sha256:7e57000000000000000000000000000000000000000000000000000000000000";
+
 fn header(overlay: &str) -> String {
+    let image = if IMAGE_REQUIRED.contains(&overlay) {
+        format!("# The image is set to {TEST_IMAGE}, standing for yours (docs/install.md).\n")
+    } else {
+        String::new()
+    };
     format!(
         "# Rendered from deploy/overlays/{overlay} by `kubectl kustomize`; do not edit.\n\
-         # Regenerate: PREFLIGHT_GATE_BLESS=1 cargo test --test it deploy\n"
+         {image}# Regenerate: PREFLIGHT_GATE_BLESS=1 cargo test --test it deploy\n"
     )
 }
 
-/// `kubectl kustomize deploy/overlays/<overlay>`, with the header.
+/// An overlay of an administrator's own over `overlay`, in the target
+/// directory (kustomize takes relative paths only), that sets `image` as
+/// docs/install.md says; returns its directory.
+pub fn with_image(overlay: &str, image: &str) -> std::path::PathBuf {
+    let dir = Path::new(ROOT).join(format!("target/image-overlay-{overlay}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../../deploy/overlays/{overlay}\n\
+             patches:\n  - patch: |-\n      apiVersion: v1\n      kind: ConfigMap\n      metadata:\n        name: preflight-gate-image\n        namespace: preflight-gate\n      data:\n        image: {image}\n"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// `kubectl kustomize deploy/overlays/<overlay>`, with the header; the
+/// overlays that need an image, with [`TEST_IMAGE`] set.
 fn render(overlay: &str) -> String {
+    let dir = if IMAGE_REQUIRED.contains(&overlay) {
+        with_image(overlay, TEST_IMAGE)
+    } else {
+        Path::new(ROOT).join(format!("deploy/overlays/{overlay}"))
+    };
     let out = Command::new(kubectl())
         .arg("kustomize")
-        .arg(format!("{ROOT}/deploy/overlays/{overlay}"))
+        .arg(dir)
         .output()
         .expect("kubectl runs");
     assert!(
@@ -112,6 +150,45 @@ fn every_overlay_renders_as_checked_in() {
             .map(|(path, text)| (path.as_str(), text.as_str())),
         "deploy",
     );
+}
+
+/// No overlay an administrator installs deploys an image they did not
+/// choose: rendered as it is, each fails, and says what to set; with the
+/// image set, that image is deployed, by digest, and nothing else changes.
+#[test]
+fn the_overlays_deploy_no_image_until_the_administrator_sets_one() {
+    for overlay in IMAGE_REQUIRED {
+        let out = Command::new(kubectl())
+            .arg("kustomize")
+            .arg(format!("{ROOT}/deploy/overlays/{overlay}"))
+            .output()
+            .expect("kubectl runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "deploy/overlays/{overlay} renders with no image chosen"
+        );
+        for says in [
+            "SET_data.image_OF_ConfigMap_preflight-gate-image",
+            "not found",
+        ] {
+            assert!(stderr.contains(says), "{overlay}: {stderr}");
+        }
+        let objects = rendered(overlay);
+        let images: Vec<&str> = objects
+            .iter()
+            .filter(|o| o["kind"] == "Deployment")
+            .flat_map(|d| {
+                d["spec"]["template"]["spec"]["containers"]
+                    .as_array()
+                    .unwrap()
+            })
+            .map(|c| c["image"].as_str().unwrap())
+            .collect();
+        assert_eq!(images, [TEST_IMAGE], "{overlay}");
+        // The ConfigMap that carries the choice is never rendered.
+        assert!(find(&objects, "ConfigMap", "preflight-gate-image").is_none());
+    }
 }
 
 #[test]
@@ -348,7 +425,10 @@ fn the_single_replica_component_leaves_one_replica_and_no_budget() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("kustomization.yaml"),
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../../deploy/overlays/openshift\ncomponents:\n  - ../../deploy/components/single-replica\n",
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../../deploy/overlays/openshift\ncomponents:\n  - ../../deploy/components/single-replica\n\
+             patches:\n  - patch: |-\n      apiVersion: v1\n      kind: ConfigMap\n      metadata:\n        name: preflight-gate-image\n        namespace: preflight-gate\n      data:\n        image: {TEST_IMAGE}\n"
+        ),
     )
     .unwrap();
     let out = Command::new(kubectl())
@@ -637,10 +717,23 @@ fn rbac_grants_nothing_the_gate_does_not_use() {
         None,
         None
     ));
-    // The override role exists, with the one verb, bound to nobody.
+    // Nor the window.
+    assert!(!allowed(
+        &grants,
+        "window",
+        "preflight.dev",
+        "updatepreflights",
+        None,
+        None
+    ));
+    // The override role exists, with its verb and the window's (whoever
+    // may force a target may plan one), bound to nobody; the window role
+    // has the window's alone.
     let role = one(&objects, "ClusterRole", "preflight-gate-override");
     assert_eq!(role["rules"].as_array().unwrap().len(), 1);
-    assert_eq!(strings(&role["rules"][0]["verbs"]), ["override"]);
+    assert_eq!(strings(&role["rules"][0]["verbs"]), ["override", "window"]);
+    let window = one(&objects, "ClusterRole", "preflight-gate-window");
+    assert_eq!(strings(&window["rules"][0]["verbs"]), ["window"]);
     assert_eq!(
         strings(&role["rules"][0]["resources"]),
         ["updatepreflights"]

@@ -32,3 +32,4 @@ mod risks;
 mod router;
 mod shutdown;
 mod tls;
+mod workflows;

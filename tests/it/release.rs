@@ -10,13 +10,14 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::deploy::{OVERLAYS, kubectl, objects, rendered};
+use crate::deploy::{IMAGE_REQUIRED, OVERLAYS, kubectl, objects, rendered};
 use crate::oc::oc;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const BINARY: &str = env!("CARGO_BIN_EXE_preflight-gate");
-/// The name the base deploys (deploy/base/kustomization.yaml, `images:`).
+/// The name the base gives the image (deploy/base/kustomization.yaml,
+/// `images:`), which only the tests' own overlays deploy.
 pub const IMAGE_NAME: &str = "ghcr.io/preflight-gate/preflight-gate";
 /// The newest glibc UBI 9 has.
 const UBI9_GLIBC: (u32, u32) = (2, 34);
@@ -76,8 +77,9 @@ fn one_version_is_stamped_into_the_binary_the_image_and_the_manifests() {
             "Containerfile: LABEL {label}"
         );
     }
-    // The manifests: every object carries the version, and the image is
-    // the release's tag.
+    // The manifests: every object carries the version; the image is never
+    // a tag: the overlays an administrator installs deploy the image they
+    // set (deploy/rendered/ stands in with a test image, by digest).
     for overlay in OVERLAYS {
         let objects = rendered(overlay);
         for o in &objects {
@@ -90,7 +92,7 @@ fn one_version_is_stamped_into_the_binary_the_image_and_the_manifests() {
         // dev runs no Deployment; node deploys the image the test node
         // built and imported, under a local name.
         if !matches!(overlay, "dev" | "node") {
-            assert_eq!(images(&objects), [format!("{IMAGE_NAME}:{VERSION}")]);
+            assert_eq!(images(&objects), [crate::deploy::TEST_IMAGE]);
         }
     }
     // The changelog has the version.
@@ -253,6 +255,21 @@ fn render_as_guided(kustomization: &str, command: &[&str]) -> Vec<Value> {
     objects(&String::from_utf8(out.stdout).unwrap())
 }
 
+/// The image the overlay of `kustomization` (text) sets: the data.image
+/// its patch gives the ConfigMap preflight-gate-image.
+fn image_set_by(kustomization: &Value) -> String {
+    let patches = kustomization["patches"].as_array().expect("patches");
+    let set: Vec<String> = patches
+        .iter()
+        .filter_map(|p| p["patch"].as_str())
+        .filter_map(|p| serde_saphyr::from_str::<Value>(p).ok())
+        .filter(|p| p["kind"] == "ConfigMap" && p["metadata"]["name"] == "preflight-gate-image")
+        .map(|p| p["data"]["image"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(set.len(), 1, "one patch sets the image: {kustomization}");
+    set[0].clone()
+}
+
 #[test]
 fn the_guides_image_override_deploys_the_image_it_sets() {
     let guide = read("docs/install.md");
@@ -260,15 +277,10 @@ fn the_guides_image_override_deploys_the_image_it_sets() {
     let overlay: Value = serde_saphyr::from_str(snippet).unwrap();
     let resource = overlay["resources"][0].as_str().unwrap();
     assert_eq!(resource, "../preflight-gate/deploy/overlays/openshift");
-    let image = &overlay["images"][0];
-    // The override names what the base really deploys.
-    assert_eq!(image["name"], IMAGE_NAME);
-    let wanted = format!(
-        "{}@{}",
-        image["newName"].as_str().unwrap(),
-        image["digest"].as_str().unwrap()
-    );
-    assert!(is_digest(image["digest"].as_str().unwrap()));
+    // The override sets the image by digest.
+    let wanted = image_set_by(&overlay);
+    let (_, digest) = wanted.split_once('@').expect("the image by digest");
+    assert!(is_digest(digest), "{wanted}");
     // The command the guide gives to look before applying.
     let commands = block_after(
         &guide[guide.find("<!-- image-override").unwrap()..],
@@ -287,22 +299,41 @@ fn the_guides_image_override_deploys_the_image_it_sets() {
         .collect();
     assert_eq!(render, ["oc", "kustomize", "my-cluster"]);
 
-    for name in OVERLAYS {
+    // Over each overlay an administrator installs (dev and node, the
+    // tests' own, set their image themselves).
+    for name in IMAGE_REQUIRED {
         let text = snippet.replace("overlays/openshift", &format!("overlays/{name}"));
         let objects = render_as_guided(&text, &render);
-        match name {
-            "dev" => assert!(deployment(&objects).is_none()),
-            // The test node's overlay, which no administrator installs,
-            // renames the image to the one the harness imports.
-            "node" => assert_eq!(images(&objects), ["docker.io/library/preflight-gate:0.1.0"]),
-            _ => assert_eq!(images(&objects), std::slice::from_ref(&wanted), "{name}"),
-        }
+        assert_eq!(images(&objects), std::slice::from_ref(&wanted), "{name}");
+        // The ConfigMap that carries the choice is never rendered.
+        assert!(
+            !objects.iter().any(
+                |o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "preflight-gate-image"
+            ),
+            "{name}"
+        );
     }
-    // And the override the guide used to give, which matched nothing,
-    // would be caught: the base's image stays.
-    let stale = snippet.replace(&format!("name: {IMAGE_NAME}"), "name: preflight-gate");
-    let objects = render_as_guided(&stale, &render);
-    assert_eq!(images(&objects), [format!("{IMAGE_NAME}:{VERSION}")]);
+    // The override the guide used to give, kustomize's `images:` alone,
+    // sets nothing: rendering fails, and says what to set.
+    let stale = format!(
+        "resources:\n  - ../preflight-gate/deploy/overlays/openshift\nimages:\n  - name: {IMAGE_NAME}\n    newName: registry.internal/platform/preflight-gate\n    digest: {digest}\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(ROOT, dir.path().join("preflight-gate")).unwrap();
+    std::fs::create_dir(dir.path().join("my-cluster")).unwrap();
+    std::fs::write(dir.path().join("my-cluster/kustomization.yaml"), stale).unwrap();
+    let out = Command::new(kubectl())
+        .args(["kustomize", "my-cluster"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "images: alone rendered");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("SET_data.image_OF_ConfigMap_preflight-gate-image"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The overlay with the image pinned, as deploy/release/cut renders it.
@@ -314,7 +345,7 @@ fn pinned(overlay: &str, image: &str) -> Vec<Value> {
     std::fs::write(
         dir.path().join("layer/kustomization.yaml"),
         format!(
-            "resources:\n  - ../checkout/deploy/overlays/{overlay}\nimages:\n  - name: {IMAGE_NAME}\n    newName: {repository}\n    digest: {digest}\n"
+            "resources:\n  - ../checkout/deploy/overlays/{overlay}\npatches:\n  - patch: |-\n      apiVersion: v1\n      kind: ConfigMap\n      metadata:\n        name: preflight-gate-image\n        namespace: preflight-gate\n      data:\n        image: {repository}@{digest}\n"
         ),
     )
     .unwrap();
