@@ -408,6 +408,31 @@ fn the_built_image_runs_as_the_containerfile_says() {
     let binary = entrypoint[0].as_str().unwrap().trim_start_matches('/');
     assert!(paths.contains_key(binary), "no {binary} in the layer");
     assert_eq!(entries[binary].0, "-rwxr-xr-x", "{binary} is executable");
+    // Every shared library it asks for, and the loader, from the packages.
+    let elf = dir.path().join("binary");
+    std::fs::write(&elf, &paths[binary]).unwrap();
+    let dynamic = Command::new("objdump")
+        .arg("-p")
+        .arg(&elf)
+        .output()
+        .unwrap();
+    assert!(dynamic.status.success(), "objdump -p {binary}");
+    let needed: Vec<String> = String::from_utf8_lossy(&dynamic.stdout)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("NEEDED").map(|n| n.trim().to_owned()))
+        .collect();
+    assert!(needed.iter().any(|l| l == "libc.so.6"), "{needed:?}");
+    for lib in needed
+        .iter()
+        .map(String::as_str)
+        .chain(["ld-linux-x86-64.so.2"])
+    {
+        assert!(
+            entries.contains_key(&format!("lib/x86_64-linux-gnu/{lib}"))
+                || entries.contains_key(&format!("usr/lib/x86_64-linux-gnu/{lib}")),
+            "{binary} needs {lib}, which the image lacks"
+        );
+    }
     let user = config["User"].as_str().unwrap();
     let uid = user.split(':').next().unwrap();
     let passwd = String::from_utf8(paths["etc/passwd"].clone()).unwrap();
