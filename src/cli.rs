@@ -56,6 +56,14 @@ pub struct ServeArgs {
     pub controller: ControllerArgs,
 }
 
+/// Who may read `/metrics` (`--metrics-auth`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MetricsAuth {
+    Auto,
+    Kubernetes,
+    None,
+}
+
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Server")]
 pub struct ServerArgs {
@@ -78,6 +86,13 @@ pub struct ServerArgs {
     /// OpenShift's monitoring expects of cluster components.
     #[arg(long, env = "PREFLIGHT_GATE_ADMIN_TLS")]
     pub admin_tls: bool,
+    /// Who may read /metrics: kubernetes (a bearer token the API server
+    /// authenticates, TokenReview, whose user may get the non-resource URL
+    /// /metrics, SubjectAccessReview, as kube-rbac-proxy decides), none
+    /// (anyone who reaches the port), or auto: kubernetes with a cluster,
+    /// none without. /healthz and /readyz stay open for the kubelet.
+    #[arg(long, value_enum, default_value_t = MetricsAuth::Auto, env = "PREFLIGHT_GATE_METRICS_AUTH")]
+    pub metrics_auth: MetricsAuth,
     /// Reviews decided at once, once their bodies have arrived; more wait their turn, within the API server's timeout.
     #[arg(long, default_value_t = 256, env = "PREFLIGHT_GATE_MAX_CONCURRENCY")]
     pub max_concurrency: usize,
@@ -489,6 +504,8 @@ impl PolicyArgs {
             require_distinct_approver: self.require_distinct_approver,
             max_override_duration: self.max_override_duration,
             max_window_ahead: self.max_window_ahead,
+            // Read from the cluster by `serve`.
+            accept_risks_field: false,
         }
     }
 }

@@ -82,6 +82,7 @@ pub async fn start() -> Running {
         metrics: metrics.clone(),
         shutting_down: Default::default(),
         node_cordoned: Default::default(),
+        scrape_access: None,
     });
     tokio::spawn(server::serve(
         listen,

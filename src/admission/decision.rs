@@ -51,6 +51,10 @@ pub struct Policy {
     /// How far ahead a maintenance window's end may be: a window is
     /// planned days ahead, an override is not.
     pub max_window_ahead: Duration,
+    /// Whether the cluster's ClusterVersion has `spec.desiredUpdate.acceptRisks`
+    /// (its CRD's schema, read when the gate starts): only then does a
+    /// denial offer `oc adm upgrade accept`.
+    pub accept_risks_field: bool,
 }
 
 impl Default for Policy {
@@ -64,6 +68,7 @@ impl Default for Policy {
             require_distinct_approver: false,
             max_override_duration: Duration::from_secs(24 * 3600),
             max_window_ahead: Duration::from_secs(14 * 24 * 3600),
+            accept_risks_field: false,
         }
     }
 }
@@ -640,6 +645,8 @@ struct Fresh<'a> {
     until: Timestamp,
     /// How the plan meets the maintenance window, when one is set.
     fit: Option<WindowFit>,
+    /// Whether the cluster's ClusterVersion has `acceptRisks`.
+    accept_risks_field: bool,
 }
 
 impl Fresh<'_> {
@@ -695,7 +702,14 @@ impl Fresh<'_> {
         let mut denied = Verdict::deny(
             Reason::Failed,
             403,
-            message::failed(target, result, listed, &f.accepted, self.until),
+            message::failed(
+                target,
+                result,
+                listed,
+                &f.accepted,
+                self.until,
+                self.accept_risks_field,
+            ),
         );
         denied.warnings = warnings.clone();
         denied.effects.push(Effect::Event(EventNote {
@@ -891,6 +905,7 @@ impl Case<'_> {
             result,
             until: self.until,
             fit,
+            accept_risks_field: policy.accept_risks_field,
         };
         let (verdict, accept_pending) = fresh.judge(&exemptions, accept_reason, approval);
         (verdict, accept_pending, judged)

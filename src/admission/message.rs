@@ -148,7 +148,12 @@ fn target_word(target: &Target) -> String {
 /// way on; it is also run again within minutes. Every value is one shell word
 /// ([`shell_word`]): names and targets come from releases, checks and the
 /// update graph, and a person pastes these lines into a shell.
-fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) -> String {
+fn override_hint(
+    target: &Target,
+    failing: &[&CheckResult],
+    until: Timestamp,
+    accept_risks_field: bool,
+) -> String {
     // An admin ack is given in openshift-config/admin-acks, never accepted:
     // its finding says how, and no hint offers it.
     let (errored, failed): (Vec<&CheckResult>, Vec<&CheckResult>) = failing
@@ -196,10 +201,12 @@ fn override_hint(target: &Target, failing: &[&CheckResult], until: Timestamp) ->
             "To accept them: oc annotate --overwrite clusterversion version {ACCEPT}={names} {ACCEPT_FOR}={to} {ACCEPT_REASON}='<why>' {ACCEPT_UNTIL}={until} {CLAIMED_BY}=\"$(oc whoami)\""
         );
         // OpenShift's own field takes OpenShift's names (and the gate's).
-        if errored.is_empty() && failed.iter().all(|c| !c.risks.is_empty()) {
+        // Only where the cluster's ClusterVersion has the field, and with
+        // the switch oc keeps its accept command behind.
+        if accept_risks_field && errored.is_empty() && failed.iter().all(|c| !c.risks.is_empty()) {
             let _ = writeln!(
                 hint,
-                "Or: oc adm upgrade accept {names} (spec.desiredUpdate.acceptRisks, where the cluster's ClusterVersion has it)"
+                "Or: OC_ENABLE_CMD_UPGRADE_ACCEPT_RISKS=true oc adm upgrade accept {names} (writes spec.desiredUpdate.acceptRisks; oc offers the command only with that switch)"
             );
         }
     }
@@ -241,6 +248,7 @@ pub fn failed(
     failing: &[&CheckResult],
     accepted: &[&CheckResult],
     until: Timestamp,
+    accept_risks_field: bool,
 ) -> String {
     let n = failing.len();
     let mut m = format!(
@@ -255,8 +263,14 @@ pub fn failed(
     if n > MAX_LISTED {
         let _ = write!(m, "\nand {} more", n - MAX_LISTED);
     }
-    if !accepted.is_empty() {
-        let names: Vec<String> = accepted.iter().map(|c| shown_check_name(&c.name)).collect();
+    // A check listed as failing is never also said to be accepted (an
+    // accept refused lists what it would have accepted as failing).
+    let names: Vec<String> = accepted
+        .iter()
+        .filter(|c| !failing.iter().any(|f| f.name == c.name))
+        .map(|c| shown_check_name(&c.name))
+        .collect();
+    if !names.is_empty() {
         let _ = write!(m, "\nAccepted as risks: {}", names.join(", "));
     }
     if let Some(plan) = result.status.as_ref().and_then(|s| s.plan.as_ref()) {
@@ -266,7 +280,7 @@ pub fn failed(
     m.push('\n');
     m.push_str(&report_hint(result));
     m.push('\n');
-    m.push_str(&override_hint(target, failing, until));
+    m.push_str(&override_hint(target, failing, until, accept_risks_field));
     m
 }
 
@@ -292,7 +306,7 @@ pub(crate) fn run_error(target: &Target, result: &UpdatePreflight, until: Timest
         target.display(),
         errored_rerun_minutes(),
         report_hint(result),
-        override_hint(target, &[], until)
+        override_hint(target, &[], until, false)
     )
 }
 
@@ -585,7 +599,7 @@ pub(crate) fn outside_window(
         window_words(fit, WINDOW_END),
         plan_line(plan, None),
         window_hint(),
-        override_hint(target, &[], until),
+        override_hint(target, &[], until, false),
     )
 }
 

@@ -1,7 +1,8 @@
 //! The cluster, as I/O: the client; the live reader and the snapshot and
 //! must-gather reader that fill a [`crate::view::ClusterView`]; the alert
 //! querier; override authorization by SubjectAccessReview; Events on the
-//! ClusterVersion; whether the replica's own node is cordoned; and the witness that records an allowed change once the
+//! ClusterVersion; whether the replica's own node is cordoned; who may read
+//! `/metrics` (TokenReview and SubjectAccessReview); and the witness that records an allowed change once the
 //! API server stored it. What they read is `crate::view`, pure. Nothing here runs
 //! on the decision's path except the authorization question.
 
@@ -10,6 +11,7 @@ pub mod cordon;
 mod events;
 pub mod live;
 pub mod prometheus;
+pub mod scrape;
 pub mod snapshot;
 pub mod witness;
 
@@ -40,4 +42,27 @@ pub fn cluster_versions(client: &kube::Client) -> Api<DynamicObject> {
         "clusterversions",
     );
     Api::all_with(client.clone(), &resource)
+}
+
+/// Whether the cluster's ClusterVersion has `spec.desiredUpdate.acceptRisks`
+/// (a TechPreview field of OpenShift's), from its CRD's schema; false when
+/// the CRD cannot be read, said in the log.
+pub async fn has_accept_risks(client: &kube::Client) -> bool {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    match api.get("clusterversions.config.openshift.io").await {
+        Ok(crd) => crd.spec.versions.iter().any(|v| {
+            v.schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref())
+                .and_then(|s| s.properties.as_ref()?.get("spec"))
+                .and_then(|s| s.properties.as_ref()?.get("desiredUpdate"))
+                .and_then(|s| s.properties.as_ref())
+                .is_some_and(|p| p.contains_key("acceptRisks"))
+        }),
+        Err(e) => {
+            tracing::info!(error = %e, "cannot read the ClusterVersion CRD: denials offer no oc adm upgrade accept");
+            false
+        }
+    }
 }

@@ -13,7 +13,8 @@ use tracing::{info, warn};
 
 use crate::admission::ports::OverrideAuthorizer;
 use crate::certs;
-use crate::cli::ServeArgs;
+use crate::cli::{MetricsAuth, ServeArgs};
+use crate::cluster::scrape::{ScrapeAccess, ScrapeReviewer};
 use crate::cluster::witness::Witness;
 use crate::cluster::{self, EventRecorder, NoCluster, SubjectAccessReviewer};
 use crate::metrics::Metrics;
@@ -52,7 +53,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         authorizer: effects.authorizer,
         events: effects.events,
         witness: effects.witness,
-        policy: args.policy.policy(),
+        policy: policy(&args, client.as_ref()).await,
         metrics: metrics.clone(),
     });
     let node_cordoned = match (&client, &args.cluster.node_name) {
@@ -64,6 +65,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         metrics,
         shutting_down: Default::default(),
         node_cordoned,
+        scrape_access: scrape_access(&args, client.as_ref())?,
     });
     let listen = Listen {
         webhook,
@@ -148,6 +150,34 @@ fn results_source(
             ),
         },
     )
+}
+
+/// The decision's policy: the flags', and whether the cluster's
+/// ClusterVersion has `acceptRisks` (so a denial may offer
+/// `oc adm upgrade accept`).
+async fn policy(args: &ServeArgs, client: Option<&kube::Client>) -> crate::admission::Policy {
+    let mut policy = args.policy.policy();
+    if let Some(client) = client {
+        policy.accept_risks_field = cluster::has_accept_risks(client).await;
+    }
+    policy
+}
+
+/// Who may read `/metrics`: with a cluster, whom the API server says
+/// (`--metrics-auth`).
+fn scrape_access(
+    args: &ServeArgs,
+    client: Option<&kube::Client>,
+) -> anyhow::Result<Option<Arc<dyn ScrapeAccess>>> {
+    Ok(match (args.server.metrics_auth, client) {
+        (MetricsAuth::None, _) | (MetricsAuth::Auto, None) => None,
+        (MetricsAuth::Auto | MetricsAuth::Kubernetes, Some(client)) => {
+            Some(Arc::new(ScrapeReviewer::new(client.clone())))
+        }
+        (MetricsAuth::Kubernetes, None) => anyhow::bail!(
+            "--metrics-auth=kubernetes needs a cluster to ask (--kubeconfig, KUBECONFIG or the pod's service account)"
+        ),
+    })
 }
 
 /// What the cluster does for the webhook: authorize overrides, publish

@@ -1,4 +1,5 @@
-//! The plain-HTTP admin port: `/metrics`, `/healthz` (the process is alive)
+//! The plain-HTTP admin port: `/metrics` (to a scraper the API server
+//! authenticates and authorizes, in a cluster), `/healthz` (the process is alive)
 //! and `/readyz` (certificates loaded, results ready, not shutting down,
 //! the replica's node not cordoned).
 //! Probes are kept out of request tracing.
@@ -8,11 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::admission::ports::ResultLookup;
+use crate::cluster::scrape::{Scrape, ScrapeAccess};
 use crate::metrics::Metrics;
 
 /// What readiness is made of.
@@ -24,6 +26,9 @@ pub struct Health {
     /// Set while the replica's node is cordoned (`crate::cluster::cordon`):
     /// a drain is coming, and an unready replica is one it may evict.
     pub node_cordoned: Arc<AtomicBool>,
+    /// Who may read `/metrics`; `None`: anyone who reaches the port (no
+    /// cluster to ask, or `--metrics-auth=none`).
+    pub scrape_access: Option<Arc<dyn ScrapeAccess>>,
 }
 
 impl Health {
@@ -48,7 +53,35 @@ pub fn app(health: Arc<Health>) -> Router {
         .with_state(health)
 }
 
-async fn metrics(State(health): State<Arc<Health>>) -> impl IntoResponse {
+async fn metrics(State(health): State<Arc<Health>>, headers: HeaderMap) -> Response {
+    if let Some(access) = &health.scrape_access {
+        let bearer = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        let refused = match access.review(bearer).await {
+            Scrape::Allowed => None,
+            Scrape::Unauthenticated => Some((
+                StatusCode::UNAUTHORIZED,
+                "a bearer token the API server accepts is needed\n".to_owned(),
+            )),
+            Scrape::Forbidden(user) => Some((
+                StatusCode::FORBIDDEN,
+                format!(
+                    "{} may not get the non-resource URL /metrics\n",
+                    crate::model::text::clean(&user, 120)
+                ),
+            )),
+            Scrape::Unavailable => Some((
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the API server did not answer the access review\n".to_owned(),
+            )),
+        };
+        if let Some(refused) = refused {
+            return refused.into_response();
+        }
+    }
     (
         [(
             header::CONTENT_TYPE,
@@ -56,6 +89,7 @@ async fn metrics(State(health): State<Arc<Health>>) -> impl IntoResponse {
         )],
         health.metrics.render(),
     )
+        .into_response()
 }
 
 async fn readyz(State(health): State<Arc<Health>>) -> impl IntoResponse {
@@ -98,6 +132,7 @@ mod tests {
             metrics: Metrics::new().unwrap(),
             shutting_down: AtomicBool::new(false),
             node_cordoned: Arc::new(AtomicBool::new(false)),
+            scrape_access: None,
         };
         assert_eq!(health.is_ready(), Ok(()));
         health.node_cordoned.store(true, Ordering::Relaxed);
@@ -107,5 +142,52 @@ mod tests {
         );
         health.node_cordoned.store(false, Ordering::Relaxed);
         assert_eq!(health.is_ready(), Ok(()));
+    }
+
+    /// A scrape answered as the API server would: only the token of a user
+    /// allowed `get /metrics` reads them.
+    struct Tokens;
+
+    impl ScrapeAccess for Tokens {
+        fn review<'a>(
+            &'a self,
+            bearer: Option<&'a str>,
+        ) -> crate::admission::ports::BoxFuture<'a, Scrape> {
+            Box::pin(async move {
+                match bearer {
+                    Some("prometheus") => Scrape::Allowed,
+                    Some("tenant") => Scrape::Forbidden("system:serviceaccount:shop:app".into()),
+                    Some("down") => Scrape::Unavailable,
+                    _ => Scrape::Unauthenticated,
+                }
+            })
+        }
+    }
+
+    #[rstest::rstest]
+    #[case::no_token(None, StatusCode::UNAUTHORIZED)]
+    #[case::not_a_bearer(Some("Basic cHJvbWV0aGV1cw=="), StatusCode::UNAUTHORIZED)]
+    #[case::unknown_token(Some("Bearer forged"), StatusCode::UNAUTHORIZED)]
+    #[case::forbidden(Some("Bearer tenant"), StatusCode::FORBIDDEN)]
+    #[case::api_server_down(Some("Bearer down"), StatusCode::SERVICE_UNAVAILABLE)]
+    #[case::allowed(Some("Bearer prometheus"), StatusCode::OK)]
+    #[tokio::test]
+    async fn metrics_are_read_only_by_a_scraper_the_api_server_allows(
+        #[case] authorization: Option<&str>,
+        #[case] status: StatusCode,
+    ) {
+        let health = Arc::new(Health {
+            results: Arc::new(Ready),
+            metrics: Metrics::new().unwrap(),
+            shutting_down: AtomicBool::new(false),
+            node_cordoned: Arc::default(),
+            scrape_access: Some(Arc::new(Tokens)),
+        });
+        let mut headers = HeaderMap::new();
+        if let Some(value) = authorization {
+            headers.insert(header::AUTHORIZATION, value.parse().unwrap());
+        }
+        let response = metrics(State(health), headers).await;
+        assert_eq!(response.status(), status);
     }
 }

@@ -57,6 +57,10 @@ pub struct World {
     pub gate_port: u16,
     pub admin_port: u16,
     pub ca_bundle: String,
+    /// A bearer token of a ServiceAccount bound to deploy/base's
+    /// preflight-gate-metrics-reader, as Prometheus's would be: the gate
+    /// reads `/metrics` only to such a token.
+    pub scrape_token: String,
     /// The in-process controller replicas; the first is started with the world.
     pub replicas: Mutex<Vec<Replica>>,
 }
@@ -132,10 +136,12 @@ impl World {
             gate_port: free_port(),
             admin_port: free_port(),
             ca_bundle: String::new(),
+            scrape_token: String::new(),
             replicas: Mutex::new(Vec::new()),
         };
         world.install_crds();
         world.apply_rbac();
+        world.scrape_token = world.service_account_token("e2e-prometheus", true);
         let _ = world.kubectl(User::Admin, &["create", "namespace", "preflight-gate"]);
         // Where the check Jobs run, as deploy/base has it (--jobs-namespace).
         let _ = world.kubectl(User::Admin, &["create", "namespace", JOBS_NAMESPACE]);
@@ -387,6 +393,34 @@ impl World {
         }
     }
 
+    /// A token of the ServiceAccount `name` in `default`, made now; bound to
+    /// deploy/base's preflight-gate-metrics-reader ClusterRole when
+    /// `reads_metrics`.
+    pub fn service_account_token(&self, name: &str, reads_metrics: bool) -> String {
+        let _ = self.kubectl(
+            User::Admin,
+            &["create", "serviceaccount", name, "-n", "default"],
+        );
+        if reads_metrics {
+            let rbac = std::fs::read_to_string(format!("{ROOT}/deploy/base/rbac.yaml")).unwrap();
+            let role: Value = rbac
+                .split("\n---\n")
+                .map(|doc| serde_saphyr::from_str::<Value>(doc).unwrap())
+                .find(|doc| doc["metadata"]["name"] == "preflight-gate-metrics-reader")
+                .expect("deploy/base/rbac.yaml has preflight-gate-metrics-reader");
+            self.apply_json(&role);
+            self.apply_json(&json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": format!("e2e-{name}-metrics-reader")},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": "preflight-gate-metrics-reader"},
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "default"}]}));
+        }
+        self.admin(&["create", "token", name, "-n", "default", "--duration=24h"])
+            .trim()
+            .to_owned()
+    }
+
     fn apply_rbac(&self) {
         let role = |name: &str, rules: Value| {
             json!({
@@ -410,7 +444,7 @@ impl World {
         let override_role = role(
             "e2e-preflight-gate-override",
             json!([{
-            "apiGroups": ["preflight.dev"], "resources": ["updatepreflights"], "verbs": ["override"]}]),
+            "apiGroups": ["preflight.dev"], "resources": ["updatepreflights"], "verbs": ["override", "window"]}]),
         );
         let bindings = [
             binding("e2e-alice-editor", "e2e-clusterversion-editor", "alice"),
@@ -477,12 +511,12 @@ impl World {
     }
 
     fn scrape_status_on(&self, admin_port: u16, path: &str) -> Option<u16> {
-        let (status, _) = http_get_on(admin_port, path)?;
+        let (status, _) = http_get_on(admin_port, path, Some(&self.scrape_token))?;
         Some(status)
     }
 
     fn http_get(&self, path: &str) -> Option<(u16, String)> {
-        http_get_on(self.admin_port, path)
+        http_get_on(self.admin_port, path, Some(&self.scrape_token))
     }
 
     /// Starts one more gate, with `extra` flags, registers the webhook
@@ -757,12 +791,15 @@ pub fn result_names(upf: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-fn http_get_on(admin_port: u16, path: &str) -> Option<(u16, String)> {
+pub fn http_get_on(admin_port: u16, path: &str, token: Option<&str>) -> Option<(u16, String)> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", admin_port)).ok()?;
+    let authorization = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\n{authorization}Connection: close\r\n\r\n"
     )
     .ok()?;
     let mut reply = String::new();

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cluster::{CLEAR_TARGET, User, World, lock, merge_patch_args, metric};
+use crate::cluster::{CLEAR_TARGET, User, World, http_get_on, lock, merge_patch_args, metric};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const BLOCKED_4153: &[&str] = &[r#"target_version="4.15.3""#];
@@ -470,7 +470,7 @@ impl Prometheus {
     /// Scrapes the gate's admin port and the leader's metrics every second,
     /// as the ServiceMonitor's job would (job `preflight-gate`, namespace
     /// `preflight-gate`).
-    fn start(admin_port: u16, leader_port: u16) -> Prometheus {
+    fn start(admin_port: u16, leader_port: u16, token: &str) -> Prometheus {
         let dir = tempfile::tempdir().unwrap();
         // JSON is YAML: Prometheus reads both files as they are.
         std::fs::write(
@@ -483,6 +483,9 @@ impl Prometheus {
             "rule_files": ["rules.yaml"],
             "scrape_configs": [{
                 "job_name": "preflight-gate",
+                // As the ServiceMonitor's bearerTokenFile: the
+                // ServiceAccount's token, which the gate reviews.
+                "authorization": {"credentials": token},
                 "static_configs": [{
                     "targets": [format!("127.0.0.1:{admin_port}")],
                     "labels": {"namespace": "preflight-gate", "pod": "preflight-gate-0"}
@@ -602,7 +605,7 @@ fn a_real_prometheus_sees_the_blocked_update_alert_fire_and_resolve() {
     let _tidy = Tidy(world);
     reseed_4153(world);
     let leader = LeaderEndpoint::start(world);
-    let prometheus = Prometheus::start(world.admin_port, leader.port);
+    let prometheus = Prometheus::start(world.admin_port, leader.port, &world.scrape_token);
     prometheus.wait(
         "scraping the gate and the leader",
         Duration::from_secs(20),
@@ -766,5 +769,34 @@ fn a_real_prometheus_sees_the_blocked_update_alert_fire_and_resolve() {
             let expr = target["expr"].as_str().unwrap();
             prometheus.api("/api/v1/query", &[("query", expr)]);
         }
+    }
+}
+
+/// `/metrics` is read only with a bearer token the real API server
+/// authenticates (TokenReview) and allows to get `/metrics`
+/// (SubjectAccessReview), as kube-rbac-proxy decides; probes stay open.
+#[test]
+fn metrics_are_read_only_by_a_scraper_the_api_server_allows() {
+    let (_turn, world) = lock();
+    let get = |token: Option<&str>| {
+        http_get_on(world.admin_port, "/metrics", token).expect("the admin port answers")
+    };
+    let (status, body) = get(None);
+    assert_eq!(status, 401, "{body}");
+    let (status, body) = get(Some("not-a-token"));
+    assert_eq!(status, 401, "{body}");
+    let unbound = world.service_account_token("e2e-not-a-scraper", false);
+    let (status, body) = get(Some(&unbound));
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("system:serviceaccount:default:e2e-not-a-scraper may not get the non-resource URL /metrics"),
+        "{body}"
+    );
+    let (status, body) = get(Some(&world.scrape_token));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("preflight_gate_"), "{body}");
+    for probe in ["/healthz", "/readyz"] {
+        let (status, body) = http_get_on(world.admin_port, probe, None).unwrap();
+        assert_eq!(status, 200, "{probe}: {body}");
     }
 }

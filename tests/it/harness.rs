@@ -223,6 +223,7 @@ pub async fn start(options: Options) -> Running {
         metrics: metrics.clone(),
         shutting_down: Default::default(),
         node_cordoned: Default::default(),
+        scrape_access: None,
     });
     let admin_tls = options
         .admin_tls
