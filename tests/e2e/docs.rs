@@ -425,7 +425,7 @@ fn command(test: &str, doc: &str, begins: &str) -> String {
     let table = runs();
     let found: Vec<DocCommand> = all_commands()
         .into_iter()
-        .filter(|c| claim(&table, c).is_some_and(|(_, b, _)| *b == begins))
+        .filter(|c| c.doc == doc && claim(&table, c).is_some_and(|(_, b, _)| *b == begins))
         .collect();
     assert!(!found.is_empty(), "{doc} has no command `{begins}...`");
     let text = &found[0].text;
