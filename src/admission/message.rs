@@ -356,7 +356,7 @@ pub fn pending(target: &Target, why: &Pending, retry: Duration) -> String {
              EOF"
         ),
         Pending::Unsigned(why) => format!(
-            "preflight for {target} is being run again, retry in ~{retry} s\nIts result {why}; the gate runs it again by itself (a lost or rotated signing key leaves every result so).",
+            "preflight for {target} is running, retry in ~{retry} s\nIts result {why}; the gate runs it again by itself (a lost or rotated signing key leaves every result so).",
             why = clean(why, MAX_LINE),
         ),
         Pending::Untrusted => format!(

@@ -2165,7 +2165,7 @@ fn a_result_signed_with_another_key_is_run_again_by_the_gate(
     assert_eq!(v.reason, Reason::Pending);
     assert!(
         v.message
-            .starts_with("preflight for 4.14.12 is being run again, retry in ~")
+            .starts_with("preflight for 4.14.12 is running, retry in ~")
             && v.message
                 .contains("Its result has a signature that is not the gate's")
             && v.message.contains("the gate runs it again by itself"),

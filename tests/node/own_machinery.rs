@@ -1,11 +1,12 @@
 //! Nothing the gate itself does holds an update, on the real node: a drain
 //! of the gate's own node (the only one, so its replicas have nowhere to go)
 //! goes through its PodDisruptionBudget, and that budget allowing no
-//! disruption is no reason for the drain checks to block a target.
+//! disruption is no reason for the drain checks to block a target; a lost
+//! signing key is mended by the gate itself, not by the updater.
 
 use std::time::{Duration, Instant};
 
-use crate::world::{NAMESPACE, World, lock, wait_for};
+use crate::world::{CLEAR_TARGET, NAMESPACE, World, lock, wait_for};
 
 const SELECTOR: &str = "app.kubernetes.io/name=preflight-gate";
 
@@ -126,4 +127,55 @@ fn the_gates_own_node_drains_and_its_own_budget_holds_no_update() {
         assert_eq!(result["outcome"], "Pass", "{result:#}");
     }
     drop(restore);
+}
+
+/// A lost signing key (the Secret deleted, the replicas restarted with a
+/// new one) leaves every result with a signature that no longer verifies.
+/// Updaters may not delete results, and need not: the gate says it runs
+/// the target again by itself, does, and the update goes ahead.
+#[test]
+fn a_lost_signing_key_is_the_gates_to_mend_not_the_updaters() {
+    let (_turn, world) = lock();
+    let image = world.release_image.clone();
+    let first = world.request_until_verdict(&image, &[]);
+    assert!(first.ok, "{}", first.stderr);
+    let signed = world.wait_for_result(&image, Duration::from_secs(10), |o| {
+        o["status"]["signature"].is_string()
+    });
+    world.admin(&CLEAR_TARGET);
+
+    world.admin(&[
+        "delete",
+        "secret",
+        "-n",
+        NAMESPACE,
+        "preflight-gate-result-key",
+    ]);
+    world.admin(&[
+        "rollout",
+        "restart",
+        "-n",
+        NAMESPACE,
+        "deployment/preflight-gate",
+    ]);
+    world.wait_for_rollout();
+
+    let again = world.request_image(&image, &[]);
+    assert!(!again.ok, "allowed on a result the new key never signed");
+    assert!(
+        again.stderr.contains("is running, retry")
+            && again.stderr.contains("the gate runs it again by itself")
+            && !again.stderr.contains("Delete it"),
+        "{}",
+        again.stderr
+    );
+    let allowed = world.request_until_verdict(&image, &[]);
+    assert!(allowed.ok, "{}", allowed.stderr);
+    let resigned = world.wait_for_result(&image, Duration::from_secs(10), |o| {
+        o["status"]["signature"].is_string()
+    });
+    assert_ne!(
+        resigned["status"]["signature"], signed["status"]["signature"],
+        "the result was not signed anew"
+    );
 }

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 #[path = "../common/control_plane.rs"]
 mod control_plane;
 
-use control_plane::{CLEAR_TARGET, ControlPlane, OPERATORS, unique, vars};
-pub use control_plane::{Output, ROOT, run, wait_for};
+pub use control_plane::{CLEAR_TARGET, Output, ROOT, run, wait_for};
+use control_plane::{ControlPlane, OPERATORS, unique, vars};
 
 pub const NAMESPACE: &str = "preflight-gate";
 /// Where the check Jobs and the extraction pod run (deploy/base's
