@@ -285,6 +285,27 @@ fn is_placeholder(reason: &str) -> bool {
         || PLACEHOLDERS.contains(&bare.as_str())
 }
 
+/// Every name `cv` accepts, wherever it was written, bound or not.
+fn accepted_names(cv: &ClusterVersion) -> Accepted {
+    let names = |names: &mut dyn Iterator<Item = &str>| -> BTreeSet<String> {
+        names
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    Accepted {
+        in_spec: names(
+            &mut cv
+                .spec
+                .desired_update
+                .iter()
+                .flat_map(|u| u.accept_risks.iter().map(|r| r.name.as_str())),
+        ),
+        in_annotation: names(&mut cv.annotation(ACCEPT).into_iter().flat_map(|v| v.split(','))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::is_placeholder;
@@ -305,26 +326,5 @@ mod tests {
     #[case::mentions_why("why: etcd alert is stale after the member swap", false)]
     fn a_reason_is_a_reason(#[case] text: &str, #[case] placeholder: bool) {
         assert_eq!(is_placeholder(text), placeholder, "{text:?}");
-    }
-}
-
-/// Every name `cv` accepts, wherever it was written, bound or not.
-fn accepted_names(cv: &ClusterVersion) -> Accepted {
-    let names = |names: &mut dyn Iterator<Item = &str>| -> BTreeSet<String> {
-        names
-            .map(str::trim)
-            .filter(|n| !n.is_empty())
-            .map(str::to_owned)
-            .collect()
-    };
-    Accepted {
-        in_spec: names(
-            &mut cv
-                .spec
-                .desired_update
-                .iter()
-                .flat_map(|u| u.accept_risks.iter().map(|r| r.name.as_str())),
-        ),
-        in_annotation: names(&mut cv.annotation(ACCEPT).into_iter().flat_map(|v| v.split(','))),
     }
 }

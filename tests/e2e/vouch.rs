@@ -232,9 +232,8 @@ fn a_status_written_as_the_gates_field_manager_without_its_key_is_no_result() {
     // leaves every result): run again by the gate itself, never a chore
     // for the updater, who may not delete it.
     assert!(
-        refused.contains(&format!(
-            "preflight for {UNSIGNED} is running, retry in ~"
-        )) && refused.contains("Its result has no signature of the gate's")
+        refused.contains(&format!("preflight for {UNSIGNED} is running, retry in ~"))
+            && refused.contains("Its result has no signature of the gate's")
             && refused.contains("the gate runs it again by itself")
             && !refused.contains("Delete it"),
         "{refused}"
