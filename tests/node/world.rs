@@ -221,7 +221,36 @@ impl World {
             "deployment/preflight-gate",
             &format!("PREFLIGHT_GATE_TRUSTED_RELEASES={}", self.release_image),
         ]);
+        // The Deployment names the image by tag: a node reused from an
+        // earlier run still runs that run's image under it. The image's ID
+        // in the pod template rolls the pods onto this one (and changes
+        // nothing where they run it already).
+        self.admin(&[
+            "patch",
+            "-n",
+            NAMESPACE,
+            "deployment/preflight-gate",
+            "--type=merge",
+            "-p",
+            &json!({"spec": {"template": {"metadata": {"annotations": {
+                "preflight-gate.test/image-id": self.gate_image_id,
+            }}}}})
+            .to_string(),
+        ]);
         self.wait_for_rollout();
+        wait_for(
+            "the pods of an earlier image to be gone",
+            Duration::from_secs(120),
+            || {
+                self.gate_pods()
+                    .iter()
+                    .all(|p| {
+                        p["metadata"]["annotations"]["preflight-gate.test/image-id"]
+                            == self.gate_image_id.as_str()
+                    })
+                    .then_some(())
+            },
+        );
     }
 
     pub fn wait_for_rollout(&self) {
