@@ -89,7 +89,13 @@ fn review(version: &str, user: &str, written: &[(&str, &str)]) -> Value {
 /// The message of the answer the API server gets.
 fn answer(review: &Value, results: &Results) -> String {
     let request = parse(review.to_string().as_bytes()).unwrap();
-    let verdict = decide(&request, results, &Policy::default(), now())
+    // A cluster whose ClusterVersion has acceptRisks: the denial offers
+    // `oc adm upgrade accept` too.
+    let policy = Policy {
+        accept_risks_field: true,
+        ..Policy::default()
+    };
+    let verdict = decide(&request, results, &policy, now())
         .into_final()
         .expect("no authorization needed");
     assert!(!verdict.allowed, "{verdict:?}");
@@ -107,7 +113,12 @@ fn suggested<'a>(message: &'a str, prefix: &str) -> &'a str {
         .lines()
         .find_map(|l| l.strip_prefix(prefix))
         .unwrap_or_else(|| panic!("no line {prefix:?} in\n{message}"));
-    line.split(" (spec.desiredUpdate").next().unwrap()
+    line.split(" (spec.desiredUpdate")
+        .next()
+        .unwrap()
+        .split(" (writes spec.desiredUpdate")
+        .next()
+        .unwrap()
 }
 
 /// Runs `command` as a person pasting it into a shell would, with `oc` a

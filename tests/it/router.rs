@@ -183,7 +183,7 @@ async fn an_access_review_that_outlives_the_budget_refuses_the_override_in_time(
         Duration::from_secs(30),
     ));
     let body = Review::merge_patch_to("4.15.3")
-        .overridden("4.15.3", "r")
+        .overridden("4.15.3", "CVE fix")
         .body();
     let request = Request::builder()
         .method("POST")
