@@ -36,8 +36,15 @@ fn the_gates_own_node_drains_and_its_own_budget_holds_no_update() {
     let (_turn, world) = lock();
     let node = world.var("NODE_NAME").to_owned();
     let restore = Restore(world);
-    let pods = world.gate_pods();
-    assert_eq!(pods.len(), 2, "{pods:#?}");
+    // The two replicas, and no pod of an earlier rollout still going.
+    let pods = wait_for(
+        "two replicas and no other",
+        Duration::from_secs(120),
+        || {
+            let pods = world.gate_pods();
+            (pods.len() == 2).then_some(pods)
+        },
+    );
 
     // `oc adm drain` of the one node, for the gate's pods: it cordons, then
     // evicts through the eviction API, retrying what the budget refuses.
@@ -162,10 +169,11 @@ fn a_lost_signing_key_is_the_gates_to_mend_not_the_updaters() {
 
     let again = world.request_image(&image, &[]);
     assert!(!again.ok, "allowed on a result the new key never signed");
+    // Pending: either the review found the result's signature wrong ("the
+    // gate runs it again by itself") or the new leader had already begun
+    // the run; never a chore for the updater.
     assert!(
-        again.stderr.contains("is running, retry")
-            && again.stderr.contains("the gate runs it again by itself")
-            && !again.stderr.contains("Delete it"),
+        again.stderr.contains("is running, retry") && !again.stderr.contains("Delete it"),
         "{}",
         again.stderr
     );
