@@ -46,11 +46,22 @@ pub fn cluster_versions(client: &kube::Client) -> Api<DynamicObject> {
 
 /// Whether the cluster's ClusterVersion has `spec.desiredUpdate.acceptRisks`
 /// (a TechPreview field of OpenShift's), from its CRD's schema; false when
-/// the CRD cannot be read, said in the log.
+/// the CRD cannot be read within 5 s, said in the log, so that a slow API
+/// server never holds the gate's start.
 pub async fn has_accept_risks(client: &kube::Client) -> bool {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    match api.get("clusterversions.config.openshift.io").await {
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        api.get("clusterversions.config.openshift.io"),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        Err(kube::Error::Service(
+            "the API server did not answer within 5 s".into(),
+        ))
+    });
+    match read {
         Ok(crd) => crd.spec.versions.iter().any(|v| {
             v.schema
                 .as_ref()

@@ -18,17 +18,27 @@ impl Drop for Restore<'_> {
     fn drop(&mut self) {
         let world = self.0;
         world.kubectl(&["uncordon", world.var("NODE_NAME")]);
-        world.kubectl(&[
-            "patch",
-            "pdb",
-            "-n",
-            NAMESPACE,
-            "preflight-gate",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"maxUnavailable":1}}"#,
-        ]);
+        world.kubectl(&budget_patch(1));
     }
+}
+
+/// The kubectl arguments that set the gate's budget's `maxUnavailable`.
+fn budget_patch(max_unavailable: u32) -> Vec<String> {
+    [
+        "patch",
+        "pdb",
+        "-n",
+        NAMESPACE,
+        "preflight-gate",
+        "--type=merge",
+        "-p",
+    ]
+    .map(str::to_owned)
+    .into_iter()
+    .chain([format!(
+        r#"{{"spec":{{"maxUnavailable":{max_unavailable}}}}}"#
+    )])
+    .collect()
 }
 
 #[test]
@@ -98,16 +108,7 @@ fn the_gates_own_node_drains_and_its_own_budget_holds_no_update() {
     // The gate's own budget allowing no disruption (as while a replica is
     // unready) holds no target: PodDisruptionBudgetsAllowDrain and
     // DrainsComplete, which the node's gate runs, leave it out.
-    world.admin(&[
-        "patch",
-        "pdb",
-        "-n",
-        NAMESPACE,
-        "preflight-gate",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"maxUnavailable":0}}"#,
-    ]);
+    world.admin(&budget_patch(0));
     wait_for(
         "the budget to allow no disruption",
         Duration::from_secs(60),
