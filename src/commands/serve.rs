@@ -28,6 +28,14 @@ const EXAMPLE_REVIEW: &str = "examples/reviews/update-to-4.15.3.json";
 
 /// `preflight-gate serve`.
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // SIGTERM stops the servers and the controller alike, and is heard from
+    // the first moment: a pod stopped while it is still starting exits cleanly.
+    let (stopping, stopped) = watch::channel(false);
+    let signalled = server::signal();
+    tokio::spawn(async move {
+        signalled.await;
+        let _ = stopping.send(true);
+    });
     let metrics = Metrics::new()?;
     let client = connect(&args).await?;
     let instance = args.cluster.instance.clone().unwrap_or_else(instance_name);
@@ -36,14 +44,14 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let (tls, admin_tls) = tls_configs(&args, &metrics)?;
     let (webhook, admin) = bind(&args)?;
 
-    // SIGTERM stops the servers and the controller alike.
-    let (stopping, stopped) = watch::channel(false);
     let leader = match (
         &client,
         args.controller.controller,
         &args.cluster.results_dir,
     ) {
-        (Some(client), true, None) => Some(lead(&args, client, &instance, &metrics, stopped)),
+        (Some(client), true, None) => {
+            Some(lead(&args, client, &instance, &metrics, stopped.clone()))
+        }
         _ => None,
     };
 
@@ -79,9 +87,9 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         shutdown_delay: args.server.shutdown_delay,
         shutdown_grace: args.server.shutdown_grace,
     };
+    let mut stopped = stopped;
     let shutdown = async move {
-        server::signal().await;
-        let _ = stopping.send(true);
+        let _ = stopped.wait_for(|stop| *stop).await;
     };
     let served = server::serve(listen, tls, gate, health, shutdown).await;
     if let Some(leader) = leader {

@@ -213,18 +213,24 @@ async fn close_when_draining(
     response
 }
 
-/// Completes on SIGTERM or SIGINT.
-pub(crate) async fn signal() {
+/// Listens for SIGTERM and SIGINT from now on, so a signal that arrives while
+/// the gate is still starting is not the default action's instant death; the
+/// future completes on the first of them.
+pub(crate) fn signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot listen for SIGTERM");
-            return std::future::pending().await;
+    let term = signal(SignalKind::terminate());
+    let interrupt = signal(SignalKind::interrupt());
+    async move {
+        let (mut term, mut interrupt) = match (term, interrupt) {
+            (Ok(term), Ok(interrupt)) => (term, interrupt),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                return std::future::pending().await;
+            }
+        };
+        tokio::select! {
+            _ = term.recv() => info!("SIGTERM"),
+            _ = interrupt.recv() => info!("SIGINT"),
         }
-    };
-    tokio::select! {
-        _ = term.recv() => info!("SIGTERM"),
-        _ = tokio::signal::ctrl_c() => info!("SIGINT"),
     }
 }
