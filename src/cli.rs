@@ -340,7 +340,8 @@ pub struct PolicyArgs {
     #[arg(long, default_value = "14d", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_MAX_WINDOW_AHEAD")]
     pub max_window_ahead: Duration,
     /// The four-eyes rule: honour an override or accept claim only when
-    /// preflight.dev/claimed-by names someone other than the requester.
+    /// preflight.dev/claimed-by names someone other than the requester, and
+    /// only for one change of the target (preflight.dev/claimed-generation).
     #[arg(long, env = "PREFLIGHT_GATE_REQUIRE_DISTINCT_APPROVER")]
     pub require_distinct_approver: bool,
 }

@@ -441,13 +441,22 @@ fn claim_write(
         message::add_note(&mut refused.message, &format!("{why}."));
         return Decision::Final(refused);
     }
+    let window_only = claims
+        .iter()
+        .all(|c| *c == WINDOW_END || *c == overrides::CLAIMED_BY);
+    // Under four eyes a claim names the generation its approver saw, so it
+    // counts for one change of the target at most; a wrong one is said now.
+    if policy.require_distinct_approver && !window_only {
+        let current = spec_generation(request);
+        if let Err(why) = overrides::claimed_generation_is(cv, current) {
+            message::add_note(&mut refused.message, &format!("{why}."));
+            return Decision::Final(refused);
+        }
+    }
     // Setting a window alone asks the window verb; anything more (another
     // claim, or a target change that itself asks for an override) asks the
     // override verb, which answers every question of the write.
-    let window_only = claims
-        .iter()
-        .all(|c| *c == WINDOW_END || *c == overrides::CLAIMED_BY)
-        && matches!(decision, Decision::Final(_));
+    let window_only = window_only && matches!(decision, Decision::Final(_));
     let verb = if window_only {
         Verb::Window
     } else {
@@ -641,8 +650,8 @@ struct Fresh<'a> {
     request: &'a Request,
     target: &'a Target,
     result: &'a UpdatePreflight,
-    /// The time limit the denial's commands suggest.
-    until: Timestamp,
+    /// What the denial's suggested claims say.
+    terms: message::ClaimTerms,
     /// How the plan meets the maintenance window, when one is set.
     fit: Option<WindowFit>,
     /// Whether the cluster's ClusterVersion has `acceptRisks`.
@@ -681,7 +690,7 @@ impl Fresh<'_> {
                 Verdict::deny(
                     Reason::Failed,
                     403,
-                    message::run_error(target, result, self.until),
+                    message::run_error(target, result, self.terms),
                 )
             } else {
                 Verdict::allow(Reason::Passed)
@@ -707,7 +716,7 @@ impl Fresh<'_> {
                 result,
                 listed,
                 &f.accepted,
-                self.until,
+                self.terms,
                 self.accept_risks_field,
             ),
         );
@@ -777,7 +786,13 @@ fn gate(
         source,
         policy,
         now,
-        until: suggested_until(now, max),
+        terms: message::ClaimTerms {
+            until: suggested_until(now, max),
+            generation: policy
+                .require_distinct_approver
+                .then(|| spec_generation(request))
+                .flatten(),
+        },
     };
     let (accepted, unbound) = overrides::accepted_checks(cv, target, now, max);
     // An accept by annotation gives its reason; acceptRisks has none.
@@ -802,7 +817,7 @@ fn gate(
         Some(window) => {
             let limits = WindowLimits {
                 target,
-                until: case.until,
+                terms: case.terms,
                 may_run: source.runs_on_miss() && source.may_run(&target.key),
                 retry: policy.retry_after,
             };
@@ -827,7 +842,7 @@ fn gate(
 }
 
 /// A target change being decided: the request, its target, where its
-/// results come from, the policy, the time, and the `until` a suggested
+/// results come from, the policy, the time, and the terms a suggested
 /// claim would carry.
 struct Case<'a> {
     request: &'a Request,
@@ -835,7 +850,7 @@ struct Case<'a> {
     source: &'a dyn ResultLookup,
     policy: &'a Policy,
     now: Timestamp,
-    until: Timestamp,
+    terms: message::ClaimTerms,
 }
 
 impl Case<'_> {
@@ -903,7 +918,7 @@ impl Case<'_> {
             request: self.request,
             target,
             result,
-            until: self.until,
+            terms: self.terms,
             fit,
             accept_risks_field: policy.accept_risks_field,
         };
@@ -963,19 +978,35 @@ struct Approval<'a> {
     /// `preflight.dev/claimed-by`: checked against the writer on every
     /// write of a claim, so it names who last wrote one.
     writer: Option<&'a str>,
+    /// Why the claims were used already, under the four-eyes rule: their
+    /// `preflight.dev/claimed-generation` is not the spec this write
+    /// changes.
+    spent: Option<String>,
 }
 
 impl<'a> Approval<'a> {
     fn of(request: &'a Request, cv: &'a ClusterVersion, policy: &Policy) -> Self {
+        let required = policy.require_distinct_approver;
         Self {
-            required: policy.require_distinct_approver,
+            required,
             requester: &request.user.username,
             writer: cv.annotation(overrides::CLAIMED_BY),
+            spent: required
+                .then(|| overrides::claimed_generation_is(cv, spec_generation(request)).err())
+                .flatten(),
         }
     }
 
     fn distinct(&self) -> bool {
         self.writer.is_some_and(|w| w != self.requester)
+    }
+
+    /// Why a claim another identity wrote does not count: it was used.
+    fn unspent(&self, claim: &str) -> Result<(), String> {
+        match &self.spent {
+            Some(why) => Err(message::four_eyes_spent(claim, why)),
+            None => Ok(()),
+        }
     }
 
     /// The accepted names that count, and why the others do not.
@@ -987,17 +1018,24 @@ impl<'a> Approval<'a> {
         if !accepted.in_spec.is_empty() {
             ignored.push(message::four_eyes_spec_accept(&accepted.in_spec));
         }
-        if self.distinct() {
-            return (accepted.in_annotation, ignored);
+        if accepted.in_annotation.is_empty() {
+            return (BTreeSet::new(), ignored);
         }
-        if !accepted.in_annotation.is_empty() {
+        if !self.distinct() {
             ignored.push(message::four_eyes_same_writer(
                 overrides::ACCEPT,
                 self.writer,
                 self.requester,
             ));
+            return (BTreeSet::new(), ignored);
         }
-        (BTreeSet::new(), ignored)
+        match self.unspent(overrides::ACCEPT) {
+            Ok(()) => (accepted.in_annotation, ignored),
+            Err(why) => {
+                ignored.push(why);
+                (BTreeSet::new(), ignored)
+            }
+        }
     }
 
     /// Whether a force claim counts.
@@ -1010,7 +1048,7 @@ impl<'a> Approval<'a> {
                     self.writer,
                     self.requester,
                 )),
-                ForceKind::Annotation => Ok(Some(claim)),
+                ForceKind::Annotation => self.unspent(overrides::OVERRIDE).map(|()| Some(claim)),
             },
             claim => Ok(claim),
         }
@@ -1044,6 +1082,16 @@ impl<'a> Approval<'a> {
             None => self.requester.to_owned(),
         }
     }
+}
+
+/// The `metadata.generation` of the spec a write changes: the stored
+/// object's (the API server bumps the new one's when the spec changes).
+fn spec_generation(request: &Request) -> Option<i64> {
+    request
+        .old_object
+        .as_ref()
+        .or(request.object.as_ref())
+        .and_then(|cv| cv.metadata.generation)
 }
 
 fn needs_authorization(request: &Request, granted: Verdict, refused: Verdict) -> Decision {
@@ -1172,7 +1220,7 @@ enum Judged<'a> {
 /// What a window's verdict needs besides the window.
 struct WindowLimits<'a> {
     target: &'a Target,
-    until: Timestamp,
+    terms: message::ClaimTerms,
     /// Whether a run may be asked for the target.
     may_run: bool,
     retry: Duration,
@@ -1198,7 +1246,7 @@ impl WindowLimits<'_> {
                 false,
             ),
             (Ok(_), Judged::Plan(plan, Some(fit))) if !fit.fits() => (
-                message::outside_window(target, fit, plan, self.until),
+                message::outside_window(target, fit, plan, self.terms),
                 message::outside_window_note(fit),
                 false,
             ),

@@ -16,8 +16,8 @@ pub use crate::model::text::clean;
 use crate::model::text::{is_format, shell_list, shell_word};
 
 use super::overrides::{
-    ACCEPT, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL, CLAIMED_BY, OVERRIDE, OVERRIDE_REASON,
-    OVERRIDE_UNTIL,
+    ACCEPT, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL, CLAIMED_BY, CLAIMED_GENERATION, OVERRIDE,
+    OVERRIDE_REASON, OVERRIDE_UNTIL,
 };
 use crate::model::{CheckResult, Outcome, UpdatePreflight};
 
@@ -140,8 +140,30 @@ fn target_word(target: &Target) -> String {
     shell_word(target.version.as_deref().unwrap_or(&target.image))
 }
 
-/// How to accept or override, as commands to copy. `until` is the time
-/// limit the commands give (every claim needs one). An errored check is
+/// What a suggested claim says besides its target: until when (every claim
+/// needs a time limit) and, under the four-eyes rule, the generation of the
+/// spec it approves.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ClaimTerms {
+    pub until: Timestamp,
+    pub generation: Option<i64>,
+}
+
+impl ClaimTerms {
+    /// The annotations that end every suggested claim: its time limit is
+    /// given by the caller; these say who wrote it and, under four eyes,
+    /// for which spec.
+    fn attribution(&self) -> String {
+        let by = format!("{CLAIMED_BY}=\"$(oc whoami)\"");
+        match self.generation {
+            Some(generation) => format!("{by} {CLAIMED_GENERATION}={generation}"),
+            None => by,
+        }
+    }
+}
+
+/// How to accept or override, as commands to copy, with the claim's
+/// `terms`. An errored check is
 /// offered by its own name like a failed one: its error is often the
 /// gate's own machinery (an extraction pod that cannot pull, a querier
 /// that does not answer), which must never leave an override as the only
@@ -151,7 +173,7 @@ fn target_word(target: &Target) -> String {
 fn override_hint(
     target: &Target,
     failing: &[&CheckResult],
-    until: Timestamp,
+    terms: ClaimTerms,
     accept_risks_field: bool,
 ) -> String {
     // An admin ack is given in openshift-config/admin-acks, never accepted:
@@ -162,7 +184,8 @@ fn override_hint(
         .filter(|c| crate::model::standing::acceptable(c))
         .partition(|c| c.outcome == Outcome::Error);
     let to = target_word(target);
-    let until = shell_word(&until.to_string());
+    let until = shell_word(&terms.until.to_string());
+    let attribution = terms.attribution();
     let mut hint = String::new();
     // The narrowest names: OpenShift's for a finding that carries them (an
     // alert, a conditional-update risk), else the check's own; accepting
@@ -198,7 +221,7 @@ fn override_hint(
         let names = shell_list(&names);
         let _ = writeln!(
             hint,
-            "To accept them: oc annotate --overwrite clusterversion version {ACCEPT}={names} {ACCEPT_FOR}={to} {ACCEPT_REASON}='<why>' {ACCEPT_UNTIL}={until} {CLAIMED_BY}=\"$(oc whoami)\""
+            "To accept them: oc annotate --overwrite clusterversion version {ACCEPT}={names} {ACCEPT_FOR}={to} {ACCEPT_REASON}='<why>' {ACCEPT_UNTIL}={until} {attribution}"
         );
         // OpenShift's own field takes OpenShift's names (and the gate's).
         // Only where the cluster's ClusterVersion has the field, and with
@@ -230,7 +253,7 @@ fn override_hint(
     }
     let _ = write!(
         hint,
-        "To override the gate for this target: oc annotate --overwrite clusterversion version {OVERRIDE}={to} {OVERRIDE_REASON}='<why>' {OVERRIDE_UNTIL}={until} {CLAIMED_BY}=\"$(oc whoami)\"\n\
+        "To override the gate for this target: oc annotate --overwrite clusterversion version {OVERRIDE}={to} {OVERRIDE_REASON}='<why>' {OVERRIDE_UNTIL}={until} {attribution}\n\
          (both need the \"override\" verb on updatepreflights.preflight.dev; then run oc adm upgrade again)"
     );
     hint
@@ -242,12 +265,12 @@ fn errored_rerun_minutes() -> u64 {
 }
 
 /// The denial of a target whose blocking checks fail.
-pub fn failed(
+pub(crate) fn failed(
     target: &Target,
     result: &UpdatePreflight,
     failing: &[&CheckResult],
     accepted: &[&CheckResult],
-    until: Timestamp,
+    terms: ClaimTerms,
     accept_risks_field: bool,
 ) -> String {
     let n = failing.len();
@@ -280,14 +303,14 @@ pub fn failed(
     m.push('\n');
     m.push_str(&report_hint(result));
     m.push('\n');
-    m.push_str(&override_hint(target, failing, until, accept_risks_field));
+    m.push_str(&override_hint(target, failing, terms, accept_risks_field));
     m
 }
 
 /// The denial of a target whose run errored with no check to blame: what
 /// errored, that it is run again soon, and how to go ahead meanwhile (no
 /// check to accept, so no accept line).
-pub(crate) fn run_error(target: &Target, result: &UpdatePreflight, until: Timestamp) -> String {
+pub(crate) fn run_error(target: &Target, result: &UpdatePreflight, terms: ClaimTerms) -> String {
     let detail = result
         .status
         .as_ref()
@@ -306,7 +329,7 @@ pub(crate) fn run_error(target: &Target, result: &UpdatePreflight, until: Timest
         target.display(),
         errored_rerun_minutes(),
         report_hint(result),
-        override_hint(target, &[], until, false)
+        override_hint(target, &[], terms, false)
     )
 }
 
@@ -429,6 +452,12 @@ pub(crate) fn four_eyes_same_writer(claim: &str, writer: Option<&str>, requester
     format!(
         "{claim} {who}; --require-distinct-approver needs it written by someone other than {requester}"
     )
+}
+
+/// Why a claim another identity wrote does not count under the four-eyes
+/// rule: it names another generation of the spec than the one changed.
+pub(crate) fn four_eyes_spent(claim: &str, why: &str) -> String {
+    format!("{claim} does not count for this change: {why}")
 }
 
 /// Why `acceptRisks` does not count under the four-eyes rule.
@@ -591,7 +620,7 @@ pub(crate) fn outside_window(
     target: &Target,
     fit: &WindowFit,
     plan: &PlanSummary,
-    until: Timestamp,
+    terms: ClaimTerms,
 ) -> String {
     format!(
         "preflight for {}: the update may not finish within the maintenance window: {}\n{}\n{}\n{}",
@@ -599,7 +628,7 @@ pub(crate) fn outside_window(
         window_words(fit, WINDOW_END),
         plan_line(plan, None),
         window_hint(),
-        override_hint(target, &[], until, false),
+        override_hint(target, &[], terms, false),
     )
 }
 

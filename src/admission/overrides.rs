@@ -26,6 +26,12 @@ pub(crate) const ACCEPT_REASON: &str = "preflight.dev/accept-reason";
 /// always names whoever last wrote a claim.
 pub(crate) const CLAIMED_BY: &str = "preflight.dev/claimed-by";
 
+/// Under the four-eyes rule, the ClusterVersion's `metadata.generation` its
+/// approver saw when writing the claims beside it. The API server bumps the
+/// generation on every change of the spec, so a claim counts for one change
+/// of the target at most: the first one made from the spec it approved.
+pub(crate) const CLAIMED_GENERATION: &str = "preflight.dev/claimed-generation";
+
 /// The prefix of every annotation the gate reads as a claim.
 pub(crate) const PREFIX: &str = "preflight.dev/";
 
@@ -61,6 +67,28 @@ pub(crate) enum ForceKind {
 pub(crate) struct ForceClaim {
     pub kind: ForceKind,
     pub reason: String,
+}
+
+/// Whether `preflight.dev/claimed-generation` names `current`, the
+/// generation of the spec being changed; why not, in a sentence, otherwise.
+pub(crate) fn claimed_generation_is(
+    cv: &ClusterVersion,
+    current: Option<i64>,
+) -> Result<(), String> {
+    let claimed = cv.annotation(CLAIMED_GENERATION);
+    match (claimed.and_then(|c| c.trim().parse::<i64>().ok()), current) {
+        (Some(claimed), Some(current)) if claimed == current => Ok(()),
+        (_, Some(current)) => {
+            let found = match claimed {
+                Some(text) => format!("says {:?}", crate::model::text::clean(text, 40)),
+                None => "is not set".to_owned(),
+            };
+            Err(format!(
+                "{CLAIMED_GENERATION} {found}, and the ClusterVersion's spec is at generation {current}; under --require-distinct-approver a claim names the generation its approver saw, so it counts for one change of the target: write {CLAIMED_GENERATION}={current} with the claims"
+            ))
+        }
+        (_, None) => Err("the ClusterVersion carries no metadata.generation to bind a claim to under --require-distinct-approver".to_owned()),
+    }
 }
 
 /// What is wrong with the bounds of the claims a write adds or changes:

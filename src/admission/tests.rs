@@ -120,7 +120,7 @@ fn source() -> TestSource {
 fn cluster_version() -> Value {
     json!({
         "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
-        "metadata": {"name": "version"},
+        "metadata": {"name": "version", "generation": 7},
         "spec": {"channel": "stable-4.15", "clusterID": "c0ffee"},
         "status": {
             "desired": {"version": "4.14.1", "image": IMG_CURRENT},
@@ -1096,10 +1096,16 @@ fn four_eyes_refuses_a_claim_that_names_no_writer() {
     );
 }
 
+/// A claim bob approved at the generation the spec is at (7).
+fn approved_by_bob(review: Review) -> Review {
+    review
+        .annotate("preflight.dev/claimed-by", "bob")
+        .annotate("preflight.dev/claimed-generation", "7")
+}
+
 #[test]
 fn four_eyes_honours_an_override_another_identity_wrote() {
-    let review =
-        forced(Review::new().version("4.15.3")).annotate("preflight.dev/claimed-by", "bob");
+    let review = approved_by_bob(forced(Review::new().version("4.15.3")));
     let p = pending_override(review, &four_eyes());
     assert_eq!(
         p.user.username, "alice",
@@ -1133,7 +1139,7 @@ fn four_eyes_counts_accept_annotations_by_another_identity_only() {
             .annotate("preflight.dev/accept-until", UNTIL)
             .annotate("preflight.dev/accept-reason", "known issue, tracked")
     };
-    let by_bob = accept().annotate("preflight.dev/claimed-by", "bob");
+    let by_bob = approved_by_bob(accept());
     let v = pending_override(by_bob, &four_eyes()).resolve(Authorization::Allowed);
     assert!(v.allowed);
     assert_eq!(v.reason, Reason::RisksAccepted);
@@ -1147,9 +1153,7 @@ fn four_eyes_counts_accept_annotations_by_another_identity_only() {
     );
 
     // bob wrote it, and bob asks: not four eyes.
-    let own = accept()
-        .annotate("preflight.dev/claimed-by", "bob")
-        .by("bob");
+    let own = approved_by_bob(accept()).by("bob");
     let v = decide_with(&own, &source(), &four_eyes())
         .into_final()
         .unwrap();
@@ -1160,6 +1164,94 @@ fn four_eyes_counts_accept_annotations_by_another_identity_only() {
         "{}",
         v.message
     );
+}
+
+#[rstest]
+#[case::override_(forced, "preflight.dev/override")]
+#[case::accept(|r| accepting(r, "NodesReady,ClusterOperatorsHealthy"), "preflight.dev/accept")]
+fn four_eyes_honours_a_claim_for_one_change_of_the_target_only(
+    #[case] claim: fn(Review) -> Review,
+    #[case] name: &str,
+) {
+    // bob approved at generation 7; alice's change to 4.15.3 is honoured,
+    // and the API server stores the spec as generation 8.
+    let first = approved_by_bob(claim(Review::new().version("4.15.3")));
+    let v = pending_override(first, &four_eyes()).resolve(Authorization::Allowed);
+    assert!(v.allowed, "{}", v.message);
+
+    // Any later change of the target starts from generation 8 (here alice
+    // goes back to 4.14.1, then asks for 4.15.3 again): the claim is spent.
+    let again = |review: Review| {
+        approved_by_bob(review)
+            .set("/request/oldObject/metadata/generation", json!(9))
+            .set("/request/object/metadata/generation", json!(10))
+    };
+    let back_again = Review::new()
+        .version("4.15.3")
+        .from(json!({"version": "4.14.1"}));
+    let v = decide_with(
+        &again(claim(back_again)),
+        &source(),
+        &four_eyes(),
+    )
+    .into_final()
+    .expect("a spent claim asks nothing");
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::Failed);
+    assert!(
+        v.message.contains(&format!("{name} does not count for this change: preflight.dev/claimed-generation says \"7\", and the ClusterVersion's spec is at generation 9")),
+        "{}",
+        v.message
+    );
+    // The denial's own commands bind a new claim to generation 9.
+    assert!(
+        v.message.contains("preflight.dev/claimed-by=\"$(oc whoami)\" preflight.dev/claimed-generation=9"),
+        "{}",
+        v.message
+    );
+}
+
+#[rstest]
+#[case::missing(None, "preflight.dev/claimed-generation is not set")]
+#[case::another(Some("6"), "preflight.dev/claimed-generation says \"6\"")]
+#[case::not_a_number(Some("latest"), "preflight.dev/claimed-generation says \"latest\"")]
+fn four_eyes_refuses_a_claim_written_without_the_generation_it_approves(
+    #[case] generation: Option<&str>,
+    #[case] says: &str,
+) {
+    let mut review = Review::new()
+        .by("bob")
+        .write("preflight.dev/override", "4.15.3")
+        .write("preflight.dev/override-reason", "CVE fix")
+        .write("preflight.dev/override-until", UNTIL)
+        .write("preflight.dev/claimed-by", "bob");
+    if let Some(generation) = generation {
+        review = review.write("preflight.dev/claimed-generation", generation);
+    }
+    let v = decide_with(&review, &source(), &four_eyes())
+        .into_final()
+        .expect("refused before any question");
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::ClaimRefused);
+    assert!(v.message.contains(says), "{}", v.message);
+    assert!(
+        v.message
+            .contains("write preflight.dev/claimed-generation=7 with the claims"),
+        "{}",
+        v.message
+    );
+
+    // With the generation it approves, the write asks for the verb; a
+    // window alone needs none, and without the rule nothing changes.
+    let bound = review.write("preflight.dev/claimed-generation", "7");
+    let written = pending_override(bound, &four_eyes()).resolve(Authorization::Allowed);
+    assert_eq!(written.reason, Reason::ClaimWritten);
+    let window = Review::new()
+        .by("bob")
+        .write("preflight.dev/window-end", "2026-11-30T20:00:00Z")
+        .write("preflight.dev/claimed-by", "bob");
+    let p = pending_override(window, &four_eyes());
+    assert_eq!(p.verb, Verb::Window);
 }
 
 #[test]

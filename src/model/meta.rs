@@ -20,6 +20,8 @@ pub struct Metadata {
     pub name: String,
     pub namespace: Option<String>,
     pub uid: String,
+    /// Bumped by the API server on every change of the spec.
+    pub generation: Option<i64>,
     #[serde(deserialize_with = "null_as_default")]
     pub labels: BTreeMap<String, String>,
     #[serde(deserialize_with = "null_as_default")]

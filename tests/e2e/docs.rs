@@ -106,6 +106,7 @@ fn runs() -> Vec<(String, &'static str, &'static str)> {
         &[
             "oc annotate --overwrite clusterversion version preflight.dev/override=",
             "oc annotate --overwrite clusterversion version preflight.dev/accept=",
+            "oc annotate --overwrite clusterversion version preflight.dev/claimed-generation=",
             "oc get upf",
             "oc get upf -o wide",
             "oc get upf <name> -o yaml",
@@ -1025,6 +1026,17 @@ fn day_two_commands_run_on_the_shared_control_plane() {
     assert_eq!(annotations["preflight.dev/override"], "4.15.3");
     assert_eq!(annotations["preflight.dev/accept-for"], "4.15.3");
     assert_eq!(annotations["preflight.dev/claimed-by"], User::Admin.name());
+    // The four-eyes approval names the spec's generation it approves.
+    sh(
+        INSTALL,
+        "oc annotate --overwrite clusterversion version preflight.dev/claimed-generation=",
+        &[("2026-12-01T16:00:00Z", &until)],
+    );
+    let approved = world.cluster_version();
+    assert_eq!(
+        approved["metadata"]["annotations"]["preflight.dev/claimed-generation"],
+        approved["metadata"]["generation"].to_string()
+    );
 
     // The runbook of a used override reads them back.
     let used_doc = runbook("PreflightGateOverrideUsed");

@@ -446,9 +446,40 @@ fn four_eyes_honours_a_claim_only_from_another_identity() {
     let (_turn, world) = lock();
     world.switch_to_gate_with(&["--require-distinct-approver"]);
 
+    // Under the rule a claim names the generation of the spec it approves;
+    // written without it, it is refused, with the number to give.
+    let generation = world.cluster_version()["metadata"]["generation"]
+        .as_i64()
+        .expect("the API server sets metadata.generation");
+    let unbound = write_override(world, User::Bob, "bob");
+    denied(
+        &unbound,
+        &[&format!(
+            "preflight.dev/claimed-generation is not set, and the ClusterVersion's spec is at generation {generation}"
+        )],
+    );
+    let approve = || {
+        world.kubectl(
+            User::Bob,
+            &[
+                "annotate",
+                "--overwrite",
+                "clusterversion",
+                "version",
+                "preflight.dev/override=4.15.3",
+                "preflight.dev/override-reason=CVE fix; MCO degradation understood",
+                &format!("preflight.dev/override-until={}", in_hours(4)),
+                "preflight.dev/claimed-by=bob",
+                &format!(
+                    "preflight.dev/claimed-generation={}",
+                    world.cluster_version()["metadata"]["generation"]
+                ),
+            ],
+        )
+    };
+
     // bob writes the override and asks for the target himself: refused.
-    let written = write_override(world, User::Bob, "bob");
-    allowed(&written, &[]);
+    allowed(&approve(), &[]);
     let own = world.kubectl(User::Bob, &merge_patch_args("4.15.3", &[]));
     // One identity wrote the claim and the target.
     denied(
@@ -480,6 +511,23 @@ fn four_eyes_honours_a_claim_only_from_another_identity() {
                 && l.contains(&format!("\"{WEBHOOK}/override-reason\""))),
         "no audit event of the honoured override names bob as its approver"
     );
+
+    // The claim is used once: the target cleared and asked for again, its
+    // spec is two generations on, and bob's approval no longer counts.
+    allowed(&world.kubectl(User::Admin, &CLEAR_TARGET), &[]);
+    let again = world.kubectl(User::Admin, &merge_patch_args("4.15.3", &[]));
+    denied(
+        &again,
+        &[&format!(
+            "Override ignored: preflight.dev/override does not count for this change: preflight.dev/claimed-generation says \"{}\", and the ClusterVersion's spec is at generation {}",
+            generation,
+            generation + 2
+        )],
+    );
+    // bob approves anew, for the spec as it is now: honoured once more.
+    allowed(&approve(), &[]);
+    let renewed = world.kubectl(User::Admin, &merge_patch_args("4.15.3", &[]));
+    allowed(&renewed, &["preflight-gate: override by "]);
 }
 
 #[test]
