@@ -1,9 +1,13 @@
 //! The key the gate signs its results with (`model::vouch::ResultKey`),
 //! kept in the Secret `preflight-gate-result-key` of the gate's namespace
-//! so that every replica signs and verifies with the same one. Read at
-//! start; created, 32 random bytes, when absent, and read again when
-//! another replica created it first. A replica that cannot read it signs
-//! nothing and vouches for nothing, saying why.
+//! so that every replica signs and verifies with the same one. The install
+//! makes that Secret empty (deploy/base), so that the gate needs no right
+//! to create Secrets and no key is ever in a manifest; the first replica
+//! to read it empty fills it with 32 random bytes, by a patch that holds
+//! only if nobody changed the Secret since it was read, and a replica that
+//! lost that race reads the winner's key. A replica that cannot read it
+//! (absent, forbidden, unusable) signs nothing and vouches for nothing,
+//! saying why.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -11,12 +15,12 @@ use std::time::Duration;
 use backon::{ExponentialBuilder, Retryable};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use tracing::{info, warn};
 
 use crate::model::vouch::ResultKey;
 
-/// The Secret's name, which the gate's Role names for `get`.
+/// The Secret's name, which the gate's Role names for `get` and `patch`.
 pub const SECRET_NAME: &str = "preflight-gate-result-key";
 /// The Secret's data key holding the key's bytes.
 pub const SECRET_KEY: &str = "key";
@@ -30,8 +34,12 @@ pub enum KeyError {
         #[source]
         source: kube::Error,
     },
-    #[error("cannot create Secret {namespace}/{SECRET_NAME}")]
-    Create {
+    #[error(
+        "Secret {namespace}/{SECRET_NAME} does not exist: the install makes it, empty, and the gate fills it (apply the manifests again)"
+    )]
+    Absent { namespace: String },
+    #[error("cannot fill Secret {namespace}/{SECRET_NAME} with a new key")]
+    Fill {
         namespace: String,
         #[source]
         source: kube::Error,
@@ -42,39 +50,37 @@ pub enum KeyError {
     Random,
 }
 
-/// Reads the key from the Secret in `namespace`, creating the Secret with
-/// a new random key when there is none.
-pub async fn load_or_create(client: &kube::Client, namespace: &str) -> Result<ResultKey, KeyError> {
+/// Reads the key from the Secret in `namespace`, filling the Secret with a
+/// new random key when it holds none yet. The Secret itself is the
+/// install's: an absent one is an error, never made here.
+pub async fn load_or_fill(client: &kube::Client, namespace: &str) -> Result<ResultKey, KeyError> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let read = |source| KeyError::Read {
         namespace: namespace.to_owned(),
         source,
     };
-    if let Some(secret) = api.get_opt(SECRET_NAME).await.map_err(read)? {
-        return from_secret(&secret, namespace);
+    let absent = || KeyError::Absent {
+        namespace: namespace.to_owned(),
+    };
+    let secret = api
+        .get_opt(SECRET_NAME)
+        .await
+        .map_err(read)?
+        .ok_or_else(absent)?;
+    if let Some(key) = from_secret(&secret, namespace)? {
+        return Ok(key);
     }
     let mut bytes = [0u8; 32];
     ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
         .map_err(|_| KeyError::Random)?;
-    let secret = Secret {
-        metadata: ObjectMeta {
-            name: Some(SECRET_NAME.to_owned()),
-            namespace: Some(namespace.to_owned()),
-            labels: Some(
-                [(
-                    "app.kubernetes.io/name".to_owned(),
-                    "preflight-gate".to_owned(),
-                )]
-                .into(),
-            ),
-            ..Default::default()
-        },
-        type_: Some("Opaque".to_owned()),
-        immutable: Some(true),
-        data: Some([(SECRET_KEY.to_owned(), ByteString(bytes.to_vec()))].into()),
-        ..Default::default()
-    };
-    match api.create(&PostParams::default(), &secret).await {
+    // The resourceVersion read makes the patch conditional: if another
+    // replica filled the Secret meanwhile, this one is refused (409) and
+    // the other's key is the one.
+    let fill = Patch::Merge(serde_json::json!({
+        "metadata": {"resourceVersion": secret.metadata.resource_version},
+        "data": {SECRET_KEY: ByteString(bytes.to_vec())},
+    }));
+    match api.patch(SECRET_NAME, &PatchParams::default(), &fill).await {
         Ok(_) => {
             info!(
                 namespace,
@@ -86,29 +92,38 @@ pub async fn load_or_create(client: &kube::Client, namespace: &str) -> Result<Re
                 why,
             })
         }
-        // Another replica made it meanwhile: its key is the one.
         Err(kube::Error::Api(e)) if e.code == 409 => {
-            let secret = api.get(SECRET_NAME).await.map_err(read)?;
-            from_secret(&secret, namespace)
+            let secret = api
+                .get_opt(SECRET_NAME)
+                .await
+                .map_err(read)?
+                .ok_or_else(absent)?;
+            from_secret(&secret, namespace)?.ok_or_else(|| KeyError::Unusable {
+                namespace: namespace.to_owned(),
+                why: format!("it changed while being filled and still holds no {SECRET_KEY:?}"),
+            })
         }
-        Err(source) => Err(KeyError::Create {
+        Err(kube::Error::Api(e)) if e.code == 404 => Err(absent()),
+        Err(source) => Err(KeyError::Fill {
             namespace: namespace.to_owned(),
             source,
         }),
     }
 }
 
-fn from_secret(secret: &Secret, namespace: &str) -> Result<ResultKey, KeyError> {
-    let unusable = |why: String| KeyError::Unusable {
-        namespace: namespace.to_owned(),
-        why,
+/// The key the Secret holds; None while it holds none (as the install
+/// makes it). A key that is there but unusable is an error, never
+/// replaced: results signed with it would stop counting.
+fn from_secret(secret: &Secret, namespace: &str) -> Result<Option<ResultKey>, KeyError> {
+    let Some(bytes) = secret.data.as_ref().and_then(|d| d.get(SECRET_KEY)) else {
+        return Ok(None);
     };
-    let bytes = secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get(SECRET_KEY))
-        .ok_or_else(|| unusable("no such key".to_owned()))?;
-    ResultKey::new(&bytes.0).map_err(unusable)
+    ResultKey::new(&bytes.0)
+        .map(Some)
+        .map_err(|why| KeyError::Unusable {
+            namespace: namespace.to_owned(),
+            why,
+        })
 }
 
 /// Reads the key, trying again with backoff (up to a minute apart, with
@@ -123,7 +138,7 @@ pub async fn load_until_read(
         .with_max_delay(Duration::from_secs(60))
         .without_max_times()
         .with_jitter();
-    let read = || load_or_create(client, namespace);
+    let read = || load_or_fill(client, namespace);
     // Retried without a limit, so only the key ends it.
     loop {
         let tried = read.retry(backoff).notify(|e, retry_in| {

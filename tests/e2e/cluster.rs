@@ -143,6 +143,7 @@ impl World {
         world.apply_rbac();
         world.scrape_token = world.service_account_token("e2e-prometheus", true);
         let _ = world.kubectl(User::Admin, &["create", "namespace", "preflight-gate"]);
+        world.make_result_key_secret();
         // Where the check Jobs run, as deploy/base has it (--jobs-namespace).
         let _ = world.kubectl(User::Admin, &["create", "namespace", JOBS_NAMESPACE]);
         world.create_cluster_version();
@@ -298,8 +299,39 @@ impl World {
         }
     }
 
-    /// The key the gate signs its results with, from its Secret (made now
-    /// when no gate made it yet).
+    /// The Secret the install makes empty for the gate to fill with its
+    /// key, as deploy/base has it. One an earlier design's gate made
+    /// (immutable) on a reused control plane is made anew.
+    fn make_result_key_secret(&self) {
+        let secret = [
+            "-n",
+            "preflight-gate",
+            "secret",
+            "preflight-gate-result-key",
+        ];
+        let immutable = self.kubectl(
+            User::Admin,
+            &[
+                &secret[..2],
+                &["get"],
+                &secret[2..],
+                &["-o", "jsonpath={.immutable}"],
+            ]
+            .concat(),
+        );
+        if immutable.stdout.trim() == "true" {
+            self.admin(&[&secret[..2], &["delete"], &secret[2..]].concat());
+        }
+        self.admin(&[
+            "apply",
+            "--server-side",
+            "-f",
+            &format!("{ROOT}/deploy/base/result-key.yaml"),
+        ]);
+    }
+
+    /// The key the gate signs its results with, from its Secret (filled
+    /// now when no gate filled it yet).
     pub fn result_key(&self) -> preflight_gate::model::vouch::ResultKey {
         let kubeconfig = PathBuf::from(self.var("ADMIN_KUBECONFIG"));
         let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -307,7 +339,7 @@ impl World {
             let client = preflight_gate::cluster::client(Some(&kubeconfig))
                 .await
                 .unwrap();
-            preflight_gate::preflight::result_key::load_or_create(&client, "preflight-gate")
+            preflight_gate::preflight::result_key::load_or_fill(&client, "preflight-gate")
                 .await
                 .unwrap()
         })

@@ -391,14 +391,20 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
         &["watch", "updatepreflights.preflight.dev"],
         &["watch", "clusterversions.config.openshift.io"],
         &["get", "clusterversions.config.openshift.io/version"],
-        // The key it signs results with (docs/security.md, 3d).
+        // The key it signs results with (docs/security.md, 3d): read, and
+        // filled once, in the Secret the install makes.
         &[
             "get",
             "secrets/preflight-gate-result-key",
             "-n",
             "preflight-gate",
         ],
-        &["create", "secrets", "-n", "preflight-gate"],
+        &[
+            "patch",
+            "secrets/preflight-gate-result-key",
+            "-n",
+            "preflight-gate",
+        ],
     ] {
         assert!(can_i(world, allowed), "may not {allowed:?}");
     }
@@ -412,7 +418,22 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
         // its result key in its own namespace.
         &["get", "secrets", "-n", "kube-system"],
         &["get", "secrets/other", "-n", "preflight-gate"],
+        &["patch", "secrets/other", "-n", "preflight-gate"],
         &["create", "secrets", "-n", "kube-system"],
+        // Nor does it make one, not even its key's (L5).
+        &["create", "secrets", "-n", "preflight-gate"],
+        &[
+            "update",
+            "secrets/preflight-gate-result-key",
+            "-n",
+            "preflight-gate",
+        ],
+        &[
+            "delete",
+            "secrets/preflight-gate-result-key",
+            "-n",
+            "preflight-gate",
+        ],
         // ConfigMaps only the two OpenShift names.
         &["list", "configmaps", "-n", "openshift-config"],
         &["list", "configmaps", "-n", "kube-system"],
@@ -438,6 +459,101 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
     ] {
         assert!(!can_i(world, refused), "may {refused:?}");
     }
+}
+
+/// The key the gate signs its results with lives in a Secret the install
+/// makes empty (deploy/base/result-key.yaml); the gate's own code, run as
+/// its account with the Role the install grants, fills it: two replicas
+/// that start together get one key, a later one reads it, and a Secret
+/// that is not there is an error saying so, never made. Shown in a
+/// namespace of its own, with the install's Secret and Role moved there,
+/// so that the shared gate's key is left alone.
+#[test]
+fn replicas_fill_the_installs_empty_key_secret_with_one_key_and_make_none() {
+    use preflight_gate::preflight::result_key::{KeyError, load_or_fill};
+    let (_turn, world) = lock();
+    let ns = "e2e-result-key";
+    let _ = world.kubectl(User::Admin, &["create", "namespace", ns]);
+    let _ = world.kubectl(
+        User::Admin,
+        &[
+            "-n",
+            ns,
+            "delete",
+            "secret",
+            "preflight-gate-result-key",
+            "--ignore-not-found",
+        ],
+    );
+    let objects = rendered("dev");
+    let moved = |kind: &str| {
+        let mut o = objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == "preflight-gate-result-key")
+            .unwrap_or_else(|| panic!("the install has no {kind} preflight-gate-result-key"))
+            .clone();
+        assert_eq!(o["metadata"]["namespace"], "preflight-gate");
+        o["metadata"]["namespace"] = json!(ns);
+        o
+    };
+    let secret = moved("Secret");
+    assert!(
+        secret.get("data").is_none(),
+        "the install ships a key: {secret}"
+    );
+    for kind in ["Role", "RoleBinding"] {
+        world.apply_json(&moved(kind));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = service_account_kubeconfig(world, dir.path());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = runtime
+        .block_on(preflight_gate::cluster::client(Some(&kubeconfig)))
+        .unwrap();
+
+    // No Secret: an error that says what makes it, and none is made.
+    let absent = runtime.block_on(load_or_fill(&client, ns));
+    assert!(matches!(absent, Err(KeyError::Absent { .. })), "{absent:?}");
+    let text = preflight_gate::model::text::chain(&absent.unwrap_err());
+    assert!(text.contains("the install makes it, empty"), "{text}");
+    let out = world.kubectl(
+        User::Admin,
+        &["-n", ns, "get", "secret", "preflight-gate-result-key"],
+    );
+    assert!(!out.ok, "the gate made its Secret: {}", out.stdout);
+
+    // The install's empty Secret: two replicas at once, one key.
+    world.apply_json(&secret);
+    let (a, b) = runtime
+        .block_on(async { tokio::join!(load_or_fill(&client, ns), load_or_fill(&client, ns)) });
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let upf: preflight_gate::model::UpdatePreflight = serde_json::from_value(json!({
+        "apiVersion": "preflight.dev/v1alpha1", "kind": "UpdatePreflight",
+        "metadata": {"name": "release-sha256-e2e"},
+        "spec": {"image": "quay.io/e2e/release@sha256:0d3e10ed0000000000000000000000000000000000000000000000000000beef"}}))
+    .unwrap();
+    assert_eq!(a.sign(&upf), b.sign(&upf), "two replicas, two keys");
+    let later = runtime.block_on(load_or_fill(&client, ns)).unwrap();
+    assert_eq!(later.sign(&upf), a.sign(&upf));
+    let stored: Value = serde_json::from_str(&world.admin(&[
+        "-n",
+        ns,
+        "get",
+        "secret",
+        "preflight-gate-result-key",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let key = stored["data"]["key"].as_str().unwrap();
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(key)
+        .unwrap();
+    assert_eq!(bytes.len(), 32);
+    let from_stored = preflight_gate::model::vouch::ResultKey::new(&bytes).unwrap();
+    assert_eq!(from_stored.sign(&upf), a.sign(&upf));
+    let _ = world.kubectl(User::Admin, &["delete", "namespace", ns, "--wait=false"]);
 }
 
 /// The gate's account may make pods only in the namespace of the check

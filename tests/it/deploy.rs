@@ -645,14 +645,16 @@ fn rbac_grants_nothing_the_gate_does_not_use() {
             "no wildcards: {rule}"
         );
         // Nothing the checks read is written, and secrets are only listed,
-        // but for the key the gate signs its results with: read by name,
-        // created in its own namespace (docs/security.md, 3d).
+        // but for the key the gate signs its results with: read and filled
+        // by name, in its own namespace, never created (docs/security.md,
+        // 3d and L5).
         if resources.contains(&"secrets") {
             let names = strings(&rule["resourceNames"]);
             let own = scope.as_deref() == Some(SA_NAMESPACE);
             match verbs.as_slice() {
-                ["get"] => assert!(own && names == ["preflight-gate-result-key"], "{rule}"),
-                ["create"] => assert!(own, "{rule}"),
+                ["get", "patch"] => {
+                    assert!(own && names == ["preflight-gate-result-key"], "{rule}")
+                }
                 _ => assert_eq!(verbs, ["list"], "{rule}"),
             }
         }
@@ -684,7 +686,15 @@ fn rbac_grants_nothing_the_gate_does_not_use() {
     ] {
         assert!(writes(read_only).is_empty(), "{read_only} is written");
     }
-    assert_eq!(writes("secrets"), ["create"], "only the result key is made");
+    assert_eq!(
+        writes("secrets"),
+        ["patch"],
+        "only the result key is filled"
+    );
+    assert!(
+        !allowed(&grants, "create", "", "secrets", Some(SA_NAMESPACE), None),
+        "the gate makes no Secret"
+    );
     // Pods and Jobs are written only in the namespace where external
     // checks and release extraction pods run: never in the gate's own,
     // which holds its serving Secret.
@@ -761,6 +771,28 @@ fn rbac_grants_nothing_the_gate_does_not_use() {
         Some("kube-system"),
         Some("kube-controller-manager")
     ));
+}
+
+/// The Secret the gate keeps its signing key in is made by the install,
+/// empty, in every overlay: the gate only fills it (docs/security.md, L5),
+/// and no key is ever in a manifest.
+#[test]
+fn the_result_keys_secret_ships_empty_in_every_overlay() {
+    for overlay in OVERLAYS {
+        let objects = rendered(overlay);
+        let secret = one(&objects, "Secret", "preflight-gate-result-key");
+        assert_eq!(secret["metadata"]["namespace"], SA_NAMESPACE, "{overlay}");
+        assert_eq!(secret["type"], "Opaque", "{overlay}");
+        for field in ["data", "stringData", "immutable"] {
+            assert!(
+                secret.get(field).is_none(),
+                "{overlay}: {field} in {secret}"
+            );
+        }
+        // The only Secret the manifests make: none holds a credential.
+        let secrets: Vec<&Value> = objects.iter().filter(|o| o["kind"] == "Secret").collect();
+        assert_eq!(secrets.len(), 1, "{overlay}");
+    }
 }
 
 #[test]

@@ -137,8 +137,9 @@ fn the_gates_own_node_drains_and_its_own_budget_holds_no_update() {
     drop(restore);
 }
 
-/// A lost signing key (the Secret deleted, the replicas restarted with a
-/// new one) leaves every result with a signature that no longer verifies.
+/// A lost signing key (the Secret deleted and made again, empty, by
+/// applying the manifests, the replicas restarted: the first fills it with
+/// a new key) leaves every result with a signature that no longer verifies.
 /// Updaters may not delete results, and need not: the gate runs the
 /// target again by itself (saying so to a review that comes first), and
 /// the update goes ahead on a result signed with the new key.
@@ -159,6 +160,14 @@ fn a_lost_signing_key_is_the_gates_to_mend_not_the_updaters() {
         "-n",
         NAMESPACE,
         "preflight-gate-result-key",
+    ]);
+    // The gate makes no Secret: the administrator's manifests make it again,
+    // empty, as the install did.
+    world.admin(&[
+        "apply",
+        "--server-side",
+        "-f",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/base/result-key.yaml"),
     ]);
     world.admin(&[
         "rollout",
