@@ -461,6 +461,175 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
     }
 }
 
+/// A pod as the checks' namespace sees one: Pod Security `restricted`
+/// kept, running `image` as `account` (none when empty), with the token
+/// setting `token` (unsaid when None).
+fn checks_pod(name: &str, account: &str, token: Option<bool>, image: &str) -> Value {
+    let mut spec = json!({
+        "restartPolicy": "Never",
+        "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{"name": "check", "image": image,
+            "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]});
+    if !account.is_empty() {
+        spec["serviceAccountName"] = json!(account);
+    }
+    if let Some(token) = token {
+        spec["automountServiceAccountToken"] = json!(token);
+    }
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": crate::cluster::JOBS_NAMESPACE},
+        "spec": spec})
+}
+
+/// deploy/base's admission policy of the checks' namespace, on the real API
+/// server: a pod (or Job) breaking each of its rules is refused with the
+/// rule's reason, whoever creates it; pods keeping them all, as the gate
+/// makes them, are admitted; another namespace is left alone.
+#[test]
+fn the_checks_namespace_admits_only_the_check_account_an_asked_token_and_images_by_digest() {
+    let (_turn, world) = lock();
+    apply_dev(world);
+    let ns = crate::cluster::JOBS_NAMESPACE;
+    // The accounts the pods name (no controller here makes `default`).
+    for account in ["default", "e2e-other"] {
+        world.apply_json(&json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": account, "namespace": ns}}));
+    }
+    let digest = format!("registry.example/check@sha256:{}", "5e".repeat(32));
+    let tag = "registry.example/check:1";
+    let dir = tempfile::tempdir().unwrap();
+    let create = |object: &Value| {
+        let file = write_list(dir.path(), "object.json", &[object]);
+        world.kubectl(User::Admin, &["create", "--dry-run=server", "-f", &file])
+    };
+    // The policy holds once the API server has loaded it and its binding.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let out = create(&checks_pod(
+            "e2e-by-tag",
+            "preflight-check",
+            Some(false),
+            tag,
+        ));
+        if !out.ok && out.stderr.contains("preflight-gate-checks") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the policy never held: {} {}",
+            out.stdout,
+            out.stderr
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+
+    let token_volume = |pod: &mut Value, source: Value| {
+        pod["spec"]["volumes"] =
+            json!([{"name": "token", "projected": {"sources": [{"serviceAccountToken": source}]}}]);
+        pod["spec"]["containers"][0]["volumeMounts"] =
+            json!([{"name": "token", "mountPath": "/var/run/token"}]);
+    };
+    let mut projected = checks_pod("e2e-projected", "preflight-check", Some(false), &digest);
+    token_volume(&mut projected, json!({"path": "token"}));
+    let mut audience = checks_pod("e2e-audience", "preflight-check", Some(true), &digest);
+    token_volume(
+        &mut audience,
+        json!({"path": "token", "audience": "vault.example"}),
+    );
+    let mut init_by_tag = checks_pod("e2e-init-by-tag", "preflight-check", Some(false), &digest);
+    init_by_tag["spec"]["initContainers"] = json!([{"name": "init", "image": tag,
+        "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]);
+    let job = |name: &str, image: &str| {
+        let pod = checks_pod(name, "preflight-check", Some(true), image);
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"backoffLimit": 0, "template": {"spec": pod["spec"]}}})
+    };
+    for (what, object, reason) in [
+        (
+            "another account",
+            checks_pod("e2e-other", "e2e-other", Some(false), &digest),
+            "runs as e2e-other: pods in preflight-gate-checks run as preflight-check or as no account",
+        ),
+        (
+            "no account, with its token",
+            checks_pod("e2e-default-token", "", None, &digest),
+            "mounts a token without the check account",
+        ),
+        (
+            "the default account, asking for its token",
+            checks_pod("e2e-default-asks", "default", Some(true), &digest),
+            "mounts a token without the check account",
+        ),
+        (
+            "a projected token it did not ask for",
+            projected,
+            "mounts a token through a projected volume it did not ask for",
+        ),
+        (
+            "a projected token for another audience",
+            audience,
+            "mounts a token through a projected volume it did not ask for",
+        ),
+        (
+            "an image by tag",
+            checks_pod("e2e-by-tag", "preflight-check", Some(true), tag),
+            "runs registry.example/check:1, not named by digest",
+        ),
+        (
+            "an init container by tag",
+            init_by_tag,
+            "runs registry.example/check:1, not named by digest",
+        ),
+        (
+            "a Job whose image is a tag",
+            job("e2e-job-by-tag", tag),
+            "runs registry.example/check:1, not named by digest",
+        ),
+    ] {
+        let out = create(&object);
+        assert!(!out.ok, "{what} was admitted: {}", out.stdout);
+        assert!(
+            out.stderr
+                .contains("ValidatingAdmissionPolicy 'preflight-gate-checks'")
+                && out.stderr.contains(reason),
+            "{what}: {}",
+            out.stderr
+        );
+    }
+    for (what, object) in [
+        (
+            "a check that asked for the API",
+            checks_pod("e2e-asks", "preflight-check", Some(true), &digest),
+        ),
+        (
+            "a check that did not",
+            checks_pod("e2e-quiet", "preflight-check", Some(false), &digest),
+        ),
+        (
+            "the check account, the token unsaid (its default is off)",
+            checks_pod("e2e-unsaid", "preflight-check", None, &digest),
+        ),
+        (
+            "no account, no token",
+            checks_pod("e2e-none", "default", Some(false), &digest),
+        ),
+        ("a Job by digest", job("e2e-job", &digest)),
+    ] {
+        let out = create(&object);
+        assert!(out.ok, "{what} was refused: {}", out.stderr);
+    }
+    // The policy is bound to the checks' namespace alone.
+    let mut elsewhere = checks_pod("e2e-elsewhere", "", None, tag);
+    elsewhere["metadata"]["namespace"] = json!("default");
+    let _ = world.kubectl(
+        User::Admin,
+        &["-n", "default", "create", "serviceaccount", "default"],
+    );
+    let out = create(&elsewhere);
+    assert!(out.ok, "a pod elsewhere was refused: {}", out.stderr);
+}
+
 /// The key the gate signs its results with lives in a Secret the install
 /// makes empty (deploy/base/result-key.yaml); the gate's own code, run as
 /// its account with the Role the install grants, fills it: two replicas
@@ -472,7 +641,8 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
 fn replicas_fill_the_installs_empty_key_secret_with_one_key_and_make_none() {
     use preflight_gate::preflight::result_key::{KeyError, load_or_fill};
     let (_turn, world) = lock();
-    let ns = "e2e-result-key";
+    // Kept between runs: no namespace controller runs here to delete one.
+    let ns = "e2e-key";
     let _ = world.kubectl(User::Admin, &["create", "namespace", ns]);
     let _ = world.kubectl(
         User::Admin,
@@ -553,7 +723,6 @@ fn replicas_fill_the_installs_empty_key_secret_with_one_key_and_make_none() {
     assert_eq!(bytes.len(), 32);
     let from_stored = preflight_gate::model::vouch::ResultKey::new(&bytes).unwrap();
     assert_eq!(from_stored.sign(&upf), a.sign(&upf));
-    let _ = world.kubectl(User::Admin, &["delete", "namespace", ns, "--wait=false"]);
 }
 
 /// The gate's account may make pods only in the namespace of the check

@@ -20,6 +20,12 @@ fn release(n: char) -> String {
     format!("ocp-release@sha256:{}", n.to_string().repeat(64))
 }
 
+/// A check's image, by digest: the checks' namespace admits no other
+/// (deploy/base/checks-admission-policy.yaml).
+fn check_image(name: &str) -> String {
+    format!("preflight-e2e/{name}@sha256:{}", "c4".repeat(32))
+}
+
 /// The PreflightChecks and UpdatePreflights a test made, deleted when it
 /// ends (pass or panic), so that other tests' runs never see them.
 struct Made<'a> {
@@ -290,7 +296,7 @@ fn external_checks_pass_fail_time_out_fail_to_pull_and_say_garbage() {
         ),
     ];
     for (name, check, extra) in &checks {
-        let mut spec = json!({"checkName": check, "image": format!("preflight-e2e/{name}:1"),
+        let mut spec = json!({"checkName": check, "image": check_image(name),
             "command": ["/check"], "env": [{"name": "MODE", "value": "e2e"}]});
         spec.as_object_mut()
             .unwrap()
@@ -314,7 +320,7 @@ fn external_checks_pass_fail_time_out_fail_to_pull_and_say_garbage() {
     let pass = job("E2EPass");
     let pod = &pass["spec"]["template"]["spec"];
     assert_eq!(pod["serviceAccountName"], "preflight-check");
-    assert_eq!(pod["containers"][0]["image"], "preflight-e2e/e2e-pass:1");
+    assert_eq!(pod["containers"][0]["image"], check_image("e2e-pass"));
     assert_eq!(
         pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"],
         true
@@ -372,7 +378,7 @@ fn external_checks_pass_fail_time_out_fail_to_pull_and_say_garbage() {
     kubelet_reports(
         world,
         &pod,
-        "preflight-e2e/e2e-timeout:1",
+        &check_image("e2e-timeout"),
         json!({"running": {"startedAt": jiff::Timestamp::now().to_string()}}),
     );
     deadline_exceeded(world, timeout["metadata"]["name"].as_str().unwrap());
@@ -410,7 +416,10 @@ fn external_checks_pass_fail_time_out_fail_to_pull_and_say_garbage() {
     assert_eq!(r["outcome"], "Error");
     assert_eq!(
         r["message"],
-        "cannot pull the check's image preflight-e2e/e2e-pull:1 (ImagePullBackOff): Back-off pulling image: manifest unknown"
+        format!(
+            "cannot pull the check's image {} (ImagePullBackOff): Back-off pulling image: manifest unknown",
+            check_image("e2e-pull")
+        )
     );
     let r = result(&done, "E2EGarbage");
     assert_eq!(r["outcome"], "Error");
@@ -455,7 +464,7 @@ fn an_erroring_check_lets_the_update_through_only_when_it_is_fail_open() {
     let mut made = Made::new(world);
     made.check(
         "e2e-flaky",
-        json!({"checkName": "E2EFlaky", "image": "preflight-e2e/flaky:1", "failurePolicy": "FailOpen"}),
+        json!({"checkName": "E2EFlaky", "image": check_image("flaky"), "failurePolicy": "FailOpen"}),
     );
     let image = release('b');
     // The release's own object, with the full suite: the result the
@@ -486,7 +495,7 @@ fn an_erroring_check_lets_the_update_through_only_when_it_is_fail_open() {
     // The same error, fail-closed, blocks it.
     made.check(
         "e2e-flaky",
-        json!({"checkName": "E2EFlaky", "image": "preflight-e2e/flaky:1", "failurePolicy": "FailClosed"}),
+        json!({"checkName": "E2EFlaky", "image": check_image("flaky"), "failurePolicy": "FailClosed"}),
     );
     // Jobs of the first run go, so the rerun's Job is the only one.
     world.admin(&[
@@ -558,7 +567,6 @@ fn the_check_service_account_reads_and_does_nothing_else_and_no_secrets() {
         ("", "nodes", ""),
         ("config.openshift.io", "clusterversions", ""),
         ("config.openshift.io", "clusteroperators", ""),
-        ("apps", "deployments", "openshift-storage"),
         ("policy", "poddisruptionbudgets", "openshift-storage"),
         (
             "machineconfiguration.openshift.io",
@@ -596,9 +604,30 @@ fn the_check_service_account_reads_and_does_nothing_else_and_no_secrets() {
         );
     }
     // Nothing that holds a credential or a key, by any verb that reads:
-    // pod specs hold literal environment values, any ConfigMap may hold a
-    // credential, controllerconfigs the internal registry's pull secret,
-    // proxies credentials in their URLs.
+    // pod specs and the pod templates of every workload hold literal
+    // environment values, any ConfigMap may hold a credential,
+    // controllerconfigs the internal registry's pull secret, proxies
+    // credentials in their URLs.
+    let workloads = [
+        ("apps", "deployments"),
+        ("apps", "daemonsets"),
+        ("apps", "statefulsets"),
+        ("apps", "replicasets"),
+        ("apps", "controllerrevisions"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("", "replicationcontrollers"),
+    ];
+    for (group, resource) in workloads {
+        for namespace in ["openshift-storage", "acme-storage", ""] {
+            for verb in ["get", "list", "watch"] {
+                assert!(
+                    !check_sa_may(world, verb, group, resource, namespace),
+                    "may {verb} {resource}.{group} in {namespace:?}"
+                );
+            }
+        }
+    }
     for (group, resource, namespace) in [
         ("", "pods", "openshift-etcd"),
         ("", "pods", ""),
@@ -672,6 +701,47 @@ fn the_check_service_account_reads_and_does_nothing_else_and_no_secrets() {
             );
         }
     }
+
+    // An administrator grants the workloads' reads to the checks in one
+    // namespace, with docs/checks.md's own command: there they are read,
+    // and nowhere else.
+    let guide =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/checks.md")).unwrap();
+    let marker = "<!-- workload-reads:";
+    let at = guide.find(marker).expect("docs/checks.md shows the grant");
+    let block = &guide[at..];
+    let start = block.find("```sh\n").unwrap() + "```sh\n".len();
+    let command = block[start..start + block[start..].find("```").unwrap()].replace("\\\n", " ");
+    let args: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(args[..3], ["oc", "-n", "acme-storage"], "{command}");
+    let _ = world.kubectl(User::Admin, &["create", "namespace", "acme-storage"]);
+    let _ = world.kubectl(
+        User::Admin,
+        &["-n", "acme-storage", "delete", "rolebinding", "--all"],
+    );
+    world.admin(&args[1..]);
+    for (group, resource) in workloads {
+        for verb in ["get", "list", "watch"] {
+            assert!(
+                check_sa_may(world, verb, group, resource, "acme-storage"),
+                "the grant does not let the checks {verb} {resource}.{group}"
+            );
+            for namespace in ["openshift-storage", ""] {
+                assert!(
+                    !check_sa_may(world, verb, group, resource, namespace),
+                    "the grant lets the checks {verb} {resource}.{group} in {namespace:?}"
+                );
+            }
+        }
+        assert!(!check_sa_may(
+            world,
+            "update",
+            group,
+            resource,
+            "acme-storage"
+        ));
+    }
+    world.admin(&["-n", "acme-storage", "delete", "rolebinding", "--all"]);
 }
 
 /// As the kubelet for the extraction pod of `image`: it ran and printed
@@ -964,7 +1034,7 @@ fn the_gate_runs_external_checks_with_the_deployed_rbac_and_the_check_rbac() {
     let mut made = Made::new(world);
     made.check(
         "e2e-as-gate",
-        json!({"checkName": "E2EAsGate", "image": "preflight-e2e/as-gate:1"}),
+        json!({"checkName": "E2EAsGate", "image": check_image("as-gate")}),
     );
     // A signed release: the gate's account reads the keys and signatures
     // of openshift-config-managed (deploy/components/openshift-reads).
@@ -1040,12 +1110,7 @@ fn the_gate_runs_external_checks_with_the_deployed_rbac_and_the_check_rbac() {
         {
             if served.insert(job["metadata"]["name"].as_str().unwrap().to_owned()) {
                 let pod = start_pod(world, job);
-                kubelet_reports(
-                    world,
-                    &pod,
-                    "preflight-e2e/as-gate:1",
-                    terminated(0, "fine"),
-                );
+                kubelet_reports(world, &pod, &check_image("as-gate"), terminated(0, "fine"));
             }
         }
         std::thread::sleep(Duration::from_millis(200));

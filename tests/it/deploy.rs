@@ -1042,6 +1042,125 @@ fn on_the_node_only_the_api_servers_client_certificate_gets_past_the_handshake()
     }
 }
 
+/// The checks' namespace is held by the API server itself, in every
+/// overlay: a ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1),
+/// bound to that namespace alone, judges every pod, Job and CronJob made
+/// there, failing closed; its rules (the account, the token, images by
+/// digest) are shown on a real API server by tests/e2e/deploy.rs.
+#[test]
+fn the_checks_namespace_admits_only_what_its_policy_allows_in_every_overlay() {
+    for overlay in OVERLAYS {
+        let objects = rendered(overlay);
+        let policy = one(
+            &objects,
+            "ValidatingAdmissionPolicy",
+            "preflight-gate-checks",
+        );
+        assert_eq!(policy["apiVersion"], "admissionregistration.k8s.io/v1");
+        let spec = &policy["spec"];
+        assert_eq!(spec["failurePolicy"], "Fail", "{overlay}");
+        let rules = spec["matchConstraints"]["resourceRules"]
+            .as_array()
+            .unwrap();
+        for (group, resource) in [
+            ("", "pods"),
+            ("", "pods/ephemeralcontainers"),
+            ("batch", "jobs"),
+            ("batch", "cronjobs"),
+        ] {
+            assert!(
+                rules
+                    .iter()
+                    .any(|r| strings(&r["apiGroups"]).contains(&group)
+                        && strings(&r["resources"]).contains(&resource)
+                        && strings(&r["operations"]) == ["CREATE", "UPDATE"]),
+                "{overlay}: the policy does not judge {resource}"
+            );
+        }
+        let validations = spec["validations"].as_array().unwrap();
+        assert_eq!(validations.len(), 4, "{overlay}");
+        for v in validations {
+            assert!(
+                v["message"].is_string() || v["messageExpression"].is_string(),
+                "{overlay}: a refusal without a reason: {v}"
+            );
+        }
+        let text = policy.to_string();
+        for rule in [
+            "'preflight-check'",
+            "automountServiceAccountToken",
+            "serviceAccountToken",
+            "@sha256:[0-9a-f]{64}$",
+        ] {
+            assert!(text.contains(rule), "{overlay}: the policy names no {rule}");
+        }
+        let binding = one(
+            &objects,
+            "ValidatingAdmissionPolicyBinding",
+            "preflight-gate-checks",
+        );
+        assert_eq!(binding["spec"]["policyName"], "preflight-gate-checks");
+        assert_eq!(strings(&binding["spec"]["validationActions"]), ["Deny"]);
+        assert_eq!(
+            binding["spec"]["matchResources"]["namespaceSelector"],
+            serde_json::json!({"matchLabels": {"kubernetes.io/metadata.name": CHECKS_NAMESPACE}}),
+            "{overlay}"
+        );
+        // The check account mounts no token unless the pod asks for one.
+        let account = one(&objects, "ServiceAccount", "preflight-check");
+        assert_eq!(account["automountServiceAccountToken"], false, "{overlay}");
+    }
+}
+
+/// The check account reads no kind whose objects carry a pod template (their
+/// containers' literal environment values): those are granted by an
+/// administrator, namespace by namespace, with a ClusterRole bound to nobody
+/// (docs/checks.md).
+#[test]
+fn the_check_account_reads_no_pod_template_unless_granted() {
+    const TEMPLATES: [(&str, &str); 9] = [
+        ("", "pods"),
+        ("", "replicationcontrollers"),
+        ("apps", "deployments"),
+        ("apps", "daemonsets"),
+        ("apps", "statefulsets"),
+        ("apps", "replicasets"),
+        ("apps", "controllerrevisions"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+    ];
+    for overlay in OVERLAYS {
+        let objects = rendered(overlay);
+        let role = one(&objects, "ClusterRole", "preflight-check");
+        for rule in role["rules"].as_array().unwrap() {
+            for (group, resource) in TEMPLATES {
+                assert!(
+                    !(strings(&rule["apiGroups"]).contains(&group)
+                        && strings(&rule["resources"]).contains(&resource)),
+                    "{overlay}: the check account reads {resource}: {rule}"
+                );
+            }
+        }
+        let reads = one(&objects, "ClusterRole", "preflight-check-workload-reads");
+        for (group, resource) in &TEMPLATES[1..] {
+            assert!(
+                reads["rules"].as_array().unwrap().iter().any(|r| {
+                    strings(&r["apiGroups"]).contains(group)
+                        && strings(&r["resources"]).contains(resource)
+                        && strings(&r["verbs"]) == ["get", "list", "watch"]
+                }),
+                "{overlay}: preflight-check-workload-reads lacks {resource}"
+            );
+        }
+        assert!(
+            !objects
+                .iter()
+                .any(|o| o["roleRef"]["name"] == "preflight-check-workload-reads"),
+            "{overlay}: bound by default"
+        );
+    }
+}
+
 /// In every overlay with a Deployment, the check Jobs and the extraction pod
 /// run in a namespace of their own: the Deployment names it
 /// (`--jobs-namespace`), Pod Security `restricted` holds there, the check

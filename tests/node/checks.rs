@@ -60,8 +60,12 @@ fn external_checks_pass_fail_time_out_fail_to_pull_and_say_garbage_on_a_real_kub
             "node-pull",
             "NodePull",
             // A registry on the node's loopback where nothing listens: the
-            // pull fails at once and nothing leaves the machine.
-            "127.0.0.1:9/preflight-gate-test/missing:1".to_owned(),
+            // pull fails at once and nothing leaves the machine. By digest,
+            // as the checks' namespace admits images.
+            format!(
+                "127.0.0.1:9/preflight-gate-test/missing@sha256:{}",
+                "0".repeat(64)
+            ),
             sh("true"),
         ),
         (
@@ -123,7 +127,7 @@ fn external_checks_pass_fail_time_out_fail_to_pull_and_say_garbage_on_a_real_kub
     assert_eq!(r["outcome"], "Error", "{r}");
     assert!(
         r["message"].as_str().unwrap().starts_with(
-            "cannot pull the check's image 127.0.0.1:9/preflight-gate-test/missing:1 ("
+            "cannot pull the check's image 127.0.0.1:9/preflight-gate-test/missing@sha256:0000000000000000000000000000000000000000000000000000000000000000 ("
         ),
         "{r}"
     );
