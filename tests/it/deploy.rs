@@ -633,6 +633,40 @@ fn rbac_lets_the_gate_list_everything_the_checks_read() {
     }
 }
 
+/// The connection slots reserved for the API server follow its addresses,
+/// the `kubernetes` Service's EndpointSlice in `default`
+/// (src/cluster/api_server.rs): the gate may list and watch that one
+/// object by name (a request with `metadata.name=kubernetes`), and no other
+/// EndpointSlice anywhere.
+#[test]
+fn the_gate_watches_only_the_api_servers_own_endpoints() {
+    for overlay in ["openshift", "kubernetes", "node", "dev"] {
+        let grants = grants(&rendered(overlay));
+        let may = |verb, namespace, name| {
+            allowed(
+                &grants,
+                verb,
+                "discovery.k8s.io",
+                "endpointslices",
+                namespace,
+                name,
+            )
+        };
+        for verb in ["list", "watch"] {
+            assert!(
+                may(verb, Some("default"), Some("kubernetes")),
+                "{overlay}: {verb}"
+            );
+            assert!(!may(verb, Some("default"), None), "{overlay}: {verb} all");
+            assert!(
+                !may(verb, Some("kube-system"), Some("kubernetes")),
+                "{overlay}: {verb} elsewhere"
+            );
+        }
+        assert!(!may("get", Some("default"), Some("kubernetes")), "{overlay}");
+    }
+}
+
 #[test]
 fn rbac_grants_nothing_the_gate_does_not_use() {
     let objects = rendered("openshift");
