@@ -222,14 +222,21 @@ pub struct ControllerArgs {
     /// Also run the checks the target release declares (an extraction pod per release, from the release image).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "PREFLIGHT_GATE_RELEASE_CHECKS")]
     pub release_checks: bool,
-    /// Releases whose pods may run without a verified signature (comma-separated): digests, or repository prefixes. Any other release runs only when its signature verifies against the cluster's release keys, as the cluster-version operator verifies it; what the update graph offers is not enough. A release named by a tag never runs.
+    /// Releases whose pods may run without a verified signature (comma-separated), each named by its digest (repository@sha256:…): none by default. Any other release runs only when its signature verifies against the cluster's release keys, as the cluster-version operator verifies it; what the update graph offers is not enough, and neither is a repository, whose digests whoever can push to it decides.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "quay.io/openshift-release-dev/ocp-release",
+        value_parser = trusted_release,
         env = "PREFLIGHT_GATE_TRUSTED_RELEASES"
     )]
     pub trusted_releases: Vec<String>,
+    /// Checks a target release declares that may get the check account's API token (comma-separated check names). A release asks with preflight.dev/needs-api, but only the administrator grants it: a declared check that asks and is not named here is not run, and its result says so.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        env = "PREFLIGHT_GATE_RELEASE_CHECKS_API_ACCESS"
+    )]
+    pub release_checks_api_access: Vec<String>,
     #[command(flatten)]
     pub alerts: AlertArgs,
     /// List kubernetes.io/tls Secrets in every namespace for the certificate checks; needs the grant of deploy/components/tls-secrets, which can read every Secret. Off: those checks are skipped and say why.
@@ -283,6 +290,7 @@ impl ControllerArgs {
                     schedule_timeout: self.check_schedule_timeout,
                     release_checks: self.release_checks,
                     trusted_releases: self.trusted_releases.clone(),
+                    release_api_access: self.release_checks_api_access.clone(),
                     ..Default::default()
                 }),
             reads: crate::cluster::live::Reads {
@@ -464,6 +472,19 @@ pub struct AlertArgs {
     pub alert_namespaces: Vec<String>,
 }
 
+/// One of `--trusted-releases`: a release named by its digest, never a
+/// repository or a tag.
+fn trusted_release(value: &str) -> Result<String, String> {
+    let value = value.trim();
+    if crate::model::release::ReleaseKey::from_image(value).is_digest() {
+        Ok(value.to_owned())
+    } else {
+        Err(format!(
+            "{value:?} is not a release named by its digest (repository@sha256:<digest>): a repository or a tag trusts whatever is pushed under it"
+        ))
+    }
+}
+
 /// One of `--alert-namespaces`: a namespace or a glob of one.
 fn alert_namespace(value: &str) -> Result<String, String> {
     crate::view::alerts::AlertNamespaces::new(&[value.to_owned()])?;
@@ -538,6 +559,37 @@ mod tests {
             jobs_namespace(&["--namespace", "a", "--jobs-namespace", "b"]),
             "b"
         );
+    }
+
+    /// Only a digest is trusted without a signature, and nothing by
+    /// default: a repository is refused at start, with why.
+    #[test]
+    fn trusted_releases_are_digests_and_none_by_default() {
+        let trusted = |args: &[&str]| {
+            Cli::try_parse_from(["preflight-gate", "serve"].iter().chain(args)).map(|cli| {
+                let Command::Serve(serve) = cli.command else {
+                    unreachable!()
+                };
+                serve.controller.trusted_releases
+            })
+        };
+        assert_eq!(trusted(&[]).unwrap(), Vec::<String>::new());
+        let digest = "quay.io/openshift-release-dev/ocp-release@sha256:aa";
+        assert_eq!(trusted(&["--trusted-releases", digest]).unwrap(), [digest]);
+        for refused in [
+            "quay.io/openshift-release-dev/ocp-release",
+            "quay.io/openshift-release-dev/ocp-release:4.16.3",
+        ] {
+            let error =
+                trusted(&["--trusted-releases", &format!("{digest},{refused}")]).unwrap_err();
+            assert_eq!(error.exit_code(), 2);
+            assert!(
+                error
+                    .to_string()
+                    .contains("is not a release named by its digest"),
+                "{error}"
+            );
+        }
     }
 
     #[test]

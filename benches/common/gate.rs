@@ -42,7 +42,6 @@ pub async fn start() -> Running {
     );
     let gate = Arc::new(Gate {
         results: source.clone(),
-        runs: source.clone(),
         authorizer: Arc::new(NoCluster),
         events: None,
         witness: Witness::unwatched(None, metrics.clone()),

@@ -11,7 +11,7 @@ use jiff::Timestamp;
 use super::audit;
 use super::message;
 use super::overrides::{self, ForceClaim, ForceKind};
-use super::ports::{Lookup, ResultLookup, RunRequest, Verb};
+use super::ports::{Lookup, ResultLookup, Verb};
 use super::review::{Operation, Request, UserInfo};
 use crate::model::cluster_version::{ClusterVersion, Resolution, Target, same_target};
 use crate::model::release::Version;
@@ -127,10 +127,10 @@ impl Reason {
 }
 
 /// Something the decision wants done after answering, unless the request is
-/// a dry run.
+/// a dry run. Never a run: a review only ever asks a question, and runs
+/// start from stored objects and the gate's own schedule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Effect {
-    Run(RunRequest),
     Event(EventNote),
 }
 
@@ -500,11 +500,10 @@ fn decide_target(
 
     match resolution {
         _ if preflight_mode => {
+            // Stored, the change names its target, and the controller
+            // checks it from there: the review itself starts nothing.
             let mut verdict = Verdict::allow(Reason::PreflightMode);
             if let Resolution::Target(target) = &resolution {
-                if source.may_run(&target.key) {
-                    verdict.effects.push(Effect::Run(run_request(target)));
-                }
                 verdict = verdict.for_target(target);
             }
             Decision::Final(verdict)
@@ -621,14 +620,6 @@ fn results_for<'a>(
         }
     }
     Results::Fresh(result)
-}
-
-fn run_request(target: &Target) -> RunRequest {
-    RunRequest {
-        image: target.image.clone(),
-        version: target.version.clone(),
-        existing: None,
-    }
 }
 
 /// The time limit the denial's commands suggest: four hours, or less when
@@ -818,7 +809,7 @@ fn gate(
             let limits = WindowLimits {
                 target,
                 terms: case.terms,
-                may_run: source.runs_on_miss() && source.may_run(&target.key),
+                runs_itself: source.runs_checks() && source.checks_itself(&target.key),
                 retry: policy.retry_after,
             };
             limits.apply(window, &judged, base, accept_pending)
@@ -868,9 +859,9 @@ impl Case<'_> {
         let (target, policy) = (self.target, self.policy);
         let result = match results_for(lookup, target, policy, self.now) {
             Results::Fresh(result) => result,
-            Results::Missing(why) if self.source.runs_on_miss() => {
-                let why = if self.source.may_run(&target.key) {
-                    message::Pending::Started(why)
+            Results::Missing(why) if self.source.runs_checks() => {
+                let why = if self.source.checks_itself(&target.key) {
+                    message::Pending::Scheduled(why)
                 } else {
                     message::Pending::NotOffered(why)
                 };
@@ -886,15 +877,9 @@ impl Case<'_> {
                 return with_no_result(pending(target, message::Pending::Untrusted, policy));
             }
             Results::NotVouched(refused) if refused.runs_again => {
-                // The controller runs it again on its own; asking for it
-                // too (where a review may) means it is not left for the
-                // next refresh.
+                // The controller runs it again on its own.
                 let why = message::Pending::Unsigned(refused.why);
-                let (mut verdict, accept_pending) = pending(target, why, policy);
-                if self.source.runs_on_miss() && self.source.may_run(&target.key) {
-                    verdict.effects.push(Effect::Run(run_request(target)));
-                }
-                return with_no_result((verdict, accept_pending));
+                return with_no_result(pending(target, why, policy));
             }
             Results::NotVouched(refused) => {
                 let message = message::not_vouched(target, &refused.name, &refused.why);
@@ -1107,7 +1092,7 @@ fn needs_authorization(request: &Request, granted: Verdict, refused: Verdict) ->
 /// The verdict while results are missing, stale or being computed.
 fn pending(target: &Target, why: message::Pending, policy: &Policy) -> (Verdict, Option<Verdict>) {
     let text = message::pending(target, &why, policy.retry_after);
-    let mut verdict = match policy.on_pending {
+    let verdict = match policy.on_pending {
         OnPending::Deny => Verdict::deny(Reason::Pending, 403, text),
         OnPending::Allow => {
             let mut v = Verdict::allow(Reason::PendingAllowed);
@@ -1118,9 +1103,6 @@ fn pending(target: &Target, why: message::Pending, policy: &Policy) -> (Verdict,
             v
         }
     };
-    if matches!(why, message::Pending::Started(_)) {
-        verdict.effects.push(Effect::Run(run_request(target)));
-    }
     (verdict, None)
 }
 
@@ -1158,12 +1140,6 @@ fn forced(
         ),
         related: Some(target.key.object_name()),
     }));
-    v.effects.extend(
-        base.effects
-            .iter()
-            .filter(|e| matches!(e, Effect::Run(_)))
-            .cloned(),
-    );
     v
 }
 
@@ -1222,7 +1198,8 @@ struct WindowLimits<'a> {
     target: &'a Target,
     terms: message::ClaimTerms,
     /// Whether a run may be asked for the target.
-    may_run: bool,
+    /// Whether the gate checks the target by itself (the graph offers it).
+    runs_itself: bool,
     retry: Duration,
 }
 
@@ -1239,22 +1216,19 @@ impl WindowLimits<'_> {
         accept: Option<Verdict>,
     ) -> (Verdict, Option<Verdict>) {
         let target = self.target;
-        let (first, note, run) = match (window, judged) {
+        let (first, note) = match (window, judged) {
             (Err(why), _) => (
                 message::window_unreadable(target, why),
                 message::window_unreadable_note(why),
-                false,
             ),
             (Ok(_), Judged::Plan(plan, Some(fit))) if !fit.fits() => (
                 message::outside_window(target, fit, plan, self.terms),
                 message::outside_window_note(fit),
-                false,
             ),
             (Ok(_), Judged::Plan(..)) => return (base, accept),
             (Ok(end), Judged::NoPlan) => (
-                message::window_without_plan(target, *end, self.may_run, self.retry),
+                message::window_without_plan(target, *end, self.runs_itself, self.retry),
                 message::window_without_plan_note(*end),
-                self.may_run,
             ),
             // Without fresh results the verdict is pending or refused:
             // allowed only by --on-pending=allow, which says the window
@@ -1279,9 +1253,6 @@ impl WindowLimits<'_> {
             .filter(|w| !message::is_plan_warning(w))
             .collect();
         denied.effects = base.effects;
-        if run {
-            denied.effects.push(Effect::Run(run_request(target)));
-        }
         denied.effects.push(Effect::Event(EventNote {
             warning: true,
             reason: "UpdateOutsideMaintenanceWindow",

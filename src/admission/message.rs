@@ -338,12 +338,13 @@ pub(crate) fn run_error(target: &Target, result: &UpdatePreflight, terms: ClaimT
 pub enum Pending {
     /// A run is under way.
     Running,
-    /// Results are missing or stale, and a run was asked for.
-    Started(String),
+    /// Results are missing or stale, and the gate checks the target by
+    /// itself (the update graph offers it, or it is the stored target).
+    Scheduled(String),
     /// Results are missing or stale, and this gate cannot run checks.
     CannotRun(String),
     /// Results are missing or stale, and the update graph does not offer
-    /// the target: a review alone starts no run for it.
+    /// the target: only someone allowed to create UpdatePreflights asks.
     NotOffered(String),
     /// The gate lost its watch of results.
     Untrusted,
@@ -362,15 +363,15 @@ pub fn pending(target: &Target, why: &Pending, retry: Duration) -> String {
     let retry = retry.as_secs();
     match why {
         Pending::Running => format!("preflight for {target} is running, retry in ~{retry} s"),
-        Pending::Started(why) => format!(
-            "preflight for {target} is running, retry in ~{retry} s\nA run was started: {why}."
+        Pending::Scheduled(why) => format!(
+            "preflight for {target} is running, retry in ~{retry} s\nThe gate checks every target the update graph offers by itself ({why}); no review starts a run."
         ),
         Pending::CannotRun(why) => format!(
-            "no fresh preflight results for {target}: {why}\nThis gate serves results from a fixed directory and cannot start a run."
+            "no fresh preflight results for {target}: {why}\nThis gate serves the results it read when it started (a directory, or a snapshot's offered targets) and starts no run; check a target offline with preflight-gate check."
         ),
         Pending::NotOffered(why) => format!(
             "preflight for {target} has not been checked: {why}, and the update graph does not offer it\n\
-             A review starts runs only for offered targets. Ask for one as someone allowed to create UpdatePreflights, then run oc adm upgrade again when it is done (oc get upf):\n\
+             The gate checks the targets the update graph offers by itself, and no review starts a run. Ask for one as someone allowed to create UpdatePreflights, then run oc adm upgrade again when it is done (oc get upf):\n\
              oc create -f - <<'EOF'\n\
              apiVersion: preflight.dev/v1alpha1\n\
              kind: UpdatePreflight\n\
@@ -665,7 +666,7 @@ pub(crate) fn window_without_plan(
 ) -> String {
     let next = if run {
         format!(
-            "A run was asked for; retry in ~{} s, once it has written one.",
+            "The gate runs it again by itself; retry in ~{} s, once it has written one.",
             retry.as_secs()
         )
     } else {

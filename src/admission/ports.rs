@@ -1,7 +1,8 @@
 //! The decision's ports: what it needs from outside, as narrow traits that
 //! the layers above implement (the result sources in `preflight`, the
-//! SubjectAccessReview client in `cluster`). The decision itself holds only
-//! [`ResultLookup`]; [`RunTrigger`] belongs to the effect executor.
+//! SubjectAccessReview client in `cluster`). The decision reads results
+//! through [`ResultLookup`] and asks questions through
+//! [`OverrideAuthorizer`]; nothing here starts work.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -40,38 +41,23 @@ impl Lookup {
     }
 }
 
-/// A request to run the preflight for a release.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RunRequest {
-    pub image: String,
-    pub version: Option<String>,
-    /// The name of an object that already describes the release.
-    pub existing: Option<String>,
-}
-
 /// The decision's read-only port to results. Every method answers from
 /// memory: the request path never calls the API server.
 pub trait ResultLookup: Send + Sync + 'static {
     fn lookup(&self, key: &ReleaseKey) -> Lookup;
     /// True once the source has loaded or synced its content.
     fn is_ready(&self) -> bool;
-    /// Whether `request_run` starts a run (a fixed directory cannot).
-    fn runs_on_miss(&self) -> bool;
-    /// Whether a review may ask for a run of `key`: in a cluster, only for
-    /// releases the ClusterVersion's update graph offers, as its watch says.
-    /// Anything else is run only when someone allowed to create
-    /// UpdatePreflights asks for it. Answered from memory.
-    fn may_run(&self, _key: &ReleaseKey) -> bool {
+    /// Whether the gate runs checks at all (a fixed directory of results
+    /// does not).
+    fn runs_checks(&self) -> bool;
+    /// Whether the gate checks `key` by itself, without anyone asking: in
+    /// a cluster, the releases the ClusterVersion's update graph offers or
+    /// its stored target names, as its watch says. Anything else is run
+    /// only when someone allowed to create UpdatePreflights asks for it; a
+    /// review never starts a run. Answered from memory.
+    fn checks_itself(&self, _key: &ReleaseKey) -> bool {
         true
     }
-}
-
-/// Starts runs. The decision never holds it: it returns `Effect::Run`, and
-/// only the effect executor, after answering a review that is no dry run,
-/// asks a run of this port.
-pub trait RunTrigger: Send + Sync + 'static {
-    /// Starts a run in the background; never blocks the caller.
-    fn request_run(&self, request: RunRequest);
 }
 
 /// A boxed future, for the async port.

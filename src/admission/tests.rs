@@ -45,10 +45,10 @@ impl ResultLookup for TestSource {
     fn is_ready(&self) -> bool {
         true
     }
-    fn runs_on_miss(&self) -> bool {
+    fn runs_checks(&self) -> bool {
         self.runs
     }
-    fn may_run(&self, key: &ReleaseKey) -> bool {
+    fn checks_itself(&self, key: &ReleaseKey) -> bool {
         self.offered.as_ref().is_none_or(|o| o.contains(key))
     }
 }
@@ -215,14 +215,12 @@ fn verdict(review: Review) -> Verdict {
         .expect("no authorization needed")
 }
 
-fn runs(v: &Verdict) -> Vec<&str> {
-    v.effects
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Run(r) => Some(r.image.as_str()),
-            Effect::Event(_) => None,
-        })
-        .collect()
+/// Whether the answer says the gate checks the target by itself (and that
+/// the review started nothing: no review can).
+fn scheduled(v: &Verdict) -> bool {
+    v.message
+        .contains("The gate checks every target the update graph offers by itself")
+        && v.message.contains("no review starts a run")
 }
 
 #[rstest]
@@ -418,25 +416,23 @@ fn many_failures_are_cut_to_the_first_few() {
     assert!(v.message.contains("\nand 3 more\n"));
 }
 
-#[rstest]
-#[case::missing("4.15.16", "no results yet", true)]
-fn a_missing_result_triggers_a_run(
-    #[case] version: &str,
-    #[case] why: &str,
-    #[case] runs_on_miss: bool,
-) {
-    let mut s = source();
-    s.runs = runs_on_miss;
-    let v = decide_with(&Review::new().version(version), &s, &Policy::default())
-        .into_final()
-        .unwrap();
+#[test]
+fn a_missing_result_is_pending_while_the_gate_checks_the_target_by_itself() {
+    let v = decide_with(
+        &Review::new().version("4.15.16"),
+        &source(),
+        &Policy::default(),
+    )
+    .into_final()
+    .unwrap();
     assert_eq!(v.reason, Reason::Pending);
-    assert_eq!(runs(&v), [IMG_COND]);
+    assert!(scheduled(&v), "{}", v.message);
+    assert!(v.effects.is_empty(), "{:?}", v.effects);
     assert_eq!(
         message::first_line(&v.message),
         "preflight for 4.15.16 is running, retry in ~60 s"
     );
-    assert!(v.message.contains(why));
+    assert!(v.message.contains("no results yet"));
 }
 
 #[test]
@@ -447,10 +443,12 @@ fn a_fixed_directory_says_it_cannot_run() {
         .into_final()
         .unwrap();
     assert_eq!(v.reason, Reason::Pending);
-    assert!(runs(&v).is_empty());
     assert!(
         v.message
             .starts_with("no fresh preflight results for 4.15.16: no results yet")
+            && v.message.contains("starts no run"),
+        "{}",
+        v.message
     );
 }
 
@@ -472,7 +470,7 @@ fn stale_and_running_results_are_pending(
     #[case] completed: &str,
     #[case] generation: i64,
     #[case] trusted: bool,
-    #[case] triggers: bool,
+    #[case] checked_by_itself: bool,
     #[case] says: &str,
 ) {
     let mut s = source();
@@ -490,7 +488,7 @@ fn stale_and_running_results_are_pending(
         .unwrap();
     assert_eq!(v.reason, Reason::Pending, "{v:?}");
     assert!(v.message.contains(says), "{}", v.message);
-    assert_eq!(!runs(&v).is_empty(), triggers);
+    assert_eq!(scheduled(&v), checked_by_itself, "{}", v.message);
 }
 
 #[test]
@@ -505,7 +503,6 @@ fn on_pending_allow_lets_it_through_with_a_warning() {
     assert!(v.allowed);
     assert_eq!(v.reason, Reason::PendingAllowed);
     assert!(v.warnings[0].contains("allowed by --on-pending=allow"));
-    assert_eq!(runs(&v), [IMG_COND]);
 }
 
 #[rstest]
@@ -713,7 +710,7 @@ fn an_unauthorized_force_override_is_refused(#[case] auth: Authorization, #[case
 }
 
 #[test]
-fn a_force_override_covers_a_missing_result_and_still_starts_the_run() {
+fn a_force_override_covers_a_missing_result() {
     let review = Review::new()
         .version("4.15.16")
         .annotate("preflight.dev/override", IMG_COND)
@@ -721,7 +718,6 @@ fn a_force_override_covers_a_missing_result_and_still_starts_the_run() {
         .annotate("preflight.dev/override-until", UNTIL);
     let v = pending_override(review, &Policy::default()).resolve(Authorization::Allowed);
     assert_eq!(v.reason, Reason::Overridden);
-    assert_eq!(runs(&v), [IMG_COND]);
 }
 
 #[rstest]
@@ -913,11 +909,13 @@ fn one_openshift_name_of_two_failing_checks_still_denies_the_other() {
 }
 
 #[test]
-fn preflight_mode_is_allowed_and_triggers_a_run() {
+fn preflight_mode_is_allowed_and_the_review_asks_for_nothing() {
+    // Stored, the change names its target, and the controller checks it
+    // from there (`preflight::live::checked_itself`).
     let v = verdict(Review::new().to(json!({"version": "4.15.16", "mode": "Preflight"})));
     assert!(v.allowed);
     assert_eq!(v.reason, Reason::PreflightMode);
-    assert_eq!(runs(&v), [IMG_COND]);
+    assert!(v.effects.is_empty(), "{:?}", v.effects);
 }
 
 #[test]
@@ -1189,13 +1187,9 @@ fn four_eyes_honours_a_claim_for_one_change_of_the_target_only(
     let back_again = Review::new()
         .version("4.15.3")
         .from(json!({"version": "4.14.1"}));
-    let v = decide_with(
-        &again(claim(back_again)),
-        &source(),
-        &four_eyes(),
-    )
-    .into_final()
-    .expect("a spent claim asks nothing");
+    let v = decide_with(&again(claim(back_again)), &source(), &four_eyes())
+        .into_final()
+        .expect("a spent claim asks nothing");
     assert!(!v.allowed);
     assert_eq!(v.reason, Reason::Failed);
     assert!(
@@ -1205,7 +1199,9 @@ fn four_eyes_honours_a_claim_for_one_change_of_the_target_only(
     );
     // The denial's own commands bind a new claim to generation 9.
     assert!(
-        v.message.contains("preflight.dev/claimed-by=\"$(oc whoami)\" preflight.dev/claimed-generation=9"),
+        v.message.contains(
+            "preflight.dev/claimed-by=\"$(oc whoami)\" preflight.dev/claimed-generation=9"
+        ),
         "{}",
         v.message
     );
@@ -1617,7 +1613,7 @@ fn a_request_under_another_name_stands_in_for_no_result() {
         .into_final()
         .unwrap();
     assert_eq!(v.reason, Reason::Pending, "{v:?}");
-    assert_eq!(runs(&v), [IMG_COND]);
+    assert!(scheduled(&v), "{}", v.message);
 }
 
 /// The test source as a cluster's: it runs only what the graph offers.
@@ -1642,7 +1638,7 @@ fn a_review_for_a_release_the_graph_does_not_offer_starts_nothing() {
         .unwrap();
     assert!(!v.allowed);
     assert_eq!(v.reason, Reason::Pending);
-    assert!(runs(&v).is_empty(), "{:?}", v.effects);
+    assert!(!scheduled(&v), "{}", v.message);
     assert!(
         v.message.starts_with(&format!(
             "preflight for {forged} has not been checked: no results yet, and the update graph does not offer it"
@@ -1663,9 +1659,9 @@ fn a_review_for_a_release_the_graph_does_not_offer_starts_nothing() {
         .into_final()
         .unwrap();
     assert!(v.allowed);
-    assert!(runs(&v).is_empty(), "{:?}", v.effects);
+    assert!(v.effects.is_empty(), "{:?}", v.effects);
 
-    // An offered target with no results is run as before.
+    // An offered target with no results is checked by the gate itself.
     let offered = decide_with(
         &Review::new().version("4.15.16"),
         &offering_the_graph(),
@@ -1673,7 +1669,7 @@ fn a_review_for_a_release_the_graph_does_not_offer_starts_nothing() {
     )
     .into_final()
     .unwrap();
-    assert_eq!(runs(&offered), [IMG_COND]);
+    assert!(scheduled(&offered), "{}", offered.message);
 }
 
 #[rstest]
@@ -1689,7 +1685,6 @@ fn asking_for_the_release_the_cluster_has_changes_nothing(#[case] update: Value)
     .unwrap();
     assert!(v.allowed);
     assert_eq!(v.reason, Reason::NoTargetChange);
-    assert!(runs(&v).is_empty());
     assert_eq!(
         v.warnings,
         [
@@ -1730,17 +1725,9 @@ fn a_version_the_graph_cannot_confirm_is_not_taken_from_the_request() {
     let v = decide_with(&review, &source(), &Policy::default())
         .into_final()
         .unwrap();
-    // Named by its image, not the version it claims, and run without one.
+    // Named by its image, not the version it claims.
     assert_eq!(v.target.as_deref(), Some(unknown));
-    let requested: Vec<Option<&str>> = v
-        .effects
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Run(r) => Some(r.version.as_deref()),
-            Effect::Event(_) => None,
-        })
-        .collect();
-    assert_eq!(requested, [None]);
+    assert!(!v.message.contains("4.14.2"), "{}", v.message);
 }
 
 #[rstest]
@@ -1754,7 +1741,6 @@ fn a_target_named_by_a_tag_is_refused_with_how_to_give_its_digest(#[case] image:
         .unwrap();
     assert!(!v.allowed);
     assert_eq!(v.reason, Reason::NotADigest);
-    assert!(runs(&v).is_empty(), "{:?}", v.effects);
     assert!(
         v.message
             .starts_with(&format!("{image} names the release by a tag")),
@@ -2134,11 +2120,11 @@ fn results_without_a_plan_cannot_be_fitted_and_a_run_is_asked_for() {
         "preflight for 4.14.12: whether the update fits the maintenance window (preflight.dev/window-end 2026-11-30T16:00:00Z) is not known: its results carry no update plan"
     );
     assert!(
-        v.message.contains("A run was asked for; retry in ~60 s"),
+        v.message
+            .contains("The gate runs it again by itself; retry in ~60 s"),
         "{}",
         v.message
     );
-    assert_eq!(runs(&v), [IMG_PASS]);
 }
 
 #[test]
@@ -2227,14 +2213,12 @@ fn a_window_written_with_another_claim_asks_the_override_verb() {
 
 /// A lost or rotated signing key leaves every finished result with a
 /// signature that does not verify. The updater cannot delete them, and
-/// need not: the gate runs them again by itself, says so, and asks for
-/// the run where a review may.
+/// need not: the gate runs them again by itself, and says so.
 #[rstest]
-#[case::offered(None, true)]
-#[case::not_offered(Some(BTreeSet::new()), false)]
+#[case::offered(None)]
+#[case::not_offered(Some(BTreeSet::new()))]
 fn a_result_signed_with_another_key_is_run_again_by_the_gate(
     #[case] offered: Option<BTreeSet<ReleaseKey>>,
-    #[case] asks_for_a_run: bool,
 ) {
     use crate::model::vouch::{ResultKey, StatusWriter};
     let old = ResultKey::new(&[1; 32]).unwrap();
@@ -2265,12 +2249,4 @@ fn a_result_signed_with_another_key_is_run_again_by_the_gate(
         v.message
     );
     assert!(!v.message.contains("Delete it"), "{}", v.message);
-    assert_eq!(
-        runs(&v),
-        if asks_for_a_run {
-            vec![IMG_PASS]
-        } else {
-            vec![]
-        }
-    );
 }

@@ -6,13 +6,13 @@ use std::process::ExitCode;
 use anyhow::Context;
 use kube::api::Api;
 
-use crate::admission::ports::RunRequest;
 use crate::cli::RunArgs;
 use crate::cluster;
 use crate::model::cluster_version::{ClusterVersion, Resolution};
 use crate::model::release::ReleaseKey;
 use crate::model::{Phase, UpdatePreflight};
 use crate::preflight::live;
+use crate::preflight::live::RunRequest;
 
 /// `preflight-gate run`: creates or refreshes the target's UpdatePreflight
 /// and, with `--wait`, follows it to its result. Exit codes: 0 passed,

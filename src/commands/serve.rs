@@ -57,7 +57,6 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
     let gate = Arc::new(Gate {
         results: source.clone(),
-        runs: source.clone(),
         authorizer: effects.authorizer,
         events: effects.events,
         witness: effects.witness,

@@ -1,5 +1,5 @@
-//! Side effects of decisions on non-dry-run reviews: runs asked of the
-//! controller and Events published, and those that could not be carried out.
+//! Side effects of decisions on non-dry-run reviews: the Events published,
+//! and those that could not be carried out. A review never starts a run.
 
 use prometheus::{IntCounterVec, Opts, Registry};
 
@@ -8,8 +8,6 @@ use super::{PREFIX, register};
 /// What a decision asked for beside its answer (the `kind` label).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EffectKind {
-    /// A preflight run.
-    Run,
     /// An Event about the ClusterVersion.
     Event,
 }
@@ -17,7 +15,6 @@ pub enum EffectKind {
 impl EffectKind {
     fn as_str(self) -> &'static str {
         match self {
-            Self::Run => "run",
             Self::Event => "event",
         }
     }
@@ -26,9 +23,9 @@ impl EffectKind {
 /// The side effects' series.
 #[derive(Clone)]
 pub struct EffectMetrics {
-    /// Side effects (runs, Events) started for non-dry-run reviews, by kind.
+    /// Side effects (Events) started for non-dry-run reviews, by kind.
     started: IntCounterVec,
-    /// Side effects (runs, Events) that could not be carried out, by kind.
+    /// Side effects (Events) that could not be carried out, by kind.
     failures: IntCounterVec,
 }
 
@@ -39,7 +36,7 @@ impl EffectMetrics {
             IntCounterVec::new(
                 Opts::new(
                     "side_effects_total",
-                    "Runs and Events asked for by decisions on non-dry-run reviews, by kind (run, event).",
+                    "Events asked for by decisions on non-dry-run reviews, by kind (event).",
                 )
                 .namespace(PREFIX),
                 &["kind"],
@@ -50,7 +47,7 @@ impl EffectMetrics {
             IntCounterVec::new(
                 Opts::new(
                     "side_effect_failures_total",
-                    "Runs or Events asked for by a decision that could not be carried out, by kind.",
+                    "Events asked for by a decision that could not be carried out, by kind.",
                 )
                 .namespace(PREFIX),
                 &["kind"],
@@ -84,16 +81,14 @@ mod tests {
             exported(&m, "preflight_gate_side_effect").is_empty(),
             "no kind is exported before it happens"
         );
-        m.effects.asked_for(EffectKind::Run);
-        m.effects.asked_for(EffectKind::Run);
+        m.effects.asked_for(EffectKind::Event);
         m.effects.asked_for(EffectKind::Event);
         m.effects.failed(EffectKind::Event);
         assert_eq!(
             exported(&m, "preflight_gate_side_effect"),
             [
                 r#"preflight_gate_side_effect_failures_total{kind="event"} 1"#,
-                r#"preflight_gate_side_effects_total{kind="event"} 1"#,
-                r#"preflight_gate_side_effects_total{kind="run"} 2"#,
+                r#"preflight_gate_side_effects_total{kind="event"} 2"#,
             ]
         );
     }

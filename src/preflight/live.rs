@@ -1,11 +1,13 @@
 //! The live results source: a reflector of `UpdatePreflight` objects fed by
-//! a watch, and the run triggers of the webhook's cache misses, which create
-//! the object or stamp `preflight.dev/requested-at` on it, in the background.
-//! A second watch, of the ClusterVersion, says which targets the update
-//! graph offers: the only ones a review may start a run for (the trust
-//! model: a review body never causes work by itself).
+//! a watch. A second watch, of the ClusterVersion, says which targets the
+//! gate checks by itself (those its update graph offers or its stored
+//! target names), so that a denial can say whether a result is on its way.
+//! Nothing here starts a run: a review only ever asks a question (the trust
+//! model: a review body never causes work), and runs start from stored
+//! objects and the controller's own schedule. [`trigger`] is how the
+//! controller and `preflight-gate run` ask for one.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -15,12 +17,11 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::json;
-use tokio::sync::mpsc;
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use crate::admission::ports::{Lookup, ResultLookup, RunRequest, RunTrigger};
+use crate::admission::ports::{Lookup, ResultLookup};
 use crate::cluster::cluster_versions;
-use crate::metrics::{EffectKind, Metrics};
+use crate::metrics::Metrics;
 use crate::model::ClusterVersion;
 use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
@@ -34,10 +35,15 @@ pub(crate) const REQUESTED_AT: &str = "preflight.dev/requested-at";
 /// Labels objects the gate made itself, which it may garbage-collect.
 pub(crate) const AUTO_CREATED: &str = "preflight.dev/auto-created";
 
-/// How long a trigger for one release suppresses the next.
-const TRIGGER_DEBOUNCE: Duration = Duration::from_secs(30);
-/// How long one trigger may take against the API server.
-const TRIGGER_TIMEOUT: Duration = Duration::from_secs(5);
+/// A request to run the preflight for a release: an object created, or the
+/// one that describes it stamped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunRequest {
+    pub image: String,
+    pub version: Option<String>,
+    /// The name of an object that already describes the release.
+    pub existing: Option<String>,
+}
 
 /// Whether the watch can be trusted.
 #[derive(Default)]
@@ -53,32 +59,28 @@ pub struct LiveSource {
     health: WatchHealth,
     /// A watch down for longer than this makes every result stale.
     stale_after: Duration,
-    triggers: mpsc::Sender<RunRequest>,
-    recent: Mutex<HashMap<ReleaseKey, Instant>>,
-    /// The releases the ClusterVersion's update graph offers, from its
-    /// watch (never from a review), each with the pullspec the graph gives.
-    offered: RwLock<HashMap<ReleaseKey, String>>,
+    /// The releases the gate checks by itself, from the ClusterVersion's
+    /// watch (never from a review): those its update graph offers and its
+    /// stored target.
+    checked: RwLock<HashSet<ReleaseKey>>,
     metrics: Metrics,
     /// The key the gate's results are signed with (`model::vouch`).
     result_key: Arc<SharedKey>,
 }
 
 impl LiveSource {
-    /// Starts the watch and the trigger task.
+    /// Starts the watches.
     pub fn spawn(
         client: kube::Client,
         stale_after: Duration,
         metrics: Metrics,
         result_key: Arc<SharedKey>,
     ) -> Arc<Self> {
-        let (triggers, rx) = mpsc::channel(64);
         let source = Arc::new(Self {
             cache: ResultCache::default(),
             health: WatchHealth::default(),
             stale_after,
-            triggers,
-            recent: Mutex::new(HashMap::new()),
-            offered: RwLock::new(HashMap::new()),
+            checked: RwLock::new(HashSet::new()),
             metrics,
             result_key,
         });
@@ -92,10 +94,9 @@ impl LiveSource {
         tokio::spawn(
             source
                 .clone()
-                .watch(api.clone())
+                .watch(api)
                 .instrument(info_span!("results_watch")),
         );
-        tokio::spawn(trigger_loop(api, rx).instrument(info_span!("run_triggers")));
         source
     }
 
@@ -142,7 +143,8 @@ impl LiveSource {
         }
     }
 
-    /// Keeps `offered` to what the ClusterVersion `version` offers.
+    /// Keeps `checked` to what the ClusterVersion `version` offers and
+    /// targets.
     async fn watch_offers(self: Arc<Self>, api: Api<DynamicObject>) {
         let config = watcher::Config::default().fields("metadata.name=version");
         let mut events = watcher::watcher(api, config).default_backoff().boxed();
@@ -150,7 +152,7 @@ impl LiveSource {
             let object = match event {
                 Ok(Event::Apply(object) | Event::InitApply(object)) => object,
                 Ok(Event::Delete(_)) => {
-                    self.offered
+                    self.checked
                         .write()
                         .unwrap_or_else(|e| e.into_inner())
                         .clear();
@@ -170,11 +172,11 @@ impl LiveSource {
                         continue;
                     }
                 };
-            let keys: HashMap<ReleaseKey, String> = offered(&cv)
-                .into_iter()
-                .map(|r| (ReleaseKey::from_image(&r.image), r.image))
+            let keys = checked_itself(&cv)
+                .iter()
+                .map(|r| ReleaseKey::from_image(&r.image))
                 .collect();
-            *self.offered.write().unwrap_or_else(|e| e.into_inner()) = keys;
+            *self.checked.write().unwrap_or_else(|e| e.into_inner()) = keys;
         }
     }
 
@@ -226,69 +228,15 @@ impl ResultLookup for LiveSource {
         self.health.synced.load(Ordering::Relaxed)
     }
 
-    fn runs_on_miss(&self) -> bool {
+    fn runs_checks(&self) -> bool {
         true
     }
 
-    fn may_run(&self, key: &ReleaseKey) -> bool {
-        self.offered
+    fn checks_itself(&self, key: &ReleaseKey) -> bool {
+        self.checked
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .contains_key(key)
-    }
-}
-
-impl RunTrigger for LiveSource {
-    fn request_run(&self, mut request: RunRequest) {
-        let key = ReleaseKey::from_image(&request.image);
-        let offered = self
-            .offered
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .cloned();
-        let Some(pullspec) = offered else {
-            // The decision asks only for offered targets; this is the
-            // backstop should that ever change.
-            warn!(%key, "a run for a target the update graph does not offer is not started");
-            return;
-        };
-        // The gate's own object names the release as the graph does: a
-        // review may name any host with the digest, and the extraction pod
-        // pulls the object's image.
-        request.image = pullspec;
-        {
-            let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
-            let now = Instant::now();
-            recent.retain(|_, at| now.duration_since(*at) < TRIGGER_DEBOUNCE);
-            if recent.contains_key(&key) {
-                debug!(%key, "a run was asked for moments ago");
-                return;
-            }
-            recent.insert(key.clone(), now);
-        }
-        // Stamp the object the cache holds for this release, if any.
-        request.existing = self.cache.get(&key).and_then(|o| o.metadata.name.clone());
-        if self.triggers.try_send(request).is_err() {
-            self.metrics.effects.failed(EffectKind::Run);
-            warn!(%key, "run trigger queue full; the next review will ask again");
-            self.recent
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&key);
-        }
-    }
-}
-
-async fn trigger_loop(api: Api<UpdatePreflight>, mut rx: mpsc::Receiver<RunRequest>) {
-    while let Some(request) = rx.recv().await {
-        match tokio::time::timeout(TRIGGER_TIMEOUT, trigger(&api, &request)).await {
-            Ok(Ok(name)) => info!(image = %request.image, %name, "preflight run requested"),
-            Ok(Err(e)) => {
-                warn!(image = %request.image, error = %e, "cannot request a preflight run")
-            }
-            Err(_) => warn!(image = %request.image, "requesting a preflight run timed out"),
-        }
+            .contains(key)
     }
 }
 
@@ -342,6 +290,34 @@ pub fn offered(cv: &ClusterVersion) -> Vec<RunRequest> {
         .collect()
 }
 
+/// The targets the gate checks by itself: those the update graph offers,
+/// and the stored target change (`spec.desiredUpdate`, by its image), which
+/// may name a release the graph does not offer (set while the gate was
+/// down, or forced). Each is then run by the controller's schedule.
+pub fn checked_itself(cv: &ClusterVersion) -> Vec<RunRequest> {
+    let mut targets = offered(cv);
+    let stored = cv
+        .spec
+        .desired_update
+        .as_ref()
+        .and_then(|u| u.image.as_deref())
+        .filter(|image| ReleaseKey::from_image(image).is_digest());
+    if let Some(image) = stored {
+        let key = ReleaseKey::from_image(image);
+        if !targets
+            .iter()
+            .any(|t| ReleaseKey::from_image(&t.image) == key)
+        {
+            targets.push(RunRequest {
+                image: image.to_owned(),
+                version: None,
+                existing: None,
+            });
+        }
+    }
+    targets
+}
+
 /// The pullspec the update graph gives the release `key`, when it offers it.
 pub(crate) fn offered_pullspec(cv: &ClusterVersion, key: &ReleaseKey) -> Option<String> {
     offered(cv)
@@ -356,51 +332,39 @@ mod tests {
 
     const DIGEST: &str = "sha256:4f2e0d3c1b0a99887766554433221100ffeeddccbbaa99887766554433221100";
 
-    /// A source whose graph offers `offered`, and the runs it asks for.
-    fn source(offered: &[&str]) -> (LiveSource, mpsc::Receiver<RunRequest>) {
-        let (triggers, rx) = mpsc::channel(4);
-        let source = LiveSource {
-            cache: ResultCache::default(),
-            health: WatchHealth::default(),
-            stale_after: Duration::from_secs(60),
-            triggers,
-            recent: Mutex::new(HashMap::new()),
-            offered: RwLock::new(
-                offered
-                    .iter()
-                    .map(|image| (ReleaseKey::from_image(image), (*image).to_owned()))
-                    .collect(),
-            ),
-            metrics: Metrics::new().unwrap(),
-            result_key: SharedKey::fixed(Err("none in this test".into())),
-        };
-        (source, rx)
+    fn cluster_version(offered: &str, stored: serde_json::Value) -> ClusterVersion {
+        serde_json::from_value(json!({
+            "metadata": {"name": "version"},
+            "spec": {"desiredUpdate": stored},
+            "status": {"availableUpdates": [{"version": "4.16.3", "image": offered}]}
+        }))
+        .unwrap()
     }
 
-    /// A review may name any host with an offered digest: the object the
-    /// gate creates, whose image its extraction pod pulls, names the
-    /// graph's pullspec.
+    /// What the gate checks by itself: the graph's offers, and a stored
+    /// target by its digest; never a tag, and one object per release.
     #[test]
-    fn the_run_names_the_graphs_pullspec_not_the_reviews() {
+    fn the_gate_checks_the_graphs_offers_and_the_stored_target_by_itself() {
         let graph = format!("quay.io/openshift-release-dev/ocp-release@{DIGEST}");
-        let (source, mut rx) = source(&[&graph]);
-        source.request_run(RunRequest {
-            image: format!("evil.example/x@{DIGEST}"),
-            version: Some("4.16.3".into()),
-            existing: None,
-        });
-        let asked = rx.try_recv().expect("a run is asked for");
-        assert_eq!(asked.image, graph);
-        assert_eq!(asked.version.as_deref(), Some("4.16.3"));
-    }
-
-    #[test]
-    fn a_digest_the_graph_does_not_offer_starts_nothing() {
-        let (source, mut rx) = source(&[]);
-        source.request_run(RunRequest {
-            image: format!("evil.example/x@{DIGEST}"),
-            ..Default::default()
-        });
-        assert!(rx.try_recv().is_err());
+        let images = |stored| -> Vec<String> {
+            checked_itself(&cluster_version(&graph, stored))
+                .into_iter()
+                .map(|r| r.image)
+                .collect()
+        };
+        let only_the_graph = vec![graph.clone()];
+        assert_eq!(images(serde_json::Value::Null), only_the_graph);
+        assert_eq!(
+            images(json!({"image": "mirror.local/ocp@sha256:bb"})),
+            [graph.clone(), "mirror.local/ocp@sha256:bb".to_owned()]
+        );
+        assert_eq!(
+            images(json!({"image": "mirror.local/ocp:4.16.9"})),
+            only_the_graph
+        );
+        assert_eq!(
+            images(json!({"image": format!("mirror.local/ocp@{DIGEST}")})),
+            only_the_graph
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! Results computed from a snapshot of a cluster, for `serve` without a
-//! cluster: the real engine over offline data. Offered targets are checked
-//! at start-up; any other target is checked in the background when the
-//! webhook first asks, like a run in a cluster. Each result carries the
+//! cluster: the real engine over offline data. The targets the snapshot's
+//! ClusterVersion offers or targets are checked at start-up, as the
+//! controller checks them in a cluster; a review never starts a run, so any
+//! other target is checked offline with `preflight-gate check`. Each result carries the
 //! update plan in its status, as the controller writes it, so the webhook's
 //! plan line and maintenance window work on a snapshot too.
 
@@ -11,7 +12,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tracing::info;
 
-use crate::admission::ports::{Lookup, ResultLookup, RunRequest, RunTrigger};
+use crate::admission::ports::{Lookup, ResultLookup};
 use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::UpdatePreflightSpec;
@@ -21,23 +22,22 @@ use crate::model::results::PlanSummary;
 use crate::model::standing::Exemptions;
 use crate::model::status::{self, Ending};
 use crate::model::{Resolution, Target};
+use crate::preflight::live::RunRequest;
 use crate::suite::{self, Limits};
 use crate::view::ClusterView;
 
 /// Preflight results over a fixed snapshot.
 pub struct SnapshotSource {
     view: Arc<ClusterView>,
-    limits: Limits,
     cache: Arc<ResultCache>,
     origin: String,
 }
 
 impl SnapshotSource {
-    /// Checks every release the snapshot's ClusterVersion offers.
+    /// Checks every release the snapshot's ClusterVersion offers or targets.
     pub fn new(view: ClusterView, origin: impl Into<String>, limits: Limits) -> Self {
         let source = Self {
             view: Arc::new(view),
-            limits,
             cache: Arc::new(ResultCache::default()),
             origin: origin.into(),
         };
@@ -45,7 +45,7 @@ impl SnapshotSource {
             .view
             .cluster_version
             .iter()
-            .flat_map(super::live::offered)
+            .flat_map(super::live::checked_itself)
             .collect();
         for request in &offered {
             source
@@ -133,20 +133,9 @@ impl ResultLookup for SnapshotSource {
         true
     }
 
-    fn runs_on_miss(&self) -> bool {
-        true
-    }
-}
-
-impl RunTrigger for SnapshotSource {
-    fn request_run(&self, request: RunRequest) {
-        let (view, cache, limits) = (self.view.clone(), self.cache.clone(), self.limits);
-        // Off the request path: a large snapshot takes tens of milliseconds.
-        tokio::task::spawn_blocking(move || {
-            let result = evaluate(&view, &request, Timestamp::now(), limits);
-            info!(image = %request.image, phase = ?result.status.as_ref().and_then(|s| s.phase), "checked a target against the snapshot");
-            cache.apply(result);
-        });
+    /// Everything it checks was checked at start-up.
+    fn runs_checks(&self) -> bool {
+        false
     }
 }
 
@@ -289,8 +278,11 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn an_unknown_target_is_checked_when_asked_for() {
+    /// A review never starts a run, not even in memory: a target the
+    /// snapshot neither offers nor targets has no result, and the denial
+    /// says how to check it.
+    #[test]
+    fn a_target_the_snapshot_does_not_offer_is_not_checked_by_a_review() {
         let source = SnapshotSource::new(
             crate::cluster::snapshot::sample::load().unwrap(),
             "sample",
@@ -299,18 +291,38 @@ mod tests {
         let image = "quay.io/openshift-release-dev/ocp-release@sha256:1234";
         let key = ReleaseKey::from_image(image);
         assert!(source.lookup(&key).result.is_none());
-        source.request_run(RunRequest {
-            image: image.into(),
-            version: Some("4.14.20".into()),
-            existing: None,
-        });
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while source.lookup(&key).result.is_none() {
-            assert!(std::time::Instant::now() < deadline, "never checked");
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-        let result = source.lookup(&key).result.unwrap();
-        assert_eq!(result.spec.version.as_deref(), Some("4.14.20"));
-        assert!(!result.status.as_ref().unwrap().results.is_empty());
+        assert!(!source.runs_checks());
+        let review = crate::admission::review::parse(
+            serde_json::json!({
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "request": {
+                    "uid": "u", "name": "version", "operation": "UPDATE",
+                    "resource": {"group": "config.openshift.io", "version": "v1", "resource": "clusterversions"},
+                    "userInfo": {"username": "alice"},
+                    "object": {"metadata": {"name": "version"},
+                               "spec": {"desiredUpdate": {"image": image}}},
+                    "oldObject": {"metadata": {"name": "version"}, "spec": {}}
+                }
+            })
+            .to_string()
+            .as_bytes(),
+        )
+        .unwrap();
+        let verdict = crate::admission::decide(
+            &review,
+            &source,
+            &crate::admission::Policy::default(),
+            Timestamp::now(),
+        )
+        .into_final()
+        .unwrap();
+        assert!(!verdict.allowed);
+        assert!(verdict.effects.is_empty(), "{:?}", verdict.effects);
+        assert!(
+            verdict.message.contains("starts no run"),
+            "{}",
+            verdict.message
+        );
+        assert!(source.lookup(&key).result.is_none());
     }
 }

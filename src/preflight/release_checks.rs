@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use super::jobs::settings::JobSettings;
+use crate::model::ClusterVersion;
 use crate::model::EnvVar;
 use crate::model::FailurePolicy;
 use crate::model::Severity;
@@ -385,12 +386,13 @@ pub(crate) fn parse_extraction(output: &str) -> Result<Declared, DiscoveryError>
 }
 
 /// Whether the administrator trusts release `image` without a signature:
-/// `--trusted-releases` lists it (a digest, or a repository prefix such as
-/// `quay.io/openshift-release-dev/ocp-release`, the default). Ok(Some)
-/// says which entry; Ok(None) leaves it to the release's signature
+/// `--trusted-releases` names its digest (none by default). Ok(Some) says
+/// which entry; Ok(None) leaves it to the release's signature
 /// ([`crate::preflight::signature`]); Err refuses a release not named by a
-/// digest outright. Offered by the update graph counts for nothing: whoever
-/// may set `spec.upstream` chooses the graph. Pure.
+/// digest outright. Only a digest is trusted, never a repository: whoever
+/// can push to a repository (a mirror, in a disconnected cluster) decides
+/// what its digests serve. Offered by the update graph counts for nothing
+/// either: whoever may set `spec.upstream` chooses the graph. Pure.
 pub(crate) fn listed(image: &str, trusted: &[String]) -> Result<Option<String>, String> {
     let key = ReleaseKey::from_image(image);
     if !key.is_digest() {
@@ -398,24 +400,47 @@ pub(crate) fn listed(image: &str, trusted: &[String]) -> Result<Option<String>, 
             "{image} is not named by a digest, so what runs could not be told from what was checked"
         ));
     }
-    // A repository prefix matches at a path boundary: `quay.io/ocp` lists
-    // `quay.io/ocp/release@…` and `quay.io/ocp@…`, not `quay.io/ocp-evil/…`.
-    let lists = |entry: &str| {
-        let listed = ReleaseKey::from_image(entry);
-        if listed.is_digest() {
-            listed == key
-        } else {
-            let prefix = entry.trim_end_matches('/');
-            image
-                .strip_prefix(prefix)
-                .is_some_and(|rest| rest.starts_with('/') || rest.starts_with('@'))
-        }
-    };
     Ok(trusted
         .iter()
         .map(|t| t.trim())
-        .find(|t| !t.is_empty() && lists(t))
+        .find(|entry| {
+            let listed = ReleaseKey::from_image(entry);
+            listed.is_digest() && listed == key
+        })
         .map(|entry| format!("--trusted-releases lists {entry}")))
+}
+
+/// Whether the cluster itself names release `image` as a target: its
+/// update graph offers the digest, or its stored target change does
+/// (`spec.desiredUpdate.image`, or the release the CVO is moving to). A
+/// release is extracted for no other reason: creating an object for a
+/// digest, which an updater may, names nothing. Ok says which; Err why
+/// not. Pure.
+pub(crate) fn named_by_cluster(
+    cluster: Option<&ClusterVersion>,
+    image: &str,
+) -> Result<&'static str, String> {
+    let key = ReleaseKey::from_image(image);
+    let names = |other: &str| !other.is_empty() && ReleaseKey::from_image(other) == key;
+    if let Some(cv) = cluster {
+        if crate::preflight::live::offered(cv)
+            .iter()
+            .any(|r| names(&r.image))
+        {
+            return Ok("the update graph offers it");
+        }
+        let stored = cv
+            .spec
+            .desired_update
+            .as_ref()
+            .and_then(|u| u.image.as_deref());
+        if stored.is_some_and(names) || names(&cv.status.desired.image) {
+            return Ok("the ClusterVersion's stored target names it");
+        }
+    }
+    Err(format!(
+        "neither the ClusterVersion's update graph offers {image} nor does its stored target name it, and a release is extracted for nothing else"
+    ))
 }
 
 /// What releases declare, per digest; and the one extraction pod that may

@@ -1,10 +1,10 @@
 //! Results read once from a directory of files, served as they are; and
 //! [`Source`], what every result source implements: the decision's lookup
-//! port and the effect executor's run trigger.
+//! port.
 
 use std::path::{Path, PathBuf};
 
-use crate::admission::ports::{Lookup, ResultLookup, RunRequest, RunTrigger};
+use crate::admission::ports::{Lookup, ResultLookup};
 use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::release::ReleaseKey;
@@ -23,11 +23,10 @@ pub enum LoadError {
     Object { path: PathBuf, message: String },
 }
 
-/// A result source: read by the decision, asked for runs by the effect
-/// executor. The server holds it as the two ports, apart.
-pub trait Source: ResultLookup + RunTrigger {}
+/// A result source, as the decision reads it.
+pub trait Source: ResultLookup {}
 
-impl<T: ResultLookup + RunTrigger> Source for T {}
+impl<T: ResultLookup> Source for T {}
 
 /// Results read once from a directory of `UpdatePreflight` YAML or JSON files
 /// (single objects, Lists or multi-document streams).
@@ -117,15 +116,8 @@ impl ResultLookup for DirectorySource {
         true
     }
 
-    fn runs_on_miss(&self) -> bool {
+    fn runs_checks(&self) -> bool {
         false
-    }
-}
-
-impl RunTrigger for DirectorySource {
-    fn request_run(&self, request: RunRequest) {
-        tracing::info!(image = %request.image, origin = %self.origin,
-            "no run started: results come from a fixed directory");
     }
 }
 
@@ -182,7 +174,7 @@ mod tests {
         let source = DirectorySource::embedded();
         assert!(source.len() >= 2);
         assert!(source.is_ready());
-        assert!(!source.runs_on_miss());
+        assert!(!source.runs_checks());
     }
 
     #[test]

@@ -115,10 +115,7 @@ mod tests {
         fn is_ready(&self) -> bool {
             true
         }
-        fn runs_on_miss(&self) -> bool {
-            false
-        }
-        fn may_run(&self, _: &ReleaseKey) -> bool {
+        fn runs_checks(&self) -> bool {
             false
         }
     }

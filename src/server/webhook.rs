@@ -25,7 +25,7 @@ use tokio::time::timeout_at;
 use tracing::{Span, debug, field::Empty, info, instrument};
 
 use crate::admission::audit;
-use crate::admission::ports::{OverrideAuthorizer, ResultLookup, RunTrigger};
+use crate::admission::ports::{OverrideAuthorizer, ResultLookup};
 use crate::admission::{
     self, Authorization, Decision, Effect, Policy, Reason, review, review::Request,
 };
@@ -54,9 +54,6 @@ const BUDGET_UNIT: usize = 1024;
 pub struct Gate {
     /// The decision's read-only port.
     pub results: Arc<dyn ResultLookup>,
-    /// Held by the effect executor alone: only an answered review that is
-    /// no dry run starts a run.
-    pub runs: Arc<dyn RunTrigger>,
     pub authorizer: Arc<dyn OverrideAuthorizer>,
     /// Publishes a denial's Events at once.
     pub events: Option<EventRecorder>,
@@ -286,8 +283,8 @@ async fn validate(
     Json(response).into_response()
 }
 
-/// Carries out the verdict's effects without waiting: runs start at once;
-/// a denial is recorded at once (its Events, the blocked target), since the
+/// Carries out the verdict's effects without waiting: a denial is recorded
+/// at once (its Events, the blocked target), since the
 /// API server stores nothing of it; what an allowed change leaves (its
 /// Events, the override counted, the targets it unblocks) waits for the
 /// watch to show the change stored ([`Witness`]).
@@ -298,10 +295,6 @@ fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
     };
     for effect in &verdict.effects {
         match effect {
-            Effect::Run(run) => {
-                gate.metrics.effects.asked_for(EffectKind::Run);
-                gate.runs.request_run(run.clone());
-            }
             Effect::Event(note) if verdict.allowed => stored.notes.push(note.clone()),
             Effect::Event(note) => match (&gate.events, &request.object) {
                 (Some(events), Some(object)) => {

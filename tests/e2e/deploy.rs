@@ -339,8 +339,8 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
     assert!(view.has("ClusterVersion"));
 
     // Asking for a run: create, then stamp (patch).
-    use preflight_gate::admission::ports::RunRequest;
     use preflight_gate::model::UpdatePreflight;
+    use preflight_gate::preflight::live::RunRequest;
     use preflight_gate::preflight::live::trigger;
     let api: kube::Api<UpdatePreflight> = kube::Api::all(client.clone());
     let request = RunRequest {

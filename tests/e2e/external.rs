@@ -109,6 +109,19 @@ impl<'a> Made<'a> {
     }
 }
 
+/// A ClusterVersion whose update graph offers `images`.
+fn offering(images: &[&str]) -> preflight_gate::model::ClusterVersion {
+    let offered: Vec<Value> = images
+        .iter()
+        .map(|image| json!({"version": "4.14.20", "image": image}))
+        .collect();
+    serde_json::from_value(json!({
+        "metadata": {"name": "version"},
+        "status": {"availableUpdates": offered}
+    }))
+    .unwrap()
+}
+
 fn get_json(world: &World, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["-o", "json"]);
@@ -847,6 +860,12 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
         'c',
         &format!("sha256-{}-1", "c".repeat(64)),
     );
+    // Release e is signed too, but the cluster neither offers nor targets it.
+    trust.signature_config_map(
+        "e2e-release-e",
+        'e',
+        &format!("sha256-{}-1", "e".repeat(64)),
+    );
 
     // The runner with release checks on, as `serve --release-checks` runs it,
     // in a thread of its own while the test plays the kubelet.
@@ -873,13 +892,35 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                 };
                 let cache = Cache::default();
                 let deadline = || Instant::now() + Duration::from_secs(40);
-                // Another release, neither listed nor signed: nothing runs.
+                // The cluster offers releases c and d.
+                let cluster = offering(&[&update.target_image, &release('d')]);
+                let cluster = Some(&cluster);
+                // A release nobody offers or targets, though its object was
+                // created and its signature verifies: nothing is extracted.
+                let unnamed = jobs::Update {
+                    target_image: release('e'),
+                    ..update.clone()
+                };
+                let unoffered = jobs::release_declared(
+                    &client,
+                    cluster,
+                    &owner,
+                    &unnamed,
+                    &settings,
+                    deadline(),
+                    &cache,
+                )
+                .await
+                .expect_err("a release the cluster does not name is not run");
+                // Another release, offered, but neither listed nor signed:
+                // nothing runs.
                 let unsigned = jobs::Update {
                     target_image: release('d'),
                     ..update.clone()
                 };
                 let unverified = jobs::release_declared(
                     &client,
+                    cluster,
                     &owner,
                     &unsigned,
                     &settings,
@@ -889,11 +930,18 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                 .await
                 .expect_err("an unverified release is not run");
                 // Signed by the cluster's release key (the test's): it runs.
-                let declared =
-                    jobs::release_declared(&client, &owner, &update, &settings, deadline(), &cache)
-                        .await
-                        .unwrap()
-                        .unwrap();
+                let declared = jobs::release_declared(
+                    &client,
+                    cluster,
+                    &owner,
+                    &update,
+                    &settings,
+                    deadline(),
+                    &cache,
+                )
+                .await
+                .unwrap()
+                .unwrap();
                 let both = [
                     "E2EFromRelease".to_owned(),
                     "StorageCsiMigration".to_owned(),
@@ -909,10 +957,17 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                 )
                 .await;
                 // Asked again for the same digest: the cache answers, no pod runs.
-                let again =
-                    jobs::release_declared(&client, &owner, &update, &settings, deadline(), &cache)
-                        .await
-                        .unwrap();
+                let again = jobs::release_declared(
+                    &client,
+                    cluster,
+                    &owner,
+                    &update,
+                    &settings,
+                    deadline(),
+                    &cache,
+                )
+                .await
+                .unwrap();
                 let none = ["NoSuchCheck".to_owned()];
                 let second = jobs::run_external(
                     &client,
@@ -924,7 +979,7 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
                     again.as_ref(),
                 )
                 .await;
-                (unverified, declared, first, second)
+                (unoffered, unverified, declared, first, second)
             })
         })
     };
@@ -974,7 +1029,16 @@ fn checks_the_release_declares_are_found_by_an_extraction_pod_and_run_from_its_i
         kubelet_reports(world, &pod, operator_image, terminated(0, "ok"));
     }
 
-    let (unverified, declared, first, second) = runner.join().unwrap();
+    let (unoffered, unverified, declared, first, second) = runner.join().unwrap();
+    assert_eq!(unoffered.name, "ReleaseDeclaredChecks");
+    assert!(
+        unoffered.message.contains(&format!(
+            "neither the ClusterVersion's update graph offers {} nor does its stored target name it",
+            release('e')
+        )),
+        "{}",
+        unoffered.message
+    );
     assert_eq!(unverified.name, "ReleaseDeclaredChecks");
     assert!(
         unverified.message.contains(&format!(
@@ -1075,6 +1139,7 @@ fn the_gate_runs_external_checks_with_the_deployed_rbac_and_the_check_rbac() {
                 let deadline = Instant::now() + Duration::from_secs(40);
                 let declared = jobs::release_declared(
                     &client,
+                    Some(&offering(&[&update.target_image])),
                     &owner,
                     &update,
                     &settings,

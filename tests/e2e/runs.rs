@@ -323,3 +323,87 @@ fn preflight_gate_run_asks_for_a_run_and_prints_the_result() {
         String::from_utf8_lossy(&unknown.stderr).contains("4.99.1 is not offered to this cluster")
     );
 }
+
+/// A review only ever asks a question (trust, third pass, M6): a forged
+/// `mode: Preflight` review and a forged target change, posted straight to
+/// the gate for a target whose results are fresh, leave its object as it
+/// was (no stamp, no new run), and a real update to it is then decided on
+/// those results, not denied as running.
+#[test]
+fn a_review_never_starts_a_run_not_even_a_forged_preflight_mode() {
+    let (_turn, world) = lock();
+    let image = "quay.io/openshift-release-dev/ocp-release@sha256:8888888888888888888888888888888888888888888888888888888888888888";
+    let before = world.cluster_version()["status"]["availableUpdates"].clone();
+    let mut offered = before.clone();
+    offered
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"version": "4.15.21", "image": image, "channels": ["stable-4.15"]}));
+    let patch = |updates: &Value| {
+        let p = json!({"status": {"availableUpdates": updates}}).to_string();
+        world.admin(&[
+            "patch",
+            "clusterversion",
+            "version",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &p,
+        ]);
+    };
+    patch(&offered);
+    let done = world.wait_for_result(image, "checked ahead of time", |o| phase(o) == "Passed");
+    let name = done["metadata"]["name"].as_str().unwrap().to_owned();
+
+    let stored = world.cluster_version();
+    for (uid, update) in [
+        (
+            "f0f0f0f0-0000-4000-8000-00000000000a",
+            json!({"image": image, "mode": "Preflight"}),
+        ),
+        (
+            "f0f0f0f0-0000-4000-8000-00000000000b",
+            json!({"image": image}),
+        ),
+    ] {
+        let mut claimed = stored.clone();
+        claimed["spec"]["desiredUpdate"] = update;
+        let review = json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": uid,
+                "kind": {"group": "config.openshift.io", "version": "v1", "kind": "ClusterVersion"},
+                "resource": {"group": "config.openshift.io", "version": "v1", "resource": "clusterversions"},
+                "name": "version",
+                "operation": "UPDATE",
+                "userInfo": {"username": "mallory", "groups": ["system:authenticated"]},
+                "object": claimed,
+                "oldObject": stored,
+                "dryRun": false,
+            }
+        });
+        let answer = world.post_review(&review);
+        assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    }
+    // Long enough for a trigger and the controller to have acted on one.
+    std::thread::sleep(Duration::from_secs(4));
+    let after: Value =
+        serde_json::from_str(&world.admin(&["get", "updatepreflight", &name, "-o", "json"]))
+            .unwrap();
+    assert!(
+        after["metadata"]["annotations"]["preflight.dev/requested-at"].is_null(),
+        "a review stamped a run request: {after}"
+    );
+    assert_eq!(
+        after["status"]["startTime"], done["status"]["startTime"],
+        "a review started a run"
+    );
+    assert_eq!(phase(&after), "Passed");
+
+    // A real change to that target, through the API server, is decided on
+    // the fresh results.
+    let real = world.kubectl(User::Admin, &image_patch_args(image, &["--dry-run=server"]));
+    assert!(real.ok, "{}", real.stderr);
+    patch(&before);
+}

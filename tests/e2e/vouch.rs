@@ -292,7 +292,8 @@ fn a_review_naming_another_host_gets_the_object_the_graph_names() {
     start_from_rest(world, &[&own]);
     let (_, digest) = GRAPH.split_once('@').unwrap();
     let evil = format!("evil.example/x@{digest}");
-    // A real review, not a dry run: the gate asks for the run it lacks.
+    // A real review naming another host, not a dry run: denied for want of a
+    // result, which the controller makes for the offered digest by itself.
     let out = world.kubectl(User::Admin, &image_patch_args(&evil, &[]));
     assert!(!out.ok, "no result yet, so denied: {}", out.stdout);
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -245,8 +245,8 @@ pub fn exercised() -> String {
     metrics
         .admission
         .review_decided(Some("UPDATE"), false, "failed", Duration::from_millis(2));
-    metrics.effects.asked_for(EffectKind::Run);
-    metrics.effects.failed(EffectKind::Run);
+    metrics.effects.asked_for(EffectKind::Event);
+    metrics.effects.failed(EffectKind::Event);
     metrics
         .controller
         .run_finished(Phase::Passed, Duration::from_secs(1));

@@ -1,14 +1,12 @@
 //! A gate served in-process on loopback over real TLS, with the fakes that
 //! stand in for the parts no test here can run (the cluster's access review
-//! and the run controller).
+//! and the controller's results).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use preflight_gate::admission::ports::{
-    BoxFuture, Lookup, OverrideAuthorizer, ResultLookup, RunRequest, RunTrigger, Verb,
-};
+use preflight_gate::admission::ports::{BoxFuture, Lookup, OverrideAuthorizer, ResultLookup, Verb};
 use preflight_gate::admission::{Authorization, Policy, UserInfo};
 use preflight_gate::certs;
 use preflight_gate::cluster::witness::Witness;
@@ -23,39 +21,29 @@ pub fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// The embedded sample results, recording the runs asked of it.
-pub struct RecordingSource {
+/// The embedded sample results, served as a cluster's gate serves the
+/// results its controller writes: every target is one it checks by itself.
+pub struct SampleSource {
     inner: DirectorySource,
-    pub runs: Mutex<Vec<RunRequest>>,
 }
 
-impl RecordingSource {
+impl SampleSource {
     pub fn new() -> Self {
         Self {
             inner: DirectorySource::embedded(),
-            runs: Mutex::new(Vec::new()),
         }
-    }
-    pub fn runs(&self) -> Vec<RunRequest> {
-        self.runs.lock().unwrap().clone()
     }
 }
 
-impl ResultLookup for RecordingSource {
+impl ResultLookup for SampleSource {
     fn lookup(&self, key: &ReleaseKey) -> Lookup {
         self.inner.lookup(key)
     }
     fn is_ready(&self) -> bool {
         true
     }
-    fn runs_on_miss(&self) -> bool {
+    fn runs_checks(&self) -> bool {
         true
-    }
-}
-
-impl RunTrigger for RecordingSource {
-    fn request_run(&self, request: RunRequest) {
-        self.runs.lock().unwrap().push(request);
     }
 }
 
@@ -93,13 +81,12 @@ impl OverrideAuthorizer for FixedAuthorizer {
     }
 }
 
-/// Builds the webhook state over a recording source.
-pub fn gate(authorizer: Arc<dyn OverrideAuthorizer>) -> (Arc<Gate>, Arc<RecordingSource>) {
-    let source = Arc::new(RecordingSource::new());
+/// Builds the webhook state over the sample results.
+pub fn gate(authorizer: Arc<dyn OverrideAuthorizer>) -> (Arc<Gate>, Arc<SampleSource>) {
+    let source = Arc::new(SampleSource::new());
     let metrics = Metrics::new().unwrap();
     let gate = Arc::new(Gate {
         results: source.clone(),
-        runs: source.clone(),
         authorizer,
         events: None,
         witness: Witness::unwatched(None, metrics.clone()),

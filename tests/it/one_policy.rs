@@ -134,8 +134,7 @@ async fn webhook(
     let source = Arc::new(DirectorySource::load(dir.path()).unwrap());
     let metrics = Metrics::new().unwrap();
     let gate = Arc::new(Gate {
-        results: source.clone(),
-        runs: source,
+        results: source,
         authorizer: FixedAuthorizer::new(Authorization::Allowed),
         events: None,
         witness: Witness::unwatched(None, metrics.clone()),

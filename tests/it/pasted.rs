@@ -33,7 +33,7 @@ impl ResultLookup for Results {
     fn is_ready(&self) -> bool {
         true
     }
-    fn runs_on_miss(&self) -> bool {
+    fn runs_checks(&self) -> bool {
         false
     }
 }

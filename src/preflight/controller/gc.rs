@@ -11,9 +11,9 @@ use kube::api::{Api, DeleteParams};
 use tracing::info;
 
 use super::Ctx;
-use crate::admission::ports::RunRequest;
 use crate::model::release::ReleaseKey;
 use crate::model::{ClusterVersion, Resolution, UpdatePreflight};
+use crate::preflight::live::RunRequest;
 use crate::preflight::live::{AUTO_CREATED, REQUESTED_AT};
 
 /// Deletes what is no longer wanted among `objects` (all of them, listed

@@ -16,7 +16,6 @@ use serde_json::json;
 use tracing::{Instrument, info, info_span, warn};
 
 use super::{Ctx, Error, Settings};
-use crate::admission::ports::RunRequest;
 use crate::cluster::cluster_versions;
 use crate::cluster::live;
 use crate::model::release::{ReleaseKey, Version};
@@ -27,6 +26,7 @@ use crate::model::{
     CheckResult, ClusterVersion, Phase, Target, UpdatePreflight, UpdatePreflightStatus,
 };
 use crate::preflight::jobs;
+use crate::preflight::live::RunRequest;
 use crate::preflight::live::{REQUESTED_AT, offered_pullspec, trigger};
 use crate::suite::{self, Limits};
 
@@ -367,14 +367,20 @@ async fn run_checks(
     let mut update = update_of(view.cluster_version.as_ref(), &object.spec.image);
     let mut results = Vec::new();
     let declared = match &ctx.settings.jobs {
-        Some(jobs) => {
-            jobs::release_declared(&ctx.client, object, &update, jobs, deadline, &ctx.releases)
-                .await
-                .unwrap_or_else(|not_run| {
-                    results.push(not_run);
-                    None
-                })
-        }
+        Some(jobs) => jobs::release_declared(
+            &ctx.client,
+            view.cluster_version.as_ref(),
+            object,
+            &update,
+            jobs,
+            deadline,
+            &ctx.releases,
+        )
+        .await
+        .unwrap_or_else(|not_run| {
+            results.push(not_run);
+            None
+        }),
         None => None,
     };
     if update.target_version.is_none() {

@@ -1,5 +1,6 @@
 //! Proactive refresh: whenever the ClusterVersion changes, and periodically
-//! besides, every target its update graph offers gets an object (which the
+//! besides, every target its update graph offers, and its stored target,
+//! gets an object (which the
 //! reconciler then keeps fresh), the offered targets are exported, an update
 //! that completed is compared with its plan (`completion`), and what the
 //! graph no longer offers is collected (`gc`).
@@ -19,7 +20,7 @@ use super::{Ctx, completion, gc};
 use crate::cluster::cluster_versions;
 use crate::model::release::ReleaseKey;
 use crate::model::{ClusterVersion, UpdatePreflight};
-use crate::preflight::live::{offered, trigger};
+use crate::preflight::live::{checked_itself, trigger};
 
 /// Refreshes when the ClusterVersion changes (a new target offered, one
 /// withdrawn) and periodically besides, for garbage collection.
@@ -77,7 +78,7 @@ async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
         .iter()
         .map(|o| ReleaseKey::from_image(&o.spec.image))
         .collect();
-    let offered = offered(&cv);
+    let checked = checked_itself(&cv);
     let recommended = cv
         .status
         .available_updates
@@ -91,11 +92,11 @@ async fn refresh(ctx: &Ctx) -> Result<(), kube::Error> {
     ctx.metrics
         .results
         .offered_targets(recommended.chain(conditional));
-    for target in &offered {
+    for target in &checked {
         if !known.contains(&ReleaseKey::from_image(&target.image)) {
             let name = trigger(&api, target).await?;
-            info!(%name, image = %target.image, "checking an offered target ahead of time");
+            info!(%name, image = %target.image, "checking a target the cluster offers or targets");
         }
     }
-    gc::collect(ctx, &api, &cv, &offered, objects, mark).await
+    gc::collect(ctx, &api, &cv, &checked, objects, mark).await
 }

@@ -17,11 +17,12 @@ use super::manifest::{Update, job_manifest, plan};
 use super::progress::{Progress, check_container, progress_of, result};
 use super::settings::JobSettings;
 use crate::model::CheckResult;
+use crate::model::ClusterVersion;
 use crate::model::Finding;
 use crate::model::Outcome;
 use crate::model::UpdatePreflight;
 use crate::model::preflight_check::PreflightCheck;
-use crate::preflight::release_checks::{Cache, Declared, listed};
+use crate::preflight::release_checks::{Cache, Declared, listed, named_by_cluster};
 use crate::preflight::signature;
 
 /// The result name when the target release's declared checks cannot be listed.
@@ -41,10 +42,12 @@ pub(super) fn selected<'a>(
 }
 
 /// What the target release declares, for a run: nothing when release
-/// checks are off; its declared checks when the release is trusted
-/// ([`trusted`]); otherwise a result that says why they were not run.
+/// checks are off; its declared checks when `cluster` offers or targets the
+/// release ([`named_by_cluster`]) and it is trusted ([`trusted`]);
+/// otherwise a result that says why they were not run.
 pub async fn release_declared(
     client: &kube::Client,
+    cluster: Option<&ClusterVersion>,
     owner: &UpdatePreflight,
     update: &Update,
     settings: &JobSettings,
@@ -54,14 +57,18 @@ pub async fn release_declared(
     if !settings.release_checks || update.target_image.is_empty() {
         return Ok(None);
     }
-    if let Err(why) = trusted(client, &update.target_image, settings).await {
+    let allowed = match named_by_cluster(cluster, &update.target_image) {
+        Ok(_) => trusted(client, &update.target_image, settings).await,
+        Err(why) => Err(why),
+    };
+    if let Err(why) = allowed {
         info!(%why, "the target release's own checks are not run");
         return Err(CheckResult::new(
             RELEASE_DISCOVERY,
             crate::model::Severity::Warning,
             Outcome::Fail,
             format!(
-                "the checks the target release declares were not run: {why}; only releases that --trusted-releases lists or whose signature verifies run as pods"
+                "the checks the target release declares were not run: {why}; only a release the cluster offers or targets, and whose signature verifies (or whose digest --trusted-releases names), runs as pods"
             ),
         ));
     }
@@ -149,12 +156,44 @@ pub async fn run_external(
             .chain(selected(&checks, selection))
             .partition(|c| c.spec.valid_name().is_ok());
     results.extend(refused_names(&refused));
+    let (all, withheld) = grant_tokens(all, from_release, settings);
+    results.extend(withheld);
     let runs = all.into_iter().map(|check| {
         let span = info_span!("external_check", check = %check.spec.check_name);
         run_one(client, check, owner, update, settings, deadline, images).instrument(span)
     });
     results.extend(futures::future::join_all(runs).await);
     results
+}
+
+/// The checks that run, and the results of those that do not: a release's
+/// check that asks for the API token (`preflight.dev/needs-api`) runs only
+/// when an administrator grants it (`--release-checks-api-access`); the
+/// release's word is not enough. An administrator's own `PreflightCheck`
+/// says `apiAccess` itself.
+pub(super) fn grant_tokens<'a>(
+    checks: Vec<&'a PreflightCheck>,
+    from_release: &[PreflightCheck],
+    settings: &JobSettings,
+) -> (Vec<&'a PreflightCheck>, Vec<CheckResult>) {
+    let from_release = from_release.as_ptr_range();
+    let (run, withheld): (Vec<&PreflightCheck>, Vec<&PreflightCheck>) =
+        checks.into_iter().partition(|check| {
+            !from_release.contains(&std::ptr::from_ref(*check))
+                || !check.spec.api_access()
+                || settings.release_api_access.contains(&check.spec.check_name)
+        });
+    let results = withheld
+        .into_iter()
+        .map(|check| {
+            let why = format!(
+                "not run: the release asks an API token for it (preflight.dev/needs-api), which only an administrator grants (--release-checks-api-access={}); or accept it by name",
+                check.spec.check_name
+            );
+            result(check, Finding::error(why), std::time::Duration::ZERO)
+        })
+        .collect();
+    (run, results)
 }
 
 /// The result for the checks that are not run because their name is not a

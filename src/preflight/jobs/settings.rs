@@ -21,9 +21,13 @@ pub struct JobSettings {
     /// release digest). Off in `Default`, which tests and benchmarks use;
     /// the `serve` flag turns it on.
     pub release_checks: bool,
-    /// Releases besides those the update graph offers whose pods may run:
-    /// digests, or repository prefixes (`--trusted-releases`).
+    /// Releases whose pods may run without a verified signature, by
+    /// digest (`--trusted-releases`).
     pub trusted_releases: Vec<String>,
+    /// The checks a release declares that an administrator allows an API
+    /// token (`--release-checks-api-access`): a release's word
+    /// (`preflight.dev/needs-api`) is not enough.
+    pub release_api_access: Vec<String>,
 }
 
 impl Default for JobSettings {
@@ -36,6 +40,7 @@ impl Default for JobSettings {
             poll: Duration::from_secs(1),
             release_checks: false,
             trusted_releases: Vec::new(),
+            release_api_access: Vec::new(),
         }
     }
 }

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::manifest::{CHECK, OWNER_NAME, OWNER_UID, PREFLIGHT_CHECK, Update, job_manifest, plan};
 use super::progress::{Progress, parse_result, progress_of, result};
-use super::run::{refused_names, selected};
+use super::run::{grant_tokens, refused_names, selected};
 use super::settings::JobSettings;
 use crate::model::preflight_check::{DEFAULT_TIMEOUT_SECONDS, PreflightCheck};
 use crate::model::release::Version;
@@ -464,4 +464,36 @@ fn format_characters_in_a_checks_message_are_dropped() {
     assert_eq!(f.url.as_deref(), Some("https://example.com/x"));
     let plain = parse_result(1, "\u{202e}driver\u{200d} too old");
     assert_eq!(plain.message, "driver too old");
+}
+
+/// A release asks for the API token; only the administrator grants it. An
+/// administrator's own check says so itself.
+#[test]
+fn a_release_check_gets_a_token_only_when_the_administrator_grants_it() {
+    let asks =
+        |name: &str| check(json!({"checkName": name, "image": "q@sha256:50", "apiAccess": true}));
+    let from_release = [
+        asks("ReadsTheApi"),
+        asks("GrantedTheApi"),
+        check(json!({"checkName": "Quiet", "image": "q@sha256:50"})),
+    ];
+    let own = [asks("AdministratorsOwn")];
+    let settings = JobSettings {
+        release_api_access: vec!["GrantedTheApi".into()],
+        ..JobSettings::default()
+    };
+    let all: Vec<&PreflightCheck> = from_release.iter().chain(&own).collect();
+    let (run, withheld) = grant_tokens(all, &from_release, &settings);
+    let names: Vec<&str> = run.iter().map(|c| c.spec.check_name.as_str()).collect();
+    assert_eq!(names, ["GrantedTheApi", "Quiet", "AdministratorsOwn"]);
+    assert_eq!(withheld.len(), 1);
+    assert_eq!(withheld[0].name, "ReadsTheApi");
+    assert_eq!(withheld[0].outcome, Outcome::Error);
+    assert!(
+        withheld[0]
+            .message
+            .contains("only an administrator grants (--release-checks-api-access=ReadsTheApi)"),
+        "{}",
+        withheld[0].message
+    );
 }

@@ -187,9 +187,8 @@ fn names_become_camel_case(#[case] name: &str, #[case] camel_case: &str) {
 
 #[rstest]
 #[case::listed_digest("q/ocp@sha256:aa", &["other/ocp@sha256:aa"], Ok(Some("--trusted-releases lists other/ocp@sha256:aa")))]
-#[case::listed_repository("quay.io/ocp/release@sha256:aa", &["quay.io/ocp/"], Ok(Some("--trusted-releases lists quay.io/ocp/")))]
-#[case::listed_repository_exactly("quay.io/ocp/release@sha256:aa", &["quay.io/ocp/release"], Ok(Some("--trusted-releases lists quay.io/ocp/release")))]
-#[case::not_at_a_path_boundary("quay.io/ocp-evil/release@sha256:aa", &["quay.io/ocp"], Ok(None))]
+#[case::a_repository_trusts_nothing("quay.io/ocp/release@sha256:aa", &["quay.io/ocp/"], Ok(None))]
+#[case::nor_the_repository_exactly("quay.io/ocp/release@sha256:aa", &["quay.io/ocp/release"], Ok(None))]
 #[case::another_digest("q/ocp@sha256:bb", &["q/ocp@sha256:aa"], Ok(None))]
 #[case::nothing_listed("q/ocp@sha256:aa", &[], Ok(None))]
 #[case::a_tag_even_if_listed("quay.io/ocp/release:4.16.3", &["quay.io/ocp/"], Err("is not named by a digest"))]
@@ -516,4 +515,35 @@ fn a_declared_job_runs_only_an_image_of_the_release_by_digest(#[case] image: &st
             && refused.contains("of declared check StorageCsiMigration is not one of the release's image-references, by digest"),
         "{refused}"
     );
+}
+
+/// A ClusterVersion that offers `offered` and targets `stored`.
+fn cluster(offered: &str, stored: Option<&str>) -> ClusterVersion {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "version"},
+        "spec": {"desiredUpdate": stored.map(|image| serde_json::json!({"image": image}))},
+        "status": {"availableUpdates": [{"version": "4.16.3", "image": offered}]}
+    }))
+    .unwrap()
+}
+
+#[rstest]
+#[case::offered("mirror.local/ocp@sha256:aa", Ok("the update graph offers it"))]
+#[case::stored_target("q/ocp@sha256:bb", Ok("the ClusterVersion's stored target names it"))]
+#[case::an_object_alone(
+    "q/ocp@sha256:cc",
+    Err("neither the ClusterVersion's update graph offers q/ocp@sha256:cc")
+)]
+fn a_release_is_extracted_only_when_the_cluster_offers_or_targets_it(
+    #[case] image: &str,
+    #[case] expected: Result<&str, &str>,
+) {
+    let cv = cluster("q/ocp@sha256:aa", Some("q/ocp@sha256:bb"));
+    match (named_by_cluster(Some(&cv), image), expected) {
+        (Ok(why), Ok(want)) => assert_eq!(why, want),
+        (Err(why), Err(want)) => assert!(why.starts_with(want), "{why}"),
+        (got, want) => panic!("{got:?}, expected {want:?}"),
+    }
+    // Without a ClusterVersion nothing names it.
+    assert!(named_by_cluster(None, image).is_err());
 }
