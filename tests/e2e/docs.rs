@@ -13,6 +13,11 @@
 //! break-glass and uninstall run on a control plane of their own
 //! (tests/control-plane/up with a state dir of the test's), so that
 //! uninstalling does not take the shared world's CRDs and results with it.
+//! The install on plain Kubernetes, which needs cert-manager, a node and an
+//! API server to configure, is the node suite's: tests/node/install.rs
+//! follows those sections of docs/install.md, and Verify and Uninstall
+//! again, on a node of its own; the table below names it for the commands
+//! only it runs.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -36,6 +41,10 @@ const SHARED: &str = "day_two_commands_run_on_the_shared_control_plane";
 const OWN: &str = "install_upgrade_break_glass_and_uninstall_run_on_a_control_plane_of_their_own";
 const SERVE: &str = "the_readmes_serve_curl_and_check_commands_run";
 const GATHER: &str = "the_support_inspect_gathers_the_gates_objects_and_events";
+/// A test of another file, as `file: name`: the node suite's install on
+/// plain Kubernetes.
+const NODE_INSTALL: &str = "tests/node/install.rs: \
+    the_guides_install_on_plain_kubernetes_runs_the_production_image_on_a_real_node";
 
 fn runbook(name: &str) -> String {
     format!("docs/runbooks/{name}.md")
@@ -98,6 +107,23 @@ fn runs() -> Vec<(String, &'static str, &'static str)> {
             "cargo run -- certs",
             "\"$KUBECTL\" patch validatingwebhookconfiguration preflight-gate",
             "cargo run -- serve --kubeconfig \"$KUBECONFIG\"",
+        ],
+    );
+    add(
+        INSTALL,
+        NODE_INSTALL,
+        &[
+            // A cluster without a registry: the image loaded on the node.
+            "ctr -n k8s.io images import",
+            "ctr -n k8s.io images tag",
+            // Install on plain Kubernetes, and the API server's client
+            // certificate.
+            "kubectl apply -k my-cluster",
+            "kubectl -n preflight-gate wait --for=condition=Ready",
+            "mkdir -p -m 700 /etc/kubernetes/preflight-gate",
+            "kubectl -n preflight-gate get secret preflight-gate-apiserver-client -o jsonpath='{.data.tls\\.crt}'",
+            "kubectl -n preflight-gate get secret preflight-gate-apiserver-client -o jsonpath='{.data.tls\\.key}'",
+            "chmod 600 /etc/kubernetes/preflight-gate/client.key",
         ],
     );
     add(
@@ -628,8 +654,7 @@ fn every_doc_command_is_run_or_rendered() {
     );
 
     // Every entry names a command of its document, one command only, and a
-    // test of this file.
-    let source = std::fs::read_to_string(format!("{ROOT}/tests/e2e/docs.rs")).unwrap();
+    // test of this file (or, as `file: name`, of another).
     for entry in &table {
         let (doc, begins, test) = entry;
         let matched: BTreeSet<&str> = commands
@@ -638,7 +663,12 @@ fn every_doc_command_is_run_or_rendered() {
             .map(|c| c.text.as_str())
             .collect();
         assert!(matched.len() == 1, "{doc}: `{begins}` matches {matched:?}");
-        assert!(source.contains(&format!("fn {test}()")), "no test {test}");
+        let (file, name) = test.split_once(": ").unwrap_or(("tests/e2e/docs.rs", test));
+        let source = std::fs::read_to_string(format!("{ROOT}/{file}")).unwrap();
+        assert!(
+            source.contains(&format!("fn {name}()")),
+            "no test {name} in {file}"
+        );
     }
 
     // The rendered ones parse and render.

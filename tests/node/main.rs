@@ -10,6 +10,7 @@
 mod access;
 mod checks;
 mod gate;
+mod install;
 mod own_machinery;
 mod plan;
 mod security;

@@ -16,8 +16,11 @@ use serde_json::{Value, json};
 #[path = "../common/control_plane.rs"]
 mod control_plane;
 
-pub use control_plane::{CLEAR_TARGET, Output, ROOT, run, wait_for};
-use control_plane::{ControlPlane, OPERATORS, unique, vars};
+use control_plane::unique;
+pub use control_plane::{
+    CLEAR_TARGET, ControlPlane, OPERATORS, Output, ROOT, example_cluster_version, merge_patch_args,
+    operator_status, run, vars, wait_for,
+};
 
 pub const NAMESPACE: &str = "preflight-gate";
 /// Where the check Jobs and the extraction pod run (deploy/base's
@@ -45,10 +48,76 @@ static TURN: Mutex<()> = Mutex::new(());
 /// starts with the gate rolled out, the ClusterVersion without a target and
 /// healthy ClusterOperators.
 pub fn lock() -> (MutexGuard<'static, ()>, &'static World) {
-    let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let turn = turn();
     let world = WORLD.get_or_init(World::set_up);
     world.reset();
     (turn, world)
+}
+
+/// This test's turn with the machine, without the shared world: for a test
+/// that brings up a control plane of its own and must not share the two
+/// cores with another test's rollouts.
+pub fn turn() -> MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The gate's production image, as deploy/image/build made it: the OCI
+/// archive and its digests. Built once per run, whichever test asks first.
+pub struct GateImage {
+    pub tar: PathBuf,
+    /// The manifest digest deploy/image/build printed.
+    pub digest: String,
+    /// The image's config digest: its ID, as the kubelet reports it.
+    pub image_id: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+static GATE_IMAGE: OnceLock<GateImage> = OnceLock::new();
+
+/// The gate's image: from PREFLIGHT_GATE_IMAGE_TAR (tests/run builds it
+/// from the release binary), or built here by deploy/image/build from the
+/// binary under test.
+pub fn gate_image() -> &'static GateImage {
+    GATE_IMAGE.get_or_init(|| {
+        let (tar, digest, dir) = match std::env::var("PREFLIGHT_GATE_IMAGE_TAR") {
+            Ok(tar) => {
+                let index: Value = serde_json::from_str(&tar_member(&tar, "index.json")).unwrap();
+                let digest = index["manifests"][0]["digest"].as_str().unwrap().to_owned();
+                (PathBuf::from(tar), digest, None)
+            }
+            Err(_) => {
+                let dir = tempfile::tempdir().unwrap();
+                let tar = dir.path().join("preflight-gate.tar");
+                let built = run(Command::new(format!("{ROOT}/deploy/image/build"))
+                    .arg(&tar)
+                    .env(
+                        "PREFLIGHT_GATE_BINARY",
+                        env!("CARGO_BIN_EXE_preflight-gate"),
+                    ));
+                assert!(built.ok, "deploy/image/build failed:\n{}", built.stderr);
+                (tar, built.stdout.trim().to_owned(), Some(dir))
+            }
+        };
+        let manifest: Value = serde_json::from_str(&tar_member(
+            tar.to_str().unwrap(),
+            &format!("blobs/sha256/{}", digest.trim_start_matches("sha256:")),
+        ))
+        .unwrap();
+        let image_id = manifest["config"]["digest"].as_str().unwrap().to_owned();
+        GateImage {
+            tar,
+            digest,
+            image_id,
+            _dir: dir,
+        }
+    })
+}
+
+/// A member of a tar archive, as text.
+pub fn tar_member(tar: &str, member: &str) -> String {
+    let out = run(Command::new("tar").args(["-xOf", tar, member]));
+    assert!(out.ok, "cannot read {member} from {tar}: {}", out.stderr);
+    out.stdout
 }
 
 /// The state dir of the node suite's control plane: its own, so it never
@@ -115,53 +184,20 @@ impl World {
         self.plane.apply_json(object);
     }
 
-    /// The gate's image: from PREFLIGHT_GATE_IMAGE_TAR (tests/run builds it
-    /// from the release binary), or built here from the binary under test.
-    /// Imported into the node's containerd; returns its manifest and config
-    /// digests.
+    /// The gate's image (`gate_image`), imported into the node's
+    /// containerd; returns its manifest and config digests.
     fn import_gate_image(&self) -> (String, String) {
-        let (tar, digest) = match std::env::var("PREFLIGHT_GATE_IMAGE_TAR") {
-            Ok(tar) => {
-                let index: Value =
-                    serde_json::from_str(&self.tar_member(&tar, "index.json")).unwrap();
-                let digest = index["manifests"][0]["digest"].as_str().unwrap().to_owned();
-                (PathBuf::from(tar), digest)
-            }
-            Err(_) => {
-                let tar = self.dir().join("preflight-gate.tar");
-                let built = run(Command::new(format!("{ROOT}/deploy/image/build"))
-                    .arg(&tar)
-                    .env(
-                        "PREFLIGHT_GATE_BINARY",
-                        env!("CARGO_BIN_EXE_preflight-gate"),
-                    ));
-                assert!(built.ok, "deploy/image/build failed:\n{}", built.stderr);
-                (tar, built.stdout.trim().to_owned())
-            }
-        };
+        let image = gate_image();
         let imported = run(Command::new(self.var("CTR_BIN"))
             .args(["--address", self.var("CONTAINERD_ADDRESS"), "-n", "k8s.io"])
             .args(["images", "import"])
-            .arg(&tar));
+            .arg(&image.tar));
         assert!(
             imported.ok,
             "ctr images import failed:\n{}",
             imported.stderr
         );
-        let tar = tar.to_str().unwrap();
-        let manifest: Value = serde_json::from_str(&self.tar_member(
-            tar,
-            &format!("blobs/sha256/{}", digest.trim_start_matches("sha256:")),
-        ))
-        .unwrap();
-        let config = manifest["config"]["digest"].as_str().unwrap().to_owned();
-        (digest, config)
-    }
-
-    fn tar_member(&self, tar: &str, member: &str) -> String {
-        let out = run(Command::new("tar").args(["-xOf", tar, member]));
-        assert!(out.ok, "cannot read {member} from {tar}: {}", out.stderr);
-        out.stdout
+        (image.digest.clone(), image.image_id.clone())
     }
 
     fn install_openshift_crds(&self) {
