@@ -14,13 +14,18 @@
 //! - The gate serves the admin port with the webhook's certificate, which
 //!   is OLM's and not one Prometheus trusts: under OLM the admin port
 //!   serves plain HTTP and the ServiceMonitor scrapes HTTP.
-//! - OLM grants Roles only in the install namespace: the overlay's Roles in
-//!   other namespaces (Events in `default`, three OpenShift namespaces)
-//!   become cluster-wide rules, with their resourceNames kept. A ConfigMap
-//!   rule without resourceNames would become a read of every ConfigMap of
-//!   the cluster: it is left out (the release-verification Role of
-//!   `openshift-config-managed`), and docs/install.md has the administrator
-//!   grant it in its namespace.
+//! - OLM grants Roles only in the install namespace, makes no namespace,
+//!   applies only the kinds it knows ([`OLM_KINDS`]), and rewrites a
+//!   bundle's Secret on every upgrade. What of the overlay it cannot make is
+//!   never widened into something it can (a Role elsewhere into a
+//!   cluster-wide rule): it is written to bundle/after-install.yaml, which
+//!   the administrator applies once after subscribing (docs/install.md):
+//!   the checks' namespace with its account, the gate's Role there and its
+//!   admission policy; the Roles in `default` and OpenShift's namespaces;
+//!   the console dashboard; and the result key's empty Secret, which OLM
+//!   would empty again with every upgrade, throwing the key away. Every
+//!   object of the overlay is in exactly one place
+//!   ([`every_object_of_the_overlay_is_in_one_place_under_olm`]).
 //! - OLM's webhook descriptions have no matchConditions (operator-framework/api
 //!   v0.39.0's `WebhookDescription` has no such field): every write of a
 //!   ClusterVersion's spec reaches the gate, which allows the ones that
@@ -34,11 +39,18 @@
 //!   is cut there is no image to name, and bundle/ holds no manifests (its
 //!   Dockerfile then fails on the missing `manifests/`); the tests check and
 //!   validate a bundle made with a test image, in a temporary directory.
-//! - A bundle cannot make a namespace: the overlay's `preflight-gate-checks`
-//!   (where check Jobs and the extraction pod run) is the install namespace
-//!   under OLM, so the Deployment leaves `--jobs-namespace` to its default
-//!   (the gate's own namespace), the `preflight-check` account is made there
-//!   and the gate's Role for Jobs and pods is granted there.
+//! - The check Jobs run in `preflight-gate-checks` under OLM too
+//!   (`--jobs-namespace`, as the overlay says): the gate's account may
+//!   create no pod beside it. Until bundle/after-install.yaml makes that
+//!   namespace, its account and the gate's Role there, the gate cannot
+//!   start a check Job or the release's extraction pod, and says so in the
+//!   result (an Error, never a silent pass).
+//! - The NetworkPolicy of the overlay is a manifest of the bundle (OLM
+//!   applies NetworkPolicy objects since operator-registry v1.55: OpenShift
+//!   4.20, and 4.12 to 4.19 from the z-streams that carry its backport; an
+//!   older OLM fails the install plan on it, saying the kind is not
+//!   supported). No client CA, as on the overlay: OpenShift's kube-apiserver
+//!   presents no client certificate to webhooks.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -52,7 +64,7 @@ use crate::deploy::{TEST_IMAGE, rendered};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const NAMESPACE: &str = "preflight-gate";
-/// The overlay's namespace of check Jobs, the install namespace under OLM.
+/// The overlay's namespace of check Jobs, under OLM too.
 const CHECKS_NAMESPACE: &str = "preflight-gate-checks";
 const SA: &str = "preflight-gate";
 /// Where OLM mounts the serving certificate it issues for webhookdefinitions.
@@ -60,8 +72,55 @@ const OLM_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 /// The oldest OpenShift the overlay supports (docs/install.md).
 const MIN_OPENSHIFT: &str = "v4.15";
 const MIN_KUBE: &str = "1.28.0";
-/// ConfigMap rules the CSV leaves out, with the namespace of their Role.
-pub const LEFT_OUT_NAMESPACE: &str = "openshift-config-managed";
+/// The file of what the bundle cannot make, beside it.
+const AFTER_INSTALL: &str = "after-install.yaml";
+/// The Secret the gate keeps its result key in (deploy/base/result-key.yaml).
+const KEY_SECRET: &str = "preflight-gate-result-key";
+
+/// The kinds OLM's catalog operator applies from a bundle's manifests: the
+/// core kinds it handles itself and those of its supportedresources.go
+/// (operator-lifecycle-manager, pkg/controller/operators/catalog), with
+/// NetworkPolicy since operator-registry v1.55. Any other kind fails the
+/// install plan (`UnsupportedResource`); the operator framework's
+/// validators do not check it, so this test does.
+pub const OLM_KINDS: [&str; 21] = [
+    "ClusterServiceVersion",
+    "CustomResourceDefinition",
+    "Secret",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ConfigMap",
+    "ServiceAccount",
+    "Service",
+    "Role",
+    "RoleBinding",
+    "PrometheusRule",
+    "ServiceMonitor",
+    "PodDisruptionBudget",
+    "PriorityClass",
+    "VerticalPodAutoscaler",
+    "ConsoleYAMLSample",
+    "ConsoleQuickStart",
+    "ConsoleCLIDownload",
+    "ConsoleLink",
+    "ConsolePlugin",
+    "NetworkPolicy",
+];
+
+/// Where an object of the openshift overlay goes under OLM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// OLM makes it from the ClusterServiceVersion: the Deployment and its
+    /// ServiceAccount, the gate's roles and bindings (cluster-wide and in
+    /// the install namespace), the webhook configuration and its Service,
+    /// the namespace it suggests.
+    Csv,
+    /// A manifest of the bundle, applied as it is (in the install namespace
+    /// when namespaced); the CRDs too, which the CSV owns.
+    Manifest,
+    /// bundle/after-install.yaml, applied by the administrator.
+    AfterInstall,
+}
 
 /// The released image, `REPOSITORY@sha256:...`, that the release commit
 /// writes to deploy/release/IMAGE; None until a release is cut.
@@ -97,63 +156,84 @@ fn unplaced(object: &Value) -> Value {
 fn is_ours(subject: &Value, account: &str) -> bool {
     subject["kind"] == "ServiceAccount"
         && subject["name"] == account
-        && [NAMESPACE, CHECKS_NAMESPACE].contains(&subject["namespace"].as_str().unwrap_or(""))
+        && subject["namespace"] == NAMESPACE
 }
 
-/// Whether a rule of a Role in another namespace may become cluster-wide:
-/// not one that would read every ConfigMap of the cluster.
-fn may_widen(rule: &Value) -> bool {
-    let configmaps = rule["resources"]
-        .as_array()
-        .is_some_and(|r| r.iter().any(|r| r == "configmaps"));
-    !configmaps
-        || rule["resourceNames"]
-            .as_array()
-            .is_some_and(|n| !n.is_empty())
+fn namespace_of(object: &Value) -> Option<&str> {
+    object["metadata"]["namespace"].as_str()
 }
 
-/// The rules granted to `account`: (cluster-wide, in its own namespace, left
-/// out as (namespace, rule)). Roles in other namespaces become cluster-wide
-/// rules, except those [`may_widen`] refuses.
-pub fn rules_of(
-    objects: &[Value],
-    account: &str,
-) -> (Vec<Value>, Vec<Value>, Vec<(String, Value)>) {
-    let (mut cluster, mut own, mut left_out) = (Vec::new(), Vec::new(), Vec::new());
-    for binding in objects
-        .iter()
-        .filter(|o| o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding")
+/// Whether `binding` binds the gate's account and nothing else.
+fn binds_the_gate_alone(binding: &Value) -> bool {
+    let subjects = binding["subjects"].as_array().unwrap();
+    !subjects.is_empty() && subjects.iter().all(|s| is_ours(s, SA))
+}
+
+/// Where `object`, of `objects` (the openshift overlay), goes under OLM.
+pub fn place(objects: &[Value], object: &Value) -> Place {
+    let kind = object["kind"].as_str().unwrap();
+    let name = object["metadata"]["name"].as_str().unwrap();
+    let namespace = namespace_of(object);
+    if !OLM_KINDS.contains(&kind)
+        && !matches!(kind, "Deployment" | "ValidatingWebhookConfiguration")
     {
-        let subjects = binding["subjects"].as_array().unwrap();
-        if !subjects.iter().any(|s| is_ours(s, account)) {
-            continue;
+        // A namespace OLM suggests is made with the subscription; none other.
+        return if kind == "Namespace" && name == NAMESPACE {
+            Place::Csv
+        } else {
+            Place::AfterInstall
+        };
+    }
+    if namespace.is_some_and(|n| n != NAMESPACE) || (kind == "Secret" && name == KEY_SECRET) {
+        return Place::AfterInstall;
+    }
+    let bindings = || {
+        objects.iter().filter(|o| {
+            (o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding")
+                && namespace_of(o) == namespace
+        })
+    };
+    let csv = match kind {
+        "Deployment" | "ValidatingWebhookConfiguration" => true,
+        "Service" => name == "preflight-gate",
+        "ServiceAccount" => name == SA,
+        "ClusterRoleBinding" | "RoleBinding" => binds_the_gate_alone(object),
+        "ClusterRole" | "Role" => {
+            let mut refs = bindings()
+                .filter(|b| b["roleRef"]["kind"] == kind && b["roleRef"]["name"] == name)
+                .peekable();
+            refs.peek().is_some() && refs.all(binds_the_gate_alone)
         }
-        let namespace = binding["metadata"]["namespace"].as_str();
+        _ => false,
+    };
+    if csv { Place::Csv } else { Place::Manifest }
+}
+
+/// The rules the CSV grants the gate's account: (cluster-wide, in the
+/// install namespace), from the roles [`place`] puts in it.
+pub fn rules_of(objects: &[Value]) -> (Vec<Value>, Vec<Value>) {
+    let (mut cluster, mut own) = (Vec::new(), Vec::new());
+    for binding in objects.iter().filter(|o| {
+        (o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding")
+            && place(objects, o) == Place::Csv
+    }) {
+        let namespace = namespace_of(binding);
         let role_ref = &binding["roleRef"];
         let role = objects
             .iter()
             .find(|o| {
                 o["kind"] == role_ref["kind"]
                     && o["metadata"]["name"] == role_ref["name"]
-                    && o["metadata"]["namespace"].as_str() == namespace
+                    && namespace_of(o) == namespace
             })
             .unwrap_or_else(|| panic!("the role of {}", binding["metadata"]["name"]));
         let rules = role["rules"].as_array().unwrap().iter().cloned();
         match namespace {
-            Some(NAMESPACE | CHECKS_NAMESPACE) => own.extend(rules),
-            Some(other) => {
-                for rule in rules {
-                    if may_widen(&rule) {
-                        cluster.push(rule);
-                    } else {
-                        left_out.push((other.to_owned(), rule));
-                    }
-                }
-            }
+            Some(_) => own.extend(rules),
             None => cluster.extend(rules),
         }
     }
-    (cluster, own, left_out)
+    (cluster, own)
 }
 
 /// The Deployment as OLM runs it: the certificate where OLM mounts it, the
@@ -164,9 +244,7 @@ fn olm_deployment(deployment: &Value, image: &str) -> Value {
     let container = &mut pod["containers"][0];
     container["image"] = image.into();
     let env = container["env"].as_array_mut().unwrap();
-    env.retain(|e| {
-        e["name"] != "PREFLIGHT_GATE_ADMIN_TLS" && e["name"] != "PREFLIGHT_GATE_JOBS_NAMESPACE"
-    });
+    env.retain(|e| e["name"] != "PREFLIGHT_GATE_ADMIN_TLS");
     for e in env.iter_mut() {
         match e["name"].as_str().unwrap() {
             "PREFLIGHT_GATE_TLS_CERT" => e["value"] = format!("{OLM_CERT_DIR}/tls.crt").into(),
@@ -254,7 +332,50 @@ once a release is cut (`deploy/release/cut --manifests-dir deploy/release`,
 then `PREFLIGHT_GATE_BLESS=1 cargo test --locked --test it bundle`). Until
 then there is no image to name: `manifests/` is absent, and building
 `bundle.Dockerfile` fails on it. docs/install.md, \"Install with OLM\".
+
+`after-install.yaml` is not part of the bundle image: it holds what of the
+overlay OLM cannot make (the checks' namespace and what runs there, Roles
+outside the install namespace, the admission policy, the result key's
+empty Secret), for the administrator to apply once after subscribing.
 ";
+
+/// bundle/after-install.yaml: the objects of the overlay OLM cannot make,
+/// as the overlay has them, each saying why it is here.
+fn after_install(objects: &[Value]) -> String {
+    let mut text = String::from(
+        "# Generated by tests/it/bundle.rs from deploy/rendered/openshift.yaml; do not edit.\n\
+         # Regenerate: PREFLIGHT_GATE_BLESS=1 cargo test --test it bundle\n\
+         #\n\
+         # What of the openshift overlay the OLM bundle cannot make, for the administrator\n\
+         # to apply once after subscribing, with the gate installed in the namespace\n\
+         # preflight-gate (docs/install.md, \"Install with OLM\"):\n\
+         #   oc apply -f bundle/after-install.yaml\n\
+         # OLM makes no namespace, grants Roles only in the install namespace, applies\n\
+         # no ValidatingAdmissionPolicy, and rewrites a bundle's Secret on every upgrade\n\
+         # (which would throw the result key away). Until this is applied, the gate runs\n\
+         # no check Job and no extraction pod, reads neither admin gates nor acks nor\n\
+         # the ingress certificate, writes no Event, and vouches for no result: every\n\
+         # target change is refused, saying what is missing.\n",
+    );
+    for object in objects
+        .iter()
+        .filter(|o| place(objects, o) == Place::AfterInstall)
+    {
+        let kind = object["kind"].as_str().unwrap();
+        let why = if !OLM_KINDS.contains(&kind) {
+            format!("a {kind}: OLM makes none from a bundle")
+        } else if kind == "Secret" {
+            "the result key's Secret, empty (the gate fills it): OLM would empty it again with every upgrade".to_owned()
+        } else {
+            format!(
+                "in the namespace {}: OLM places objects in the install namespace only",
+                namespace_of(object).unwrap()
+            )
+        };
+        text.push_str(&format!("---\n# {why}\n{}", yaml(object)));
+    }
+    text
+}
 
 /// Every file of bundle/, by path relative to it, naming `image` (by
 /// digest); without one, only the files that name no image.
@@ -286,6 +407,8 @@ pub fn generate(image: Option<&str>) -> BTreeMap<String, String> {
     }
     dockerfile.push_str("COPY manifests /manifests/\nCOPY metadata /metadata/\n");
     files.insert("bundle.Dockerfile".into(), dockerfile);
+    let objects = rendered("openshift");
+    files.insert(AFTER_INSTALL.into(), after_install(&objects));
     let Some(image) = image else {
         return files;
     };
@@ -295,7 +418,6 @@ pub fn generate(image: Option<&str>) -> BTreeMap<String, String> {
         "the bundle names its image by digest, not {image}"
     );
 
-    let objects = rendered("openshift");
     let deployment = find(&objects, "Deployment", "preflight-gate");
     let webhook_config = find(&objects, "ValidatingWebhookConfiguration", "preflight-gate");
     let webhook = &webhook_config["webhooks"][0];
@@ -306,9 +428,7 @@ pub fn generate(image: Option<&str>) -> BTreeMap<String, String> {
         .filter(|o| o["kind"] == "CustomResourceDefinition")
         .collect();
 
-    let (gate_cluster, gate_own, _) = rules_of(&objects, SA);
-    let (check_cluster, check_own, check_left_out) = rules_of(&objects, "preflight-check");
-    assert!(check_own.is_empty() && check_left_out.is_empty());
+    let (gate_cluster, gate_own) = rules_of(&objects);
 
     let webhook_port = service["spec"]["ports"]
         .as_array()
@@ -438,10 +558,7 @@ pub fn generate(image: Option<&str>) -> BTreeMap<String, String> {
             "install": {
                 "strategy": "deployment",
                 "spec": {
-                    "clusterPermissions": [
-                        {"serviceAccountName": SA, "rules": gate_cluster},
-                        {"serviceAccountName": "preflight-check", "rules": check_cluster},
-                    ],
+                    "clusterPermissions": [{"serviceAccountName": SA, "rules": gate_cluster}],
                     "permissions": [{"serviceAccountName": SA, "rules": gate_own}],
                     "deployments": [{
                         "name": deployment["metadata"]["name"],
@@ -471,40 +588,6 @@ pub fn generate(image: Option<&str>) -> BTreeMap<String, String> {
             crd,
         );
     }
-    // Objects OLM applies as they are, in the install namespace.
-    for (kind, name, file) in [
-        (
-            "ClusterRole",
-            "preflight-gate-override",
-            "preflight-gate-override.clusterrole",
-        ),
-        (
-            "ClusterRole",
-            "preflight-gate-updater",
-            "preflight-gate-updater.clusterrole",
-        ),
-        (
-            "PodDisruptionBudget",
-            "preflight-gate",
-            "preflight-gate.poddisruptionbudget",
-        ),
-        (
-            "PrometheusRule",
-            "preflight-gate",
-            "preflight-gate.prometheusrule",
-        ),
-        ("Role", "prometheus-k8s", "prometheus-k8s.role"),
-        (
-            "RoleBinding",
-            "prometheus-k8s",
-            "prometheus-k8s.rolebinding",
-        ),
-    ] {
-        put(
-            format!("manifests/{file}.yaml"),
-            &unplaced(find(&objects, kind, name)),
-        );
-    }
     // The metrics Service (OLM makes the webhook's own), scraped over HTTP.
     let mut metrics = unplaced(service);
     metrics["metadata"]["name"] = "preflight-gate-metrics".into();
@@ -520,19 +603,30 @@ pub fn generate(image: Option<&str>) -> BTreeMap<String, String> {
         "manifests/preflight-gate-metrics.service.yaml".into(),
         &metrics,
     );
-    let mut monitor = unplaced(find(&objects, "ServiceMonitor", "preflight-gate"));
-    monitor["spec"]
-        .as_object_mut()
-        .unwrap()
-        .remove("namespaceSelector");
-    monitor["spec"]["selector"] = json!({"matchLabels": metrics["metadata"]["labels"]});
-    let endpoint = &mut monitor["spec"]["endpoints"][0];
-    endpoint["scheme"] = "http".into();
-    endpoint.as_object_mut().unwrap().remove("tlsConfig");
-    put(
-        "manifests/preflight-gate.servicemonitor.yaml".into(),
-        &monitor,
-    );
+    // Every other object of the overlay that OLM can place, as it is in
+    // the install namespace; the ServiceMonitor scrapes the metrics Service
+    // over HTTP.
+    let mut written = std::collections::BTreeSet::new();
+    for object in objects.iter().filter(|o| {
+        place(&objects, o) == Place::Manifest && o["kind"] != "CustomResourceDefinition"
+    }) {
+        let mut manifest = unplaced(object);
+        if object["kind"] == "ServiceMonitor" {
+            let spec = &mut manifest["spec"];
+            spec.as_object_mut().unwrap().remove("namespaceSelector");
+            spec["selector"] = json!({"matchLabels": metrics["metadata"]["labels"]});
+            let endpoint = &mut spec["endpoints"][0];
+            endpoint["scheme"] = "http".into();
+            endpoint.as_object_mut().unwrap().remove("tlsConfig");
+        }
+        let path = format!(
+            "manifests/{}.{}.yaml",
+            object["metadata"]["name"].as_str().unwrap(),
+            object["kind"].as_str().unwrap().to_ascii_lowercase()
+        );
+        assert!(written.insert(path.clone()), "{path} twice");
+        put(path, &manifest);
+    }
 
     files
 }
@@ -615,40 +709,87 @@ fn the_bundle_keeps_the_overlays_promises() {
         annotations["operatorframework.io/suggested-namespace"],
         NAMESPACE
     );
-    // No ConfigMap of the cluster is readable but by name: the overlay's
-    // unnamed grant of openshift-config-managed is left out, and the guide
-    // grants it in that namespace alone.
-    for permissions in ["clusterPermissions", "permissions"] {
-        for entry in csv["spec"]["install"]["spec"][permissions]
+    // The gate's account has under OLM exactly what the overlay grants it
+    // cluster-wide and in its own namespace: no Role elsewhere is widened
+    // to the cluster (no read of ConfigMaps, no Events anywhere), and no
+    // pod or Job may it make beside itself.
+    let objects = rendered("openshift");
+    let overlay_rules = |namespaced: bool| -> Vec<Value> {
+        objects
+            .iter()
+            .filter(|b| {
+                (b["kind"] == "ClusterRoleBinding" || b["kind"] == "RoleBinding")
+                    && binds_the_gate_alone(b)
+                    && match namespace_of(b) {
+                        Some(n) => namespaced && n == NAMESPACE,
+                        None => !namespaced,
+                    }
+            })
+            .flat_map(|b| {
+                let role = objects
+                    .iter()
+                    .find(|o| {
+                        o["kind"] == b["roleRef"]["kind"]
+                            && o["metadata"]["name"] == b["roleRef"]["name"]
+                            && namespace_of(o) == namespace_of(b)
+                    })
+                    .unwrap();
+                role["rules"].as_array().unwrap().clone()
+            })
+            .collect()
+    };
+    let install = &csv["spec"]["install"]["spec"];
+    let cluster_permissions = install["clusterPermissions"].as_array().unwrap();
+    assert_eq!(cluster_permissions.len(), 1, "the gate's account alone");
+    assert_eq!(cluster_permissions[0]["serviceAccountName"], SA);
+    assert_eq!(
+        cluster_permissions[0]["rules"].as_array().unwrap(),
+        &overlay_rules(false)
+    );
+    assert_eq!(
+        install["permissions"][0]["rules"].as_array().unwrap(),
+        &overlay_rules(true)
+    );
+    for rule in cluster_permissions[0]["rules"].as_array().unwrap() {
+        let resources = rule["resources"].as_array().unwrap();
+        for kept in ["configmaps", "events"] {
+            assert!(
+                !resources.contains(&json!(kept)),
+                "cluster-wide {kept}: {rule}"
+            );
+        }
+        let writes = rule["verbs"]
             .as_array()
             .unwrap()
-        {
-            for rule in entry["rules"].as_array().unwrap() {
-                if permissions == "clusterPermissions" {
-                    assert!(may_widen(rule), "a cluster-wide read of ConfigMaps: {rule}");
-                }
-            }
+            .iter()
+            .any(|v| !["get", "list", "watch"].contains(&v.as_str().unwrap()));
+        for kept in ["pods", "jobs", "secrets"] {
+            assert!(
+                !(writes && resources.contains(&json!(kept))),
+                "cluster-wide writes of {kept}: {rule}"
+            );
         }
     }
-    let (_, _, left_out) = rules_of(&rendered("openshift"), SA);
-    assert_eq!(left_out.len(), 1, "{left_out:?}");
-    let (namespace, rule) = &left_out[0];
-    assert_eq!(namespace, LEFT_OUT_NAMESPACE);
-    let guide = std::fs::read_to_string(format!("{ROOT}/docs/install.md")).unwrap();
-    let verbs: Vec<&str> = rule["verbs"]
-        .as_array()
-        .unwrap()
+    for rule in install["permissions"][0]["rules"].as_array().unwrap() {
+        let resources = rule["resources"].as_array().unwrap();
+        assert!(
+            !resources.contains(&json!("pods")) && !resources.contains(&json!("jobs")),
+            "pods or Jobs beside the gate: {rule}"
+        );
+    }
+    // The check Jobs run in their own namespace, as the overlay says.
+    let jobs_namespace = env
         .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
-    let grant = format!(
-        "oc -n {namespace} create role preflight-gate-release-verification --verb={} --resource=configmaps",
-        verbs.join(",")
-    );
-    assert!(
-        guide.contains(&grant),
-        "docs/install.md does not say `{grant}`"
-    );
+        .find(|e| e["name"] == "PREFLIGHT_GATE_JOBS_NAMESPACE")
+        .expect("the Deployment names the checks' namespace");
+    assert_eq!(jobs_namespace["value"], CHECKS_NAMESPACE);
+    // Only the API server reaches the webhook port: the overlay's
+    // NetworkPolicy, shipped.
+    let policy: Value =
+        serde_saphyr::from_str(&files["manifests/preflight-gate.networkpolicy.yaml"]).unwrap();
+    let overlay_policy = find(&objects, "NetworkPolicy", "preflight-gate");
+    assert_eq!(policy["spec"], overlay_policy["spec"]);
+    assert!(policy["metadata"].get("namespace").is_none());
     // OLM's webhook descriptions have no matchConditions: the rules are the
     // overlay's, which name the ClusterVersion alone.
     assert!(webhook.get("matchConditions").is_none());
@@ -674,6 +815,162 @@ fn the_bundle_keeps_the_overlays_promises() {
                 assert!(!verbs.contains(&json!("*")), "{rule}");
             }
         }
+    }
+}
+
+/// Parity with the openshift overlay (docs/security.md, M5): every object
+/// of its rendering is in exactly one place under OLM, made from the CSV, a
+/// manifest of the bundle, or bundle/after-install.yaml; every manifest is
+/// of a kind OLM applies; and the after-install file holds only what OLM
+/// cannot make: kinds it does not apply, objects outside the install
+/// namespace, and the result key's Secret.
+#[test]
+fn every_object_of_the_overlay_is_in_one_place_under_olm() {
+    let objects = rendered("openshift");
+    let files = generate(Some(TEST_IMAGE));
+    let manifests: Vec<Value> = files
+        .iter()
+        .filter(|(path, _)| path.starts_with("manifests/"))
+        .map(|(_, text)| serde_saphyr::from_str(text).unwrap())
+        .collect();
+    for manifest in &manifests {
+        let kind = manifest["kind"].as_str().unwrap();
+        assert!(OLM_KINDS.contains(&kind), "OLM does not apply a {kind}");
+        assert!(
+            manifest["metadata"].get("namespace").is_none(),
+            "OLM places {kind} {} in the install namespace",
+            manifest["metadata"]["name"]
+        );
+    }
+    let after: Vec<Value> = crate::deploy::objects(&files[AFTER_INSTALL]);
+    let csv = &manifests
+        .iter()
+        .find(|m| m["kind"] == "ClusterServiceVersion")
+        .unwrap()["spec"];
+    let key = |o: &Value| {
+        (
+            o["kind"].as_str().unwrap().to_owned(),
+            o["metadata"]["name"].as_str().unwrap().to_owned(),
+        )
+    };
+    let mut places = BTreeMap::new();
+    for object in &objects {
+        let (kind, name) = key(object);
+        let shipped = manifests.iter().filter(|m| key(m) == key(object)).count();
+        let after_install = after.iter().filter(|a| *a == object).count();
+        let in_csv = match place(&objects, object) {
+            Place::Csv => 1,
+            _ => 0,
+        };
+        assert_eq!(
+            shipped + after_install + in_csv,
+            1,
+            "{kind} {name}: {shipped} manifests, {after_install} in {AFTER_INSTALL}, {in_csv} in the CSV"
+        );
+        if in_csv == 1 {
+            // What the CSV stands for is in it.
+            let found = match kind.as_str() {
+                "Deployment" => csv["install"]["spec"]["deployments"][0]["name"] == name,
+                "ValidatingWebhookConfiguration" => {
+                    csv["webhookdefinitions"][0]["generateName"] == object["webhooks"][0]["name"]
+                }
+                "ServiceAccount" => {
+                    csv["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]["serviceAccountName"]
+                        == name
+                }
+                // OLM's webhook Service; the metrics port is a manifest.
+                "Service" => files.contains_key("manifests/preflight-gate-metrics.service.yaml"),
+                "Namespace" => {
+                    let annotations = &manifests
+                        .iter()
+                        .find(|m| m["kind"] == "ClusterServiceVersion")
+                        .unwrap()["metadata"]["annotations"];
+                    annotations["operatorframework.io/suggested-namespace"] == name
+                }
+                // Roles and bindings: their rules, checked against the
+                // overlay by the_bundle_keeps_the_overlays_promises.
+                _ => ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
+                    .contains(&kind.as_str()),
+            };
+            assert!(found, "{kind} {name} is not in the CSV");
+        }
+        if kind == "CustomResourceDefinition" {
+            assert!(
+                csv["customresourcedefinitions"]["owned"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|o| o["name"] == name),
+                "the CSV does not own {name}"
+            );
+        }
+        *places
+            .entry(format!("{:?}", place(&objects, object)))
+            .or_insert(0) += 1;
+    }
+    // What is only under OLM: the metrics Service; nothing else.
+    for manifest in &manifests {
+        let (kind, name) = key(manifest);
+        let known = objects.iter().any(|o| key(o) == key(manifest))
+            || kind == "ClusterServiceVersion"
+            || (kind == "Service" && name == "preflight-gate-metrics");
+        assert!(known, "{kind} {name} is in no overlay");
+    }
+    for object in &after {
+        let kind = object["kind"].as_str().unwrap();
+        let elsewhere = namespace_of(object).is_some_and(|n| n != NAMESPACE);
+        let key_secret = kind == "Secret" && object["metadata"]["name"] == KEY_SECRET;
+        assert!(
+            !OLM_KINDS.contains(&kind) || elsewhere || key_secret,
+            "{kind} {} could be in the bundle",
+            object["metadata"]["name"]
+        );
+    }
+    // What the file holds: the checks' namespace, what runs there and its
+    // policy, the Roles OLM cannot grant, the key's Secret (no key in it).
+    for (kind, name) in [
+        ("Namespace", CHECKS_NAMESPACE),
+        ("ServiceAccount", "preflight-check"),
+        ("Role", "preflight-gate-check-jobs"),
+        ("ValidatingAdmissionPolicy", "preflight-gate-checks"),
+        ("ValidatingAdmissionPolicyBinding", "preflight-gate-checks"),
+        ("Role", "preflight-gate-events"),
+        ("Role", "preflight-gate-admin-gates"),
+        ("Role", "preflight-gate-release-verification"),
+        ("Secret", KEY_SECRET),
+    ] {
+        let found = after
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{AFTER_INSTALL} has no {kind} {name}"));
+        if kind == "Secret" {
+            assert!(found.get("data").is_none(), "{found}");
+        }
+    }
+    eprintln!("{places:?}");
+    assert!(places.len() == 3, "{places:?}");
+}
+
+/// bundle/after-install.yaml is a stream of YAML documents `oc apply -f`
+/// takes, says how to apply it, and says before each object why OLM does
+/// not make it.
+#[test]
+fn the_after_install_file_parses_and_each_object_says_why_it_is_there() {
+    let files = generate(None);
+    let text = &files[AFTER_INSTALL];
+    assert!(
+        text.contains("oc apply -f bundle/after-install.yaml"),
+        "{text}"
+    );
+    let docs: Vec<&str> = text.split("\n---\n").skip(1).collect();
+    let objects = crate::deploy::objects(text);
+    assert_eq!(docs.len(), objects.len());
+    for doc in docs {
+        let why = doc.lines().next().unwrap();
+        assert!(
+            why.starts_with("# ") && why.contains(": "),
+            "an object without its reason: {doc}"
+        );
     }
 }
 

@@ -613,10 +613,15 @@ fn the_release_image_has_the_certification_labels_and_its_licence() {
         );
     }
     assert_eq!(labels["version"], VERSION);
+    // The licence, gathered by the UBI stage into the root the final stage
+    // is made of.
+    let text = std::fs::read_to_string(format!("{ROOT}/Containerfile")).unwrap();
     assert!(
-        containerfile()
-            .iter()
-            .any(|(op, rest)| op == "COPY" && rest == "LICENSE /licenses/LICENSE"),
+        text.lines()
+            .any(|l| l == "COPY LICENSE /rootfs/licenses/LICENSE")
+            && containerfile()
+                .iter()
+                .any(|(op, rest)| op == "COPY" && rest == "--from=runtime /rootfs/ /"),
         "no /licenses/LICENSE"
     );
 }
@@ -627,4 +632,115 @@ fn containerfile_words_split_as_a_shell_would() {
         words(r#"a="b c" d=e f='g h' i=j\ k "l\"m"=n"#),
         ["a=b c", "d=e", "f=g h", "i=j k", "l\"m=n"]
     );
+}
+
+/// A shell's or a package manager's name: none is in the image.
+const SHELLS: [&str; 8] = ["sh", "bash", "dash", "ash", "zsh", "ksh", "csh", "busybox"];
+const PACKAGE_MANAGERS: [&str; 12] = [
+    "apt",
+    "apt-get",
+    "apt-cache",
+    "aptitude",
+    "dpkg",
+    "dpkg-deb",
+    "rpm",
+    "dnf",
+    "microdnf",
+    "yum",
+    "apk",
+    "pip",
+];
+
+/// The image has no shell and no package manager (docs/security.md, L8):
+/// nothing is named like one, anywhere; no locked package is one; and the
+/// only programs are the gate and the libraries it loads. A script a
+/// package ships is there as a file, but its interpreter is not, so it
+/// cannot run.
+#[test]
+fn the_image_has_no_shell_and_no_package_manager() {
+    let (path, _) = image();
+    let archive = Archive::read(&path);
+    let layers = archive.manifest["layers"].as_array().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let layer_path = dir.path().join("layer.tar.gz");
+    std::fs::write(
+        &layer_path,
+        archive.blob(layers[0]["digest"].as_str().unwrap()),
+    )
+    .unwrap();
+    let entries = listing(&layer_path);
+    let paths = members(&layer_path);
+    assert!(entries.len() > 100, "{} entries", entries.len());
+    for (name, mode, _) in &entries {
+        // A directory of that name holds no program (dpkg's /etc/dpkg, of
+        // base-files, holds the distribution's origins).
+        if mode.starts_with('d') {
+            continue;
+        }
+        let base = name.rsplit('/').next().unwrap();
+        assert!(
+            !SHELLS.contains(&base) && !PACKAGE_MANAGERS.contains(&base),
+            "{name} is in the image"
+        );
+    }
+    for (package, _) in locked_packages() {
+        assert!(
+            !SHELLS.contains(&package.as_str())
+                && !PACKAGE_MANAGERS.contains(&package.as_str())
+                && !["libc-bin", "coreutils", "apt-utils"].contains(&package.as_str()),
+            "packages.lock installs {package}"
+        );
+    }
+    // Every executable file: the gate, an ELF shared object it may load,
+    // or a script whose interpreter the image lacks.
+    let mut programs = Vec::new();
+    for (name, mode, _) in &entries {
+        if !mode.starts_with('-') || !mode.contains('x') {
+            continue;
+        }
+        let data = &paths[name];
+        if data.starts_with(b"\x7fELF") {
+            let shared = name.contains(".so");
+            if !shared {
+                programs.push(name.as_str());
+            }
+        } else if let Some(line) = data.strip_prefix(b"#!") {
+            let line = String::from_utf8_lossy(line);
+            let interpreter = line.split_whitespace().next().unwrap_or("");
+            let present = entries
+                .iter()
+                .any(|(n, _, _)| format!("/{n}") == interpreter);
+            assert!(
+                !present,
+                "{name} runs with {interpreter}, which is in the image"
+            );
+        } else {
+            panic!("{name} is executable and neither ELF nor a script");
+        }
+    }
+    assert_eq!(programs, ["usr/local/bin/preflight-gate"]);
+}
+
+/// The Containerfile's image, built where UBI can be pulled, has none
+/// either: its final stage is from scratch and takes only the files the
+/// UBI stage gathered, whose build fails if a shell or a package manager
+/// is among them (UBI minimal has bash and microdnf).
+#[test]
+fn the_containerfiles_image_is_from_scratch_with_no_shell() {
+    let text = std::fs::read_to_string(format!("{ROOT}/Containerfile")).unwrap();
+    let stage = containerfile();
+    assert!(
+        text.lines().any(|l| l == "FROM scratch"),
+        "the final stage is not from scratch"
+    );
+    let copies: Vec<&String> = stage
+        .iter()
+        .filter(|(op, _)| op == "COPY" || op == "ADD")
+        .map(|(_, rest)| rest)
+        .collect();
+    assert_eq!(copies, ["--from=runtime /rootfs/ /"], "{stage:?}");
+    assert!(stage.iter().all(|(op, _)| op != "RUN"));
+    for tool in ["bin/sh", "bin/bash", "usr/bin/microdnf", "usr/bin/rpm"] {
+        assert!(text.contains(tool), "the UBI stage does not refuse {tool}");
+    }
 }

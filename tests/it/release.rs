@@ -142,9 +142,12 @@ fn containerfile_bases() -> (BTreeMap<String, String>, Vec<String>) {
 #[test]
 fn the_containerfile_builds_on_ubi_with_bases_pinned_by_digest() {
     let (_, bases) = containerfile_bases();
-    assert_eq!(bases.len(), 2, "{bases:?}");
+    // The builder, UBI for the runtime's files, and the image from scratch.
+    assert_eq!(bases.len(), 3, "{bases:?}");
+    assert_eq!(bases[2], "scratch", "{bases:?}");
+    let bases = &bases[..2];
     let changelog = read("CHANGELOG.md");
-    for base in &bases {
+    for base in bases {
         let (_, digest) = base
             .split_once('@')
             .unwrap_or_else(|| panic!("{base} is not pinned by digest"));
@@ -167,7 +170,8 @@ fn the_containerfile_builds_on_ubi_with_bases_pinned_by_digest() {
         "EXPOSE 8443 9090",
         "ENTRYPOINT [\"/usr/local/bin/preflight-gate\"]",
         "CMD [\"serve\"]",
-        "COPY LICENSE /licenses/LICENSE",
+        "COPY LICENSE /rootfs/licenses/LICENSE",
+        "COPY --from=runtime /rootfs/ /",
     ] {
         assert!(text.lines().any(|l| l == line), "Containerfile: {line}");
     }
@@ -268,6 +272,45 @@ fn image_set_by(kustomization: &Value) -> String {
         .collect();
     assert_eq!(set.len(), 1, "one patch sets the image: {kustomization}");
     set[0].clone()
+}
+
+/// On Kubernetes 1.28 and 1.29 (OpenShift 4.15, 4.16) the checks'
+/// namespace's admission policy is not served: the guide's patches,
+/// added to its overlay, leave out the policy and its binding and nothing
+/// else.
+#[test]
+fn the_guides_patch_for_clusters_without_admission_policies_drops_the_policy_alone() {
+    let guide = read("docs/install.md");
+    let mut overlay: Value =
+        serde_saphyr::from_str(block_after(&guide, "<!-- image-override", "yaml")).unwrap();
+    let patches: Value =
+        serde_saphyr::from_str(block_after(&guide, "<!-- no-admission-policy", "yaml")).unwrap();
+    let whole = render_as_guided(
+        &serde_saphyr::to_string(&overlay).unwrap(),
+        &["oc", "kustomize", "my-cluster"],
+    );
+    overlay["patches"]
+        .as_array_mut()
+        .unwrap()
+        .extend(patches["patches"].as_array().unwrap().iter().cloned());
+    let without = render_as_guided(
+        &serde_saphyr::to_string(&overlay).unwrap(),
+        &["oc", "kustomize", "my-cluster"],
+    );
+    let dropped: Vec<&Value> = whole.iter().filter(|o| !without.contains(o)).collect();
+    let kinds: Vec<&str> = dropped
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding"
+        ],
+        "{dropped:?}"
+    );
+    assert_eq!(without.len() + 2, whole.len());
 }
 
 #[test]
