@@ -180,6 +180,7 @@ async fn main() {
 
     // One controller, as the leader runs it.
     let settings = controller::Settings {
+        newest_runs: Default::default(),
         refresh_interval: Duration::ZERO,
         run_timeout: Duration::from_secs(60),
         check_timeout: Duration::from_secs(10),

@@ -272,6 +272,7 @@ impl ControllerArgs {
         blocking: crate::model::standing::Exemptions,
     ) -> crate::preflight::controller::Settings {
         crate::preflight::controller::Settings {
+            newest_runs: Default::default(),
             blocking,
             refresh_interval: self.refresh_interval,
             run_timeout: self.limits.run_timeout,

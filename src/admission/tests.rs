@@ -2225,6 +2225,7 @@ fn a_result_signed_with_another_key_is_run_again_by_the_gate(
     let s = TestSource {
         offered,
         writer: Some(StatusWriter {
+            newest_run: None,
             field_manager: "preflight-gate",
             key: ResultKey::new(&[2; 32]),
         }),

@@ -18,6 +18,7 @@ use crate::cluster::scrape::{ScrapeAccess, ScrapeReviewer};
 use crate::cluster::witness::Witness;
 use crate::cluster::{self, EventRecorder, NoCluster, SubjectAccessReviewer};
 use crate::metrics::Metrics;
+use crate::model::vouch::NewestRuns;
 use crate::preflight::{
     DirectorySource, LiveSource, SnapshotSource, Source, controller, leader, result_key,
 };
@@ -39,7 +40,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let metrics = Metrics::new()?;
     let client = connect(&args).await?;
     let instance = args.cluster.instance.clone().unwrap_or_else(instance_name);
-    let source = results_source(&args, client.as_ref(), &metrics)?;
+    // What the results watch learns of each object's runs, the controller
+    // knows too, should this replica lead.
+    let newest_runs = Arc::new(NewestRuns::default());
+    let source = results_source(&args, client.as_ref(), &metrics, &newest_runs)?;
     let effects = ClusterEffects::new(client.as_ref(), &instance, &metrics);
     let (tls, admin_tls) = tls_configs(&args, &metrics)?;
     let (webhook, admin) = bind(&args)?;
@@ -49,9 +53,14 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.controller.controller,
         &args.cluster.results_dir,
     ) {
-        (Some(client), true, None) => {
-            Some(lead(&args, client, &instance, &metrics, stopped.clone()))
-        }
+        (Some(client), true, None) => Some(lead(
+            &args,
+            client,
+            &instance,
+            &metrics,
+            stopped.clone(),
+            newest_runs,
+        )),
         _ => None,
     };
 
@@ -119,6 +128,7 @@ fn results_source(
     args: &ServeArgs,
     client: Option<&kube::Client>,
     metrics: &Metrics,
+    newest_runs: &Arc<NewestRuns>,
 ) -> anyhow::Result<Arc<dyn Source>> {
     let snapshot = |mut view: crate::view::ClusterView, name: String| -> Arc<dyn Source> {
         view.alert_namespaces = args.controller.alerts.namespaces();
@@ -149,6 +159,7 @@ fn results_source(
                     args.cluster.stale_after,
                     metrics.clone(),
                     key,
+                    newest_runs.clone(),
                 )
             }
             (None, None, None) => snapshot(
@@ -281,6 +292,7 @@ fn lead(
     instance: &str,
     metrics: &Metrics,
     mut stopped: watch::Receiver<bool>,
+    newest_runs: Arc<NewestRuns>,
 ) -> JoinHandle<()> {
     let lease = leader::LeaseSettings {
         namespace: args.controller.namespace.clone(),
@@ -288,7 +300,10 @@ fn lead(
         identity: instance.to_owned(),
         duration: args.controller.lease_duration,
     };
-    let settings = args.controller.settings(args.policy.blocking());
+    let settings = crate::preflight::controller::Settings {
+        newest_runs,
+        ..args.controller.settings(args.policy.blocking())
+    };
     let work = {
         let (client, metrics, instance) = (client.clone(), metrics.clone(), instance.to_owned());
         move || {

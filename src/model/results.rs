@@ -49,6 +49,11 @@ pub struct UpdatePreflightStatus {
     /// new stamp asks for one run, whatever time it names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_request: Option<String>,
+    /// The number of this run of the object, counted by the controller
+    /// from 1 and signed with the result: an older run's status written
+    /// back is told from the newest by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub results: Vec<CheckResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -42,6 +42,9 @@ pub struct NotVouched {
 pub struct StatusWriter {
     pub field_manager: &'static str,
     pub key: Result<ResultKey, String>,
+    /// The newest run of the object that the gate has seen signed, by its
+    /// uid: an older one is a status written back, however well signed.
+    pub newest_run: Option<u64>,
 }
 
 /// Whether `object` is the gate's own result for `key`, at `version` (the
@@ -121,11 +124,66 @@ pub fn vouch(
         Err(why) => refuse(format!(
             "cannot be vouched for: the gate cannot read the key it signs its results with ({why})"
         )),
-        Ok(result_key) => result_key.verify(object).map_err(|why| NotVouched {
-            name,
-            why,
-            runs_again: true,
-        }),
+        Ok(result_key) => {
+            let older = |newest: u64| {
+                let run = object.status.as_ref().and_then(|s| s.run).unwrap_or(0);
+                (run < newest).then(|| {
+                    format!(
+                        "is run {run} of the object, older than run {newest}, which the gate has seen: an older status was written back"
+                    )
+                })
+            };
+            let why = match result_key.verify(object) {
+                Err(why) => why,
+                Ok(()) => match writer.newest_run.and_then(older) {
+                    Some(why) => why,
+                    None => return Ok(()),
+                },
+            };
+            // Either way the controller runs it again by itself.
+            Err(NotVouched {
+                name,
+                why,
+                runs_again: true,
+            })
+        }
+    }
+}
+
+/// The newest run of each object the gate has seen signed, by uid: the
+/// webhook refuses an older one (a status written back), and the
+/// controller runs such an object again.
+#[derive(Debug, Default)]
+pub struct NewestRuns(std::sync::Mutex<std::collections::HashMap<String, u64>>);
+
+impl NewestRuns {
+    /// Records `object`'s run if it is a finished run `key` signed.
+    pub fn observe(&self, object: &UpdatePreflight, key: &ResultKey) {
+        let (Some(uid), Some(run)) = (
+            object.metadata.uid.as_ref(),
+            object.status.as_ref().and_then(|s| s.run),
+        ) else {
+            return;
+        };
+        if finished(object) && key.verify(object).is_ok() {
+            let mut runs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let newest = runs.entry(uid.clone()).or_default();
+            *newest = (*newest).max(run);
+        }
+    }
+
+    /// Forgets a deleted object (a new one has another uid).
+    pub fn forget(&self, uid: &str) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(uid);
+    }
+
+    /// The newest signed run seen of the object with `uid`.
+    pub fn newest(&self, uid: &str) -> Option<u64> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(uid)
+            .copied()
     }
 }
 
@@ -152,11 +210,14 @@ impl std::fmt::Debug for ResultKey {
 
 /// What a signature starts with: its version, so that what it covers can
 /// change and old signatures stop verifying rather than verify wrongly.
-const SIGNATURE_PREFIX: &str = "v1:";
+const SIGNATURE_PREFIX: &str = "v2:";
 
 /// What a signature covers, in this order (the JSON of the typed values,
 /// which read back from the API server serialize the same): the object's
-/// name and spec (image, version, selected checks), and every field of the
+/// name, uid (so a status copied onto another object, even one of the same
+/// name made anew, is not its result) and spec (image, version, selected
+/// checks), the run's number (so an older run written back is told from the
+/// newest), and every field of the
 /// status the decision or its denial reads: phase, start and completion
 /// time, the generation and request observed, the results, summary and
 /// conditions (the conclusion), and the plan. Not covered: the completed
@@ -167,9 +228,11 @@ const SIGNATURE_PREFIX: &str = "v1:";
 struct Signed<'a> {
     domain: &'static str,
     name: &'a str,
+    uid: &'a str,
     image: &'a str,
     version: Option<&'a str>,
     checks: &'a [String],
+    run: Option<u64>,
     phase: Option<Phase>,
     start_time: Option<&'a Time>,
     completion_time: Option<&'a Time>,
@@ -202,9 +265,11 @@ impl ResultKey {
         let signed = Signed {
             domain: "preflight.dev/UpdatePreflight result",
             name: object.metadata.name.as_deref().unwrap_or_default(),
+            uid: object.metadata.uid.as_deref().unwrap_or_default(),
             image: &object.spec.image,
             version: object.spec.version.as_deref(),
             checks: &object.spec.checks,
+            run: status.run,
             phase: status.phase,
             start_time: status.start_time.as_ref(),
             completion_time: status.completion_time.as_ref(),
@@ -301,6 +366,7 @@ mod tests {
 
     fn writer(key: Result<ResultKey, String>) -> StatusWriter {
         StatusWriter {
+            newest_run: None,
             field_manager: FIELD_MANAGER,
             key,
         }
@@ -328,6 +394,7 @@ mod tests {
             phase: Some(crate::model::Phase::Passed),
             completion_time: Some(Time("2025-03-01T10:00:00Z".parse().unwrap())),
             observed_generation: Some(1),
+            run: Some(3),
             results: vec![crate::model::CheckResult::new(
                 "EtcdHealthy",
                 crate::model::Severity::Blocking,
@@ -404,11 +471,66 @@ mod tests {
         "has a signature that is not the gate's")]
     #[case::another_version(|o: &mut UpdatePreflight| o.spec.version = None,
         "has a signature that is not the gate's")]
+    #[case::copied_onto_another_object(|o: &mut UpdatePreflight| o.metadata.uid = Some("another-uid".into()),
+        "has a signature that is not the gate's")]
+    #[case::another_run_number(|o: &mut UpdatePreflight| o.status.as_mut().unwrap().run = Some(9),
+        "has a signature that is not the gate's")]
     fn a_tampered_result_is_refused(#[case] tamper: fn(&mut UpdatePreflight), #[case] says: &str) {
         let mut o = signed(&key(7));
         tamper(&mut o);
         let why = check(&o).unwrap_err();
         assert!(why.contains(says), "{why}");
+    }
+
+    /// An older signed run written back (M1): the signature verifies, but
+    /// the gate has seen a newer run of the object, so it is refused and run
+    /// again; the newest run itself, and any run of another object, pass.
+    #[test]
+    fn an_older_signed_run_written_back_is_refused() {
+        let runs = NewestRuns::default();
+        let mut newer = own();
+        newer.metadata.uid = Some("uid-1".into());
+        let older = {
+            let mut o = signed_as(&newer, 3, &key(7));
+            o.metadata.uid = Some("uid-1".into());
+            o
+        };
+        let newest = signed_as(&newer, 4, &key(7));
+        runs.observe(&older, &key(7));
+        runs.observe(&newest, &key(7));
+        // Unsigned or forged runs are never remembered.
+        let mut forged = newest.clone();
+        forged.status.as_mut().unwrap().run = Some(99);
+        runs.observe(&forged, &key(7));
+        runs.observe(&signed_as(&newer, 50, &key(8)), &key(7));
+        assert_eq!(runs.newest("uid-1"), Some(4));
+
+        let with = |o: &UpdatePreflight| {
+            let writer = StatusWriter {
+                newest_run: runs.newest("uid-1"),
+                ..writer(Ok(key(7)))
+            };
+            vouch(o, &ReleaseKey::from_image(IMAGE), None, Some(&writer))
+        };
+        assert_eq!(with(&newest), Ok(()));
+        let refused = with(&older).unwrap_err();
+        assert_eq!(
+            refused.why,
+            "is run 3 of the object, older than run 4, which the gate has seen: an older status was written back"
+        );
+        assert!(refused.runs_again, "the controller runs it again");
+        runs.forget("uid-1");
+        assert_eq!(runs.newest("uid-1"), None);
+    }
+
+    /// `template`'s object with a finished run numbered `run`, signed.
+    fn signed_as(template: &UpdatePreflight, run: u64, key: &ResultKey) -> UpdatePreflight {
+        let mut o = signed(key);
+        o.metadata.uid = template.metadata.uid.clone();
+        o.status.as_mut().unwrap().run = Some(run);
+        let signature = key.sign(&o);
+        o.status.as_mut().unwrap().signature = Some(signature);
+        o
     }
 
     #[test]

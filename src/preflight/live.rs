@@ -27,7 +27,7 @@ use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::UpdatePreflightSpec;
 use crate::model::release::ReleaseKey;
-use crate::model::vouch::StatusWriter;
+use crate::model::vouch::{NewestRuns, StatusWriter};
 use crate::preflight::result_key::SharedKey;
 
 /// Stamped on an object to ask for a new run.
@@ -63,6 +63,9 @@ pub struct LiveSource {
     /// watch (never from a review): those its update graph offers and its
     /// stored target.
     checked: RwLock<HashSet<ReleaseKey>>,
+    /// The newest signed run of each object the watch delivered, shared
+    /// with this replica's controller.
+    newest_runs: Arc<NewestRuns>,
     metrics: Metrics,
     /// The key the gate's results are signed with (`model::vouch`).
     result_key: Arc<SharedKey>,
@@ -75,12 +78,14 @@ impl LiveSource {
         stale_after: Duration,
         metrics: Metrics,
         result_key: Arc<SharedKey>,
+        newest_runs: Arc<NewestRuns>,
     ) -> Arc<Self> {
         let source = Arc::new(Self {
             cache: ResultCache::default(),
             health: WatchHealth::default(),
             stale_after,
             checked: RwLock::new(HashSet::new()),
+            newest_runs,
             metrics,
             result_key,
         });
@@ -113,17 +118,27 @@ impl LiveSource {
                     }
                     match event {
                         Event::Init => buffer.clear(),
-                        Event::InitApply(object) => buffer.push(object),
+                        Event::InitApply(object) => {
+                            self.remember_run(&object);
+                            buffer.push(object);
+                        }
                         Event::InitDone => {
                             self.cache.replace(std::mem::take(&mut buffer));
                             if !self.health.synced.swap(true, Ordering::Relaxed) {
                                 info!(objects = self.cache.len(), "results cache synced");
                             }
                         }
-                        Event::Apply(object) => self.cache.apply(object),
-                        Event::Delete(object) => self
-                            .cache
-                            .delete(object.metadata.name.as_deref().unwrap_or("")),
+                        Event::Apply(object) => {
+                            self.remember_run(&object);
+                            self.cache.apply(object);
+                        }
+                        Event::Delete(object) => {
+                            if let Some(uid) = &object.metadata.uid {
+                                self.newest_runs.forget(uid);
+                            }
+                            self.cache
+                                .delete(object.metadata.name.as_deref().unwrap_or(""));
+                        }
                     }
                     self.metrics.results.cached(self.cache.len());
                 }
@@ -180,6 +195,14 @@ impl LiveSource {
         }
     }
 
+    /// Remembers the object's run when the gate signed it, so that an
+    /// older run written back later is refused (`model::vouch`).
+    fn remember_run(&self, object: &UpdatePreflight) {
+        if let Ok(key) = self.result_key.get() {
+            self.newest_runs.observe(object, &key);
+        }
+    }
+
     fn mark_up(&self) {
         let mut down = self
             .health
@@ -213,14 +236,19 @@ fn watcher(
 
 impl ResultLookup for LiveSource {
     fn lookup(&self, key: &ReleaseKey) -> Lookup {
+        let result = self.cache.get(key);
         Lookup {
-            result: self.cache.get(key),
             trusted: self.trusted(),
             expires: true,
             status_writer: Some(StatusWriter {
                 field_manager: crate::model::vouch::FIELD_MANAGER,
                 key: self.result_key.get(),
+                newest_run: result
+                    .as_ref()
+                    .and_then(|r| r.metadata.uid.as_ref())
+                    .and_then(|uid| self.newest_runs.newest(uid)),
             }),
+            result,
         }
     }
 

@@ -172,6 +172,7 @@ impl World {
             .block_on(preflight_gate::cluster::client(Some(&kubeconfig)))
             .unwrap();
         let settings = controller::Settings {
+            newest_runs: Default::default(),
             refresh_interval: Duration::from_secs(24 * 3600),
             run_timeout: Duration::from_secs(60),
             check_timeout: Duration::from_secs(10),
@@ -361,12 +362,20 @@ impl World {
         ]);
     }
 
-    /// The gate's signature of `status` as the result of `object` (its
-    /// name and spec), as its controller writes it.
+    /// The gate's signature of `status` on the stored object named as
+    /// `object` is (its uid read back: a signature binds it).
     pub fn sign_as_the_gate(&self, object: &Value, status: &Value) -> String {
+        let name = object["metadata"]["name"].as_str().unwrap();
+        let uid = self.admin(&[
+            "get",
+            "updatepreflight",
+            name,
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ]);
         let signed: preflight_gate::model::UpdatePreflight = serde_json::from_value(json!({
             "apiVersion": "preflight.dev/v1alpha1", "kind": "UpdatePreflight",
-            "metadata": {"name": object["metadata"]["name"]},
+            "metadata": {"name": name, "uid": uid.trim()},
             "spec": object["spec"], "status": status}))
         .unwrap();
         self.result_key().sign(&signed)

@@ -281,6 +281,84 @@ fn a_status_written_as_the_gates_field_manager_without_its_key_is_no_result() {
     start_from_rest(world, &[&own]);
 }
 
+const REPLAYED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6f6";
+
+/// An older signed pass written back (trust, third pass, M1): run 1 of the
+/// target passed, run 2 failed; someone who may write status (naming the
+/// gate's field manager) puts run 1's status back, signature and all. The
+/// webhook has seen run 2, so it refuses run 1 rather than allow the
+/// target, and the controller, which has seen run 2 too, runs it again.
+#[test]
+fn an_older_signed_pass_written_back_is_no_result() {
+    let (_turn, world) = lock();
+    let own = ReleaseKey::from_image(REPLAYED).object_name();
+    // No controller while the runs are written: the test plays it.
+    let replicas = stop_controllers(world);
+    start_from_rest(world, &[&own]);
+    let object = upf(&own, REPLAYED, &[]);
+    world.apply_json(&object);
+    let generation: i64 = world
+        .admin(&[
+            "get",
+            "updatepreflight",
+            &own,
+            "-o",
+            "jsonpath={.metadata.generation}",
+        ])
+        .trim()
+        .parse()
+        .unwrap();
+    let now = jiff::Timestamp::now().to_string();
+    let run = |number: u64, outcome: &str, phase: &str| {
+        let mut status = json!({"phase": phase, "startTime": now, "completionTime": now,
+            "observedGeneration": generation, "run": number,
+            "results": [{"name": "ClusterVersionState", "severity": "Blocking",
+                         "outcome": outcome, "message": format!("run {number}")}]});
+        status["signature"] = json!(world.sign_as_the_gate(&object, &status));
+        status
+    };
+    let passed = run(1, "Pass", "Passed");
+    world.write_status_as_the_gates_manager(&own, &passed);
+    ask_until(world, REPLAYED, "allowed on run 1", |ok, _| ok);
+    world.write_status_as_the_gates_manager(&own, &run(2, "Fail", "Failed"));
+    ask_until(world, REPLAYED, "denied on run 2", |ok, stderr| {
+        !ok && stderr.contains("ClusterVersionState")
+    });
+    // Run 1's pass, written back: well signed, and still no result.
+    world.write_status_as_the_gates_manager(&own, &passed);
+    let refused = ask_until(world, REPLAYED, "refused", |ok, stderr| {
+        !ok && stderr.contains("older")
+    });
+    assert!(
+        refused.contains(
+            "Its result is run 1 of the object, older than run 2, which the gate has seen: an older status was written back"
+        ) && refused.contains("the gate runs it again by itself"),
+        "{refused}"
+    );
+
+    // A controller leads and sees run 10, fresh and signed: nothing to run.
+    let mut replicas = replicas;
+    replicas.push(world.start_replica("controller-replay"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !replicas[0].is_leader() {
+        assert!(Instant::now() < deadline, "the new replica never led");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    world.write_status_as_the_gates_manager(&own, &run(10, "Fail", "Failed"));
+    std::thread::sleep(Duration::from_secs(2));
+    drop(replicas);
+    // Run 1 written back again: the controller runs the target anew,
+    // numbered past every run.
+    world.write_status_as_the_gates_manager(&own, &passed);
+    let result = world.wait_for_result(REPLAYED, "run again by the controller", |o| {
+        done(o) && o["status"]["run"].as_u64().is_some_and(|n| n > 10)
+    });
+    let written: preflight_gate::model::UpdatePreflight =
+        serde_json::from_value(result.clone()).unwrap();
+    assert_eq!(world.result_key().verify(&written), Ok(()), "{result}");
+    start_from_rest(world, &[&own]);
+}
+
 /// A review may name any host with a digest the graph offers: the object
 /// the gate creates for it, whose image its extraction pod would pull,
 /// names the pullspec the update graph gives.

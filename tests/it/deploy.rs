@@ -663,7 +663,10 @@ fn the_gate_watches_only_the_api_servers_own_endpoints() {
                 "{overlay}: {verb} elsewhere"
             );
         }
-        assert!(!may("get", Some("default"), Some("kubernetes")), "{overlay}");
+        assert!(
+            !may("get", Some("default"), Some("kubernetes")),
+            "{overlay}"
+        );
     }
 }
 

@@ -27,7 +27,7 @@ use crate::cluster::live;
 use crate::metrics::Metrics;
 use crate::model::UpdatePreflight;
 use crate::model::standing::Exemptions;
-use crate::model::vouch::ResultKey;
+use crate::model::vouch::{NewestRuns, ResultKey};
 use crate::view::alerts::AlertNamespaces;
 
 pub use reconcile::run_due;
@@ -58,6 +58,11 @@ pub struct Settings {
     /// The gate's namespace, whose Secret holds the key results are signed
     /// with (`preflight::result_key`).
     pub namespace: String,
+    /// The newest run of each object seen signed, shared with the
+    /// replica's own results watch (which has watched since the replica
+    /// started, before it led): an older run is a status written back,
+    /// and is run again.
+    pub newest_runs: Arc<NewestRuns>,
 }
 
 /// What every reconcile and refresh shares.

@@ -99,15 +99,17 @@ pub(crate) async fn reconcile(
     ctx.metrics.results.observe(&object);
     let settings = &ctx.settings;
     let now = Timestamp::now();
-    let due = unsigned(&object, &ctx.key).or_else(|| {
-        run_due(
-            &object,
-            settings.refresh_interval,
-            settings.run_timeout,
-            ctx.leading_since,
-            now,
-        )
-    });
+    let due = unsigned(&object, &ctx.key)
+        .or_else(|| written_back(&object, ctx.as_ref()))
+        .or_else(|| {
+            run_due(
+                &object,
+                settings.refresh_interval,
+                settings.run_timeout,
+                ctx.leading_since,
+                now,
+            )
+        });
     let Some(why) = due else {
         return Ok(next_check(&object, settings));
     };
@@ -163,6 +165,36 @@ async fn ask_for_the_result(object: &UpdatePreflight, ctx: &Ctx) {
     }
 }
 
+/// The number of a run started at `started`: past the object's last run
+/// and any run `seen` signed, and at least the start's Unix second, so a
+/// leader that never saw the newest run (every replica restarted since)
+/// still numbers past it, while clocks agree.
+pub(crate) fn next_run(object: &UpdatePreflight, seen: Option<u64>, started: Timestamp) -> u64 {
+    let last = object.status.as_ref().and_then(|s| s.run).unwrap_or(0);
+    let clock = u64::try_from(started.as_second()).unwrap_or(0);
+    last.max(seen.unwrap_or(0)).saturating_add(1).max(clock)
+}
+
+/// Why a finished run is due again when its status is an older run of the
+/// object than one this leader wrote or saw signed: written back by someone
+/// who may write status (model::vouch refuses it meanwhile). Else the
+/// object's run is remembered.
+fn written_back(object: &UpdatePreflight, ctx: &Ctx) -> Option<&'static str> {
+    let uid = object.metadata.uid.as_deref()?;
+    let run = object.status.as_ref().and_then(|s| s.run).unwrap_or(0);
+    if finished(object)
+        && ctx
+            .settings
+            .newest_runs
+            .newest(uid)
+            .is_some_and(|newest| run < newest)
+    {
+        return Some("an older run's status was written back");
+    }
+    ctx.settings.newest_runs.observe(object, &ctx.key);
+    None
+}
+
 /// Why a finished run is due again when the gate did not sign its result
 /// (written by someone else, or by a gate before results were signed): the
 /// webhook would not count it, so it is run and written anew.
@@ -181,6 +213,7 @@ pub(super) const STATUS_FIELDS: &[&str] = &[
     "completionTime",
     "observedGeneration",
     "observedRequest",
+    "run",
     "results",
     "summary",
     "conditions",
@@ -236,10 +269,16 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<UpdatePrefligh
     let name = object.name_any();
     let started = Instant::now();
     let start_time = Time(Timestamp::now());
+    let seen = object
+        .metadata
+        .uid
+        .as_deref()
+        .and_then(|uid| ctx.settings.newest_runs.newest(uid));
     let mut status = UpdatePreflightStatus {
         phase: Some(Phase::Running),
         start_time: Some(start_time.clone()),
         observed_request: object.annotations().get(REQUESTED_AT).cloned(),
+        run: Some(next_run(object, seen, start_time.0)),
         signature: None,
         ..object.status.clone().unwrap_or_default()
     };
@@ -296,6 +335,9 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<UpdatePrefligh
     status.plan = plan;
     status.signature = Some(signature_of(object, &status, &ctx.key));
     write_status(&api, &name, &status).await?;
+    let mut written = object.clone();
+    written.status = Some(status.clone());
+    ctx.settings.newest_runs.observe(&written, &ctx.key);
 
     let elapsed = started.elapsed();
     let phase_name = format!("{phase:?}");

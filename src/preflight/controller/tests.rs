@@ -292,3 +292,37 @@ fn offered_targets_come_from_available_and_conditional_updates() {
     let images: Vec<String> = offered(&cv).into_iter().map(|r| r.image).collect();
     assert_eq!(images, ["q@sha256:11", "q@sha256:33"]);
 }
+
+/// Runs are numbered past the object's last run and any run seen, and at
+/// least by the start's second, so a leader that never saw the newest run
+/// still numbers past it (M1).
+#[test]
+fn runs_are_numbered_past_every_earlier_run() {
+    let mut object = crate::model::UpdatePreflight::new(
+        "release-sha256-aa",
+        crate::model::UpdatePreflightSpec {
+            image: "q@sha256:aa".into(),
+            ..Default::default()
+        },
+    );
+    let at = |s: i64| jiff::Timestamp::from_second(s).unwrap();
+    assert_eq!(super::reconcile::next_run(&object, None, at(0)), 1);
+    object.status = Some(crate::model::UpdatePreflightStatus {
+        run: Some(1_700_000_000),
+        ..Default::default()
+    });
+    // Another run the same second, and one seen signed beyond the object's.
+    assert_eq!(
+        super::reconcile::next_run(&object, None, at(1_700_000_000)),
+        1_700_000_001
+    );
+    assert_eq!(
+        super::reconcile::next_run(&object, Some(1_700_000_050), at(1_700_000_000)),
+        1_700_000_051
+    );
+    // A run written back is older than a new leader's clock.
+    assert_eq!(
+        super::reconcile::next_run(&object, None, at(1_800_000_000)),
+        1_800_000_000
+    );
+}

@@ -29,6 +29,7 @@ const REFRESH: Duration = Duration::from_secs(3600);
 
 fn settings() -> Settings {
     Settings {
+        newest_runs: Default::default(),
         refresh_interval: REFRESH,
         run_timeout: Duration::from_secs(60),
         check_timeout: Duration::from_secs(30),
