@@ -67,21 +67,16 @@ pub enum MetricsAuth {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Server")]
 pub struct ServerArgs {
-    /// Address of the TLS webhook.
-    #[arg(
-        long,
-        default_value = "0.0.0.0:8443",
-        env = "PREFLIGHT_GATE_WEBHOOK_ADDR"
-    )]
-    pub webhook_addr: SocketAddr,
+    /// Address of the TLS webhook. By default 0.0.0.0:8443 with --tls-cert,
+    /// and 127.0.0.1:8443 with the development certificates, which name
+    /// only this machine.
+    #[arg(long, env = "PREFLIGHT_GATE_WEBHOOK_ADDR")]
+    pub webhook_addr: Option<SocketAddr>,
     /// Address of the admin server (/metrics, /healthz, /readyz): plain HTTP,
-    /// or HTTPS with --admin-tls.
-    #[arg(
-        long,
-        default_value = "0.0.0.0:9090",
-        env = "PREFLIGHT_GATE_ADMIN_ADDR"
-    )]
-    pub admin_addr: SocketAddr,
+    /// or HTTPS with --admin-tls. By default 0.0.0.0:9090 with --tls-cert,
+    /// and 127.0.0.1:9090 with the development certificates.
+    #[arg(long, env = "PREFLIGHT_GATE_ADMIN_ADDR")]
+    pub admin_addr: Option<SocketAddr>,
     /// Serve the admin port over HTTPS with the webhook's certificate, as
     /// OpenShift's monitoring expects of cluster components.
     #[arg(long, env = "PREFLIGHT_GATE_ADMIN_TLS")]
@@ -99,6 +94,19 @@ pub struct ServerArgs {
     /// Webhook connections open at once, counted once their TLS handshake is done (as many handshakes may run beside them); past it the connection idle longest is closed for the new one, and a new one is refused only while every open one is busy. One peer address may hold a quarter of them.
     #[arg(long, default_value_t = 1024, env = "PREFLIGHT_GATE_MAX_CONNECTIONS")]
     pub max_connections: usize,
+    /// Webhook connections of one peer address busy with a review at once (at most its quarter of --max-connections); a request past it is answered 503 and, on HTTP/1, its connection closed. The ClusterVersion is one object, so an API server has a few reviews in flight at most; at 16, keeping all 1,024 slots busy takes 64 addresses, not 4.
+    #[arg(long, default_value_t = 16, env = "PREFLIGHT_GATE_MAX_BUSY_PER_PEER")]
+    pub max_busy_per_peer: usize,
+    /// Connection slots only the API server's own addresses may take, the endpoints of the kubernetes Service (an EndpointSlice in default, watched); other peers share the rest, and never close the API server's connections to make room. Nothing is reserved without a cluster, or while those endpoints cannot be read; the log says so. At most half of --max-connections; 0 turns it off. 64 is two dozen for each replica of a three-replica control plane, which opens one connection per review in flight and keeps up to 25 idle.
+    #[arg(
+        long,
+        default_value_t = 64,
+        env = "PREFLIGHT_GATE_RESERVED_CONNECTIONS"
+    )]
+    pub reserved_connections: usize,
+    /// The least rate, in bytes a second, at which a review's body must arrive: averaged since its head, once 2 s have passed. A body that falls behind is answered 408 and, on HTTP/1, its connection closed, so a trickling body holds no slot. The API server sends a review at once; 0 turns it off.
+    #[arg(long, default_value_t = 512, env = "PREFLIGHT_GATE_MIN_BODY_RATE")]
+    pub min_body_rate: u64,
     /// Time allowed for a TLS handshake.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_HANDSHAKE_TIMEOUT")]
     pub handshake_timeout: Duration,

@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 
 use preflight_gate::admission::Policy;
 use preflight_gate::cluster::NoCluster;
+use preflight_gate::cluster::api_server::ApiServerAddresses;
 use preflight_gate::cluster::witness::Witness;
 use preflight_gate::metrics::Metrics;
 use preflight_gate::preflight::DirectorySource;
-use preflight_gate::server::{self, CertFiles, Gate, Health, Listen, ReloadingCert};
+use preflight_gate::server::{self, CertFiles, Gate, Health, Listen, MinBodyRate, ReloadingCert};
 
 /// The example review a bench posts.
 pub const REVIEW: &str = include_str!("../../examples/reviews/update-to-4.15.3.json");
@@ -70,6 +71,11 @@ pub async fn start() -> Running {
         // The defaults of `serve`.
         max_concurrency: 256,
         max_connections: 1024,
+        max_busy_per_peer: 16,
+        reserved_connections: 64,
+        // No cluster: nothing reserved.
+        api_server: ApiServerAddresses::unknown(),
+        min_body_rate: MinBodyRate::new(512),
         handshake_timeout: Duration::from_secs(5),
         header_read_timeout: Duration::from_secs(5),
         idle_timeout: Duration::from_secs(120),
@@ -120,6 +126,17 @@ pub async fn post_reviews(
     reviews: usize,
     keep_alive: bool,
 ) -> (Vec<Duration>, usize) {
+    post_reviews_for(gate, reviews, Duration::ZERO, keep_alive).await
+}
+
+/// As [`post_reviews`], and on past `reviews` until `at_least` has passed,
+/// so that the reviews span an attack's cycles rather than a moment of it.
+pub async fn post_reviews_for(
+    gate: &Running,
+    reviews: usize,
+    at_least: Duration,
+    keep_alive: bool,
+) -> (Vec<Duration>, usize) {
     let mut builder = reqwest::Client::builder()
         .use_rustls_tls()
         .tls_built_in_root_certs(false)
@@ -135,7 +152,8 @@ pub async fn post_reviews(
     );
     let mut latencies = Vec::with_capacity(reviews);
     let mut verdicts = 0usize;
-    for _ in 0..reviews {
+    let began = Instant::now();
+    while latencies.len() < reviews || began.elapsed() < at_least {
         let started = Instant::now();
         let answer = client
             .post(&url)

@@ -2,10 +2,12 @@
 //! must-gather reader that fill a [`crate::view::ClusterView`]; the alert
 //! querier; override authorization by SubjectAccessReview; Events on the
 //! ClusterVersion; whether the replica's own node is cordoned; who may read
-//! `/metrics` (TokenReview and SubjectAccessReview); and the witness that records an allowed change once the
+//! `/metrics` (TokenReview and SubjectAccessReview); the API server's own
+//! addresses, for the connection slots reserved for it; and the witness that records an allowed change once the
 //! API server stored it. What they read is `crate::view`, pure. Nothing here runs
 //! on the decision's path except the authorization question.
 
+pub mod api_server;
 mod authz;
 pub mod cordon;
 mod events;

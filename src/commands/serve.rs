@@ -3,6 +3,7 @@
 //! cluster does for the gate (authorization, Events, the witness), TLS, the
 //! listeners and the leader's work.
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use tracing::{info, warn};
 use crate::admission::ports::OverrideAuthorizer;
 use crate::certs;
 use crate::cli::{MetricsAuth, ServeArgs};
+use crate::cluster::api_server::ApiServerAddresses;
 use crate::cluster::scrape::{ScrapeAccess, ScrapeReviewer};
 use crate::cluster::witness::Witness;
 use crate::cluster::{self, EventRecorder, NoCluster, SubjectAccessReviewer};
@@ -22,7 +24,7 @@ use crate::model::vouch::NewestRuns;
 use crate::preflight::{
     DirectorySource, LiveSource, SnapshotSource, Source, controller, leader, result_key,
 };
-use crate::server::{self, CertFiles, Gate, Health, Listen, ReloadingCert};
+use crate::server::{self, CertFiles, ClientCa, Gate, Health, Listen, MinBodyRate, ReloadingCert};
 
 /// The example review the first-run hint posts.
 const EXAMPLE_REVIEW: &str = "examples/reviews/update-to-4.15.3.json";
@@ -78,7 +80,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let health = Arc::new(Health {
         results: source,
-        metrics,
+        metrics: metrics.clone(),
         shutting_down: Default::default(),
         node_cordoned,
         scrape_access: scrape_access(&args, client.as_ref())?,
@@ -89,6 +91,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         admin_tls,
         max_concurrency: args.server.max_concurrency,
         max_connections: args.server.max_connections,
+        max_busy_per_peer: args.server.max_busy_per_peer,
+        reserved_connections: args.server.reserved_connections,
+        api_server: api_server(&args, client.as_ref(), &metrics),
+        min_body_rate: MinBodyRate::new(args.server.min_body_rate),
         handshake_timeout: args.server.handshake_timeout,
         header_read_timeout: args.server.header_read_timeout,
         idle_timeout: args.server.idle_timeout,
@@ -181,6 +187,23 @@ async fn policy(args: &ServeArgs, client: Option<&kube::Client>) -> crate::admis
     policy
 }
 
+/// The API server's addresses, for the connection slots reserved for it:
+/// followed from the cluster, or none (and the log says so).
+fn api_server(
+    args: &ServeArgs,
+    client: Option<&kube::Client>,
+    metrics: &Metrics,
+) -> Arc<ApiServerAddresses> {
+    match (args.server.reserved_connections, client) {
+        (0, _) => ApiServerAddresses::unknown(),
+        (_, None) => {
+            info!("no cluster: no connection slots are reserved for the API server");
+            ApiServerAddresses::unknown()
+        }
+        (_, Some(client)) => ApiServerAddresses::follow(client.clone(), metrics.tls.clone()),
+    }
+}
+
 /// Who may read `/metrics`: with a cluster, whom the API server says
 /// (`--metrics-auth`).
 fn scrape_access(
@@ -243,7 +266,16 @@ fn tls_configs(
         .admin_tls
         .then(|| server::tls::server_config(cert.clone(), provider.clone(), None))
         .transpose()?;
-    let tls = server::tls::server_config(cert, provider, args.tls.client_ca.as_deref())?;
+    let client_ca = match &args.tls.client_ca {
+        Some(path) => {
+            let client_ca = ClientCa::load(path.clone(), provider.clone(), metrics.clone())
+                .context("loading the client CA")?;
+            tokio::spawn(client_ca.clone().watch(args.tls.tls_reload_interval));
+            Some(client_ca)
+        }
+        None => None,
+    };
+    let tls = server::tls::server_config(cert, provider, client_ca)?;
     Ok((tls, admin_tls))
 }
 
@@ -267,14 +299,21 @@ fn cert_files(args: &ServeArgs) -> anyhow::Result<CertFiles> {
     Ok(files)
 }
 
-/// The webhook and admin listeners; with development certificates, a hint
-/// of how to try the webhook.
+/// The webhook and admin listeners; with development certificates, on
+/// loopback unless told otherwise, and a hint of how to try the webhook.
 fn bind(args: &ServeArgs) -> anyhow::Result<(std::net::TcpListener, std::net::TcpListener)> {
-    let webhook = std::net::TcpListener::bind(args.server.webhook_addr)
-        .with_context(|| format!("binding {}", args.server.webhook_addr))?;
-    let admin = std::net::TcpListener::bind(args.server.admin_addr)
-        .with_context(|| format!("binding {}", args.server.admin_addr))?;
-    if args.tls.tls_cert.is_none() && Path::new(EXAMPLE_REVIEW).exists() {
+    let development = args.tls.tls_cert.is_none();
+    let (webhook_addr, admin_addr) = addresses(args);
+    if development && (args.server.webhook_addr.is_none() || args.server.admin_addr.is_none()) {
+        info!(
+            "development certificates: listening on loopback (--webhook-addr and --admin-addr listen elsewhere)"
+        );
+    }
+    let webhook = std::net::TcpListener::bind(webhook_addr)
+        .with_context(|| format!("binding {webhook_addr}"))?;
+    let admin =
+        std::net::TcpListener::bind(admin_addr).with_context(|| format!("binding {admin_addr}"))?;
+    if development && Path::new(EXAMPLE_REVIEW).exists() {
         let port = webhook.local_addr()?.port();
         info!(
             "try it: curl --cacert certs/ca.crt -H 'Content-Type: application/json' --data-binary @{EXAMPLE_REVIEW} https://localhost:{port}{}",
@@ -282,6 +321,26 @@ fn bind(args: &ServeArgs) -> anyhow::Result<(std::net::TcpListener, std::net::Tc
         );
     }
     Ok((webhook, admin))
+}
+
+/// The webhook's and the admin port's addresses: the flags', else every
+/// interface with a serving certificate of the administrator's, and
+/// loopback with the development certificates, which name only this
+/// machine (and whose admin port, without a cluster, answers anyone).
+fn addresses(args: &ServeArgs) -> (SocketAddr, SocketAddr) {
+    let host = if args.tls.tls_cert.is_some() {
+        Ipv4Addr::UNSPECIFIED
+    } else {
+        Ipv4Addr::LOCALHOST
+    };
+    (
+        args.server
+            .webhook_addr
+            .unwrap_or(SocketAddr::from((host, 8443))),
+        args.server
+            .admin_addr
+            .unwrap_or(SocketAddr::from((host, 9090))),
+    )
 }
 
 /// Joins the leader election; the leader runs the controller until
@@ -333,4 +392,48 @@ fn instance_name() -> String {
         .ok()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| format!("preflight-gate-{}", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve_args(args: &[&str]) -> ServeArgs {
+        let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(
+            ["preflight-gate", "serve"].iter().chain(args),
+        )
+        .unwrap();
+        let crate::cli::Command::Serve(serve) = cli.command else {
+            unreachable!()
+        };
+        *serve
+    }
+
+    /// The development certificates name only this machine, and the admin
+    /// port answers anyone without a cluster: `serve` alone listens on
+    /// loopback. With a serving pair of the administrator's (the
+    /// Deployment's), every interface, as before; the flags say otherwise.
+    #[test]
+    fn development_certificates_listen_on_loopback_unless_told_otherwise() {
+        let at = |a: &str| a.parse::<SocketAddr>().unwrap();
+        assert_eq!(
+            addresses(&serve_args(&[])),
+            (at("127.0.0.1:8443"), at("127.0.0.1:9090"))
+        );
+        let pair = ["--tls-cert", "tls.crt", "--tls-key", "tls.key"];
+        assert_eq!(
+            addresses(&serve_args(&pair)),
+            (at("0.0.0.0:8443"), at("0.0.0.0:9090"))
+        );
+        assert_eq!(
+            addresses(&serve_args(&["--webhook-addr", "0.0.0.0:8443"])),
+            (at("0.0.0.0:8443"), at("127.0.0.1:9090"))
+        );
+        let mut told = pair.to_vec();
+        told.extend(["--admin-addr", "127.0.0.1:9191"]);
+        assert_eq!(
+            addresses(&serve_args(&told)),
+            (at("0.0.0.0:8443"), at("127.0.0.1:9191"))
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! The serving certificate: its reloads and when the pair in use expires;
-//! and the webhook's connections: how many hold a slot, and why the gate
-//! closed one (its saturation).
+//! the client CA's reloads; and the webhook's connections: how many hold a
+//! slot, why the gate closed one (its saturation), the requests it cut off
+//! before deciding, and the API server's share.
 
 use prometheus::{Gauge, IntCounterVec, IntGauge, Opts, Registry};
 
@@ -19,7 +20,24 @@ pub struct TlsMetrics {
     connections_limit: IntGauge,
     /// Connections the gate closed, by reason ([`CLOSE_REASONS`]).
     connections_closed: IntCounterVec,
+    /// Requests answered at once, without a decision, by reason
+    /// ([`REFUSED_REASONS`]).
+    requests_refused: IntCounterVec,
+    /// The API server's addresses known, whose connections may take the
+    /// reserved slots.
+    api_server_addresses: IntGauge,
+    /// Connections from those addresses holding a slot.
+    api_server_connections_open: IntGauge,
+    /// Client CA reloads by result (`success`, `failure`).
+    client_ca_reloads: IntCounterVec,
 }
+
+/// Why the gate answers a request at once, before any decision (the
+/// `reason` label):
+/// - `slow_body`: its body fell behind `--min-body-rate` (408);
+/// - `peer_busy`: its source address already had `--max-busy-per-peer`
+///   connections busy with a review (503).
+pub const REFUSED_REASONS: [&str; 2] = ["slow_body", "peer_busy"];
 
 /// Why the gate closes a webhook connection (the `reason` label):
 /// - `handshake_timeout`, `handshake_failed`: no TLS session came of it;
@@ -105,13 +123,94 @@ impl TlsMetrics {
         for reason in CLOSE_REASONS {
             connections_closed.with_label_values(&[reason]);
         }
+        let requests_refused = register(
+            registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "requests_refused_total",
+                    "Webhook requests answered at once, before any decision, by reason (slow_body: 408, the body arrived slower than --min-body-rate; peer_busy: 503, the source address had --max-busy-per-peer connections busy). On HTTP/1 the connection closes with the answer.",
+                )
+                .namespace(PREFIX),
+                &["reason"],
+            )?,
+        )?;
+        for reason in REFUSED_REASONS {
+            requests_refused.with_label_values(&[reason]);
+        }
+        let api_server_addresses = register(
+            registry,
+            IntGauge::with_opts(
+                Opts::new(
+                    "api_server_addresses",
+                    "Addresses of the API server the gate knows (the kubernetes Service's endpoints); while there are none, no connection slots are reserved.",
+                )
+                .namespace(PREFIX),
+            )?,
+        )?;
+        let api_server_connections_open = register(
+            registry,
+            IntGauge::with_opts(
+                Opts::new(
+                    "api_server_connections_open",
+                    "Webhook connections from the API server's known addresses holding a slot.",
+                )
+                .namespace(PREFIX),
+            )?,
+        )?;
+        let client_ca_reloads = register(
+            registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "client_ca_reloads_total",
+                    "Client CA bundle (--client-ca) reloads, by result (success, failure).",
+                )
+                .namespace(PREFIX),
+                &["result"],
+            )?,
+        )?;
+        for result in ["success", "failure"] {
+            client_ca_reloads.with_label_values(&[result]);
+        }
         Ok(Self {
             reloads,
             cert_expiry,
             connections_open,
             connections_limit,
             connections_closed,
+            requests_refused,
+            api_server_addresses,
+            api_server_connections_open,
+            client_ca_reloads,
         })
+    }
+
+    /// A request was answered at once, for `reason` (one of
+    /// [`REFUSED_REASONS`]).
+    pub(crate) fn request_refused(&self, reason: &'static str) {
+        debug_assert!(REFUSED_REASONS.contains(&reason), "{reason}");
+        self.requests_refused.with_label_values(&[reason]).inc();
+    }
+
+    /// `known` addresses of the API server are known now.
+    pub(crate) fn api_server_addresses(&self, known: usize) {
+        self.api_server_addresses
+            .set(i64::try_from(known).unwrap_or(i64::MAX));
+    }
+
+    /// `open` connections from the API server's addresses hold a slot now.
+    pub(crate) fn api_server_connections_open(&self, open: usize) {
+        self.api_server_connections_open
+            .set(i64::try_from(open).unwrap_or(i64::MAX));
+    }
+
+    /// A new client CA bundle replaced the one in use.
+    pub(crate) fn client_ca_reloaded(&self) {
+        self.client_ca_reloads.with_label_values(&["success"]).inc();
+    }
+
+    /// A changed client CA bundle was refused; the one in use stays.
+    pub(crate) fn client_ca_reload_failed(&self) {
+        self.client_ca_reloads.with_label_values(&["failure"]).inc();
     }
 
     /// At most `limit` webhook connections hold a slot at once.
@@ -195,6 +294,25 @@ mod tests {
                 r#"preflight_gate_connections_closed_total{reason="evicted_full"}"#
             ),
             Some(1.0)
+        );
+        for reason in super::REFUSED_REASONS {
+            let series = format!(r#"preflight_gate_requests_refused_total{{reason="{reason}"}}"#);
+            assert_eq!(value(&m, &series), Some(0.0), "{reason} starts at 0");
+        }
+        m.tls.request_refused("slow_body");
+        assert_eq!(
+            value(
+                &m,
+                r#"preflight_gate_requests_refused_total{reason="slow_body"}"#
+            ),
+            Some(1.0)
+        );
+        m.tls.api_server_addresses(3);
+        m.tls.api_server_connections_open(2);
+        assert_eq!(value(&m, "preflight_gate_api_server_addresses"), Some(3.0));
+        assert_eq!(
+            value(&m, "preflight_gate_api_server_connections_open"),
+            Some(2.0)
         );
     }
 }

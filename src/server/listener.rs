@@ -2,7 +2,9 @@
 //! handshake with a deadline, a slot from the connection table once it is
 //! done ([`super::conns`]), a deadline for the first request, and HTTP/1 or
 //! HTTP/2 served by hyper until the connection ends, is told to give way,
-//! or the server drains.
+//! or the server drains. Each request is refused at once when its peer
+//! has as many connections busy as it may, and its body is held to the
+//! least rate ([`super::pace`]).
 
 use std::convert::Infallible;
 use std::io;
@@ -26,6 +28,7 @@ use tower::ServiceExt;
 use tracing::debug;
 
 use super::conns::{Activity, Table, Ticket, Waiting};
+use super::pace::{MinBodyRate, Paced};
 
 /// How long a connection told to close gets to finish what it is doing
 /// (an HTTP/2 client its streams after GOAWAY) before it is dropped. Its
@@ -65,6 +68,8 @@ pub(crate) struct Webhook {
     /// client races the client's next review on it, which fails (`EOF`,
     /// "use of closed network connection"), never retried.
     pub idle: Duration,
+    /// The least rate a request's body must arrive at.
+    pub min_body_rate: MinBodyRate,
     pub http: auto::Builder<TokioExecutor>,
     pub app: Router,
 }
@@ -171,12 +176,22 @@ async fn connection(
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
     let on_request = activity.clone();
-    let app = webhook.app.clone();
+    let served = webhook.clone();
     let service = tower::service_fn(move |request: hyper::Request<Incoming>| {
         let busy = on_request.begin();
-        let answer = app.clone().oneshot(request);
+        let served = served.clone();
         async move {
-            let answer = answer.await;
+            let Some(busy) = busy else {
+                served.table.refused("peer_busy");
+                return Ok(peer_busy(request.version(), served.table.busy_per_peer()));
+            };
+            let table = served.table.clone();
+            let request = request.map(|body| {
+                axum::body::Body::new(Paced::new(body, served.min_body_rate, move || {
+                    table.refused("slow_body")
+                }))
+            });
+            let answer = served.app.clone().oneshot(request).await;
             drop(busy);
             answer
         }
@@ -244,6 +259,28 @@ async fn connection(
             _ = sleep_until(grace_over), if closing.is_some() => return,
         }
     }
+}
+
+/// The answer to a request whose peer already has `busy_per_peer`
+/// connections busy: 503, and on HTTP/1 the connection closes (its body,
+/// if any, is never read).
+fn peer_busy(version: hyper::Version, busy_per_peer: usize) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let mut answer = (
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "this address has {busy_per_peer} reviews in flight already, the most it may; the API server may retry\n"
+        ),
+    )
+        .into_response();
+    if version <= hyper::Version::HTTP_11 {
+        answer.headers_mut().insert(
+            header::CONNECTION,
+            header::HeaderValue::from_static("close"),
+        );
+    }
+    answer
 }
 
 /// Why a connection is past its deadline, if it is: a request head

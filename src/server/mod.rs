@@ -5,6 +5,7 @@
 pub mod admin;
 mod conns;
 mod listener;
+mod pace;
 pub mod tls;
 pub mod webhook;
 
@@ -22,7 +23,8 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tracing::{Instrument, info, info_span};
 
 pub use admin::Health;
-pub use tls::{CertFiles, ReloadingCert};
+pub use pace::MinBodyRate;
+pub use tls::{CertFiles, ClientCa, ReloadingCert};
 pub use webhook::{Gate, app};
 
 /// Listening and limits.
@@ -38,6 +40,14 @@ pub struct Listen {
     /// handshakes at once; one peer may hold a quarter of them. Past a
     /// limit, the longest-idle connection in the way is closed.
     pub max_connections: usize,
+    /// Connections of one peer busy with a review at once; a request past
+    /// it is refused (503).
+    pub max_busy_per_peer: usize,
+    /// Slots only `api_server`'s addresses may take, while any is known.
+    pub reserved_connections: usize,
+    pub api_server: Arc<crate::cluster::api_server::ApiServerAddresses>,
+    /// The least rate a review's body must arrive at.
+    pub min_body_rate: MinBodyRate,
     pub handshake_timeout: Duration,
     /// Time allowed to read a request's headers once they begin, and after
     /// the handshake, for the first request to arrive when the gate is half
@@ -86,13 +96,19 @@ pub async fn serve(
     );
     let served = Arc::new(listener::Webhook {
         table: conns::Table::new(
-            conns::Limits::for_max(listen.max_connections),
+            conns::Limits::new(
+                listen.max_connections,
+                listen.max_busy_per_peer,
+                listen.reserved_connections,
+            ),
+            listen.api_server,
             gate.metrics.tls.clone(),
         ),
         tls: RustlsAcceptor::new(RustlsConfig::from_config(Arc::new(tls)))
             .handshake_timeout(listen.handshake_timeout),
         header_read: listen.header_read_timeout,
         idle: listen.idle_timeout,
+        min_body_rate: listen.min_body_rate,
         http,
         app: webhook_app,
     });

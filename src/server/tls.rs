@@ -1,6 +1,9 @@
 //! TLS for the webhook: a certificate resolver that reloads the serving pair
 //! from disk without a restart, and keeps the last good pair when a new one
-//! is broken.
+//! is broken; a client certificate verifier that reloads the client CA
+//! bundle (`--client-ca`) the same way, so a rotated CA is honoured and the
+//! old one refused without a restart; and a warning when the serving key
+//! may be read by others than its owner.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,13 +13,16 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use notify::event::{AccessKind, AccessMode, MetadataKind, ModifyKind};
 use notify::{EventKind, RecursiveMode, Watcher};
+use rustls::client::danger::HandshakeSignatureValid;
 use rustls::crypto::CryptoProvider;
+use rustls::pki_types::UnixTime;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
-use rustls::{RootCertStore, ServerConfig};
-use tracing::{info, warn};
+use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig};
+use tracing::{debug, info, warn};
 
 use crate::metrics::Metrics;
 
@@ -56,10 +62,10 @@ struct Loaded {
     not_before: i64,
 }
 
-/// The bytes of the pair in use, and of the last pair refused since.
-struct Seen {
-    current: (Vec<u8>, Vec<u8>),
-    refused: Option<(Vec<u8>, Vec<u8>)>,
+/// The bytes in use, and those last refused since.
+struct Seen<B = (Vec<u8>, Vec<u8>)> {
+    current: B,
+    refused: Option<B>,
 }
 
 /// Serves the current certificate to every handshake; `reload` swaps it.
@@ -142,6 +148,7 @@ impl ReloadingCert {
     ) -> Result<Self, TlsError> {
         let loaded = load(&files, &provider)?;
         metrics.tls.certificate_expires_at(loaded.not_after);
+        warn_if_others_may_read(&files.key);
         Ok(Self {
             files,
             provider,
@@ -211,6 +218,7 @@ impl ReloadingCert {
                     refused: None,
                 };
                 self.metrics.tls.reloaded(loaded.not_after);
+                warn_if_others_may_read(&self.files.key);
                 Ok(true)
             }
             Err(e) => {
@@ -222,62 +230,90 @@ impl ReloadingCert {
     }
 
     /// Reloads whenever the certificate's directory changes, and every
-    /// `interval` in case a change went unseen (e.g. on some volume types).
-    /// Watching the directory, not the files, catches the `..data` symlink
-    /// swap of a Kubernetes Secret volume. Events that are only reads (the
-    /// loop's own among them) wake nothing: see `may_change_files`.
+    /// `interval` in case a change went unseen ([`watch`]).
     pub async fn watch(self: Arc<Self>, interval: Duration) {
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
-        let mut watcher =
-            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                // An error (e.g. a queue overflow) may hide a change: look.
-                if event.is_ok_and(|e| !may_change_files(&e.kind)) {
-                    return;
-                }
-                let _ = tx.try_send(());
-            });
-        let dirs: std::collections::BTreeSet<PathBuf> = [&self.files.cert, &self.files.key]
-            .iter()
-            .filter_map(|p| p.parent().map(Path::to_owned))
-            .map(|p| {
-                if p.as_os_str().is_empty() {
-                    PathBuf::from(".")
-                } else {
-                    p
-                }
-            })
-            .collect();
-        match watcher.as_mut() {
-            Ok(w) => {
-                for dir in &dirs {
-                    if let Err(e) = w.watch(dir, RecursiveMode::NonRecursive) {
-                        warn!(dir = %dir.display(), error = %e, "cannot watch the certificate directory; polling only");
-                    }
-                }
-            }
-            Err(e) => warn!(error = %e, "cannot watch files; polling only"),
+        watch(self, interval).await
+    }
+}
+
+/// What [`watch`] keeps current: its files, and how to read them again.
+trait Reload: Send + Sync + 'static {
+    /// What it is, for the log: "serving certificate", "client CA".
+    const WHAT: &'static str;
+    fn files(&self) -> Vec<&Path>;
+    /// Whether what is in use was replaced; an error when a change was
+    /// refused (and what is in use kept).
+    fn reload(&self) -> Result<bool, TlsError>;
+}
+
+impl Reload for ReloadingCert {
+    const WHAT: &'static str = "serving certificate";
+    fn files(&self) -> Vec<&Path> {
+        vec![&self.files.cert, &self.files.key]
+    }
+    fn reload(&self) -> Result<bool, TlsError> {
+        ReloadingCert::reload(self)
+    }
+}
+
+/// Reloads whenever the files' directories change, and every `interval`
+/// in case a change went unseen (e.g. on some volume types). Watching the
+/// directory, not the files, catches the `..data` symlink swap of a
+/// Kubernetes Secret volume. Events that are only reads (the loop's own
+/// among them) wake nothing: see `may_change_files`.
+async fn watch<R: Reload>(reloader: Arc<R>, interval: Duration) {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // An error (e.g. a queue overflow) may hide a change: look.
+        if event.is_ok_and(|e| !may_change_files(&e.kind)) {
+            return;
         }
-        let mut tick = tokio::time::interval(interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                Some(()) = rx.recv() => {
-                    // Let a writer finish both files before reading them.
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = tx.try_send(());
+    });
+    let dirs: std::collections::BTreeSet<PathBuf> = reloader
+        .files()
+        .iter()
+        .filter_map(|p| p.parent().map(Path::to_owned))
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                p
+            }
+        })
+        .collect();
+    match watcher.as_mut() {
+        Ok(w) => {
+            for dir in &dirs {
+                if let Err(e) = w.watch(dir, RecursiveMode::NonRecursive) {
+                    warn!(dir = %dir.display(), error = %e, "cannot watch the {} directory; polling only", R::WHAT);
                 }
             }
-            match self.reload() {
-                Ok(true) => {
-                    info!(cert = %self.files.cert.display(), "serving certificate reloaded")
-                }
-                Ok(false) => {}
-                Err(e) => {
-                    warn!(
-                        error = crate::model::text::chain(&e),
-                        "new serving certificate refused; keeping the last good one"
-                    )
-                }
+        }
+        Err(e) => warn!(error = %e, "cannot watch files; polling only"),
+    }
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            Some(()) = rx.recv() => {
+                // Let a writer finish every file before reading them.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        match reloader.reload() {
+            Ok(true) => {
+                let file = reloader.files()[0].display().to_string();
+                info!(%file, "{} reloaded", R::WHAT)
+            }
+            Ok(false) => {}
+            Err(e) => {
+                warn!(
+                    error = crate::model::text::chain(&e),
+                    "new {} refused; keeping the last good one",
+                    R::WHAT
+                )
             }
         }
     }
@@ -308,36 +344,233 @@ impl ResolvesServerCert for ReloadingCert {
     }
 }
 
+/// The client CA bundle (`--client-ca`), reloaded when its file changes:
+/// a bundle that does not parse, or holds no certificate, is refused and
+/// the last good one kept, counted once until the file changes again.
+///
+/// Its verifier hints no CA names to clients (an empty
+/// `certificate_authorities`, which asks a client for whatever certificate
+/// it has): the names would be borrowed from a bundle that may be replaced
+/// under them, and the API server has one client certificate per webhook.
+pub struct ClientCa {
+    path: PathBuf,
+    provider: Arc<CryptoProvider>,
+    current: ArcSwap<Verifier>,
+    seen: Mutex<Seen<Vec<u8>>>,
+    metrics: Metrics,
+}
+
+/// A verifier of one bundle.
+struct Verifier(Arc<dyn ClientCertVerifier>);
+
+impl std::fmt::Debug for ClientCa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientCa")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+/// A verifier of client certificates against the CAs in `pem`.
+fn client_verifier(
+    pem: &[u8],
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        let cert = cert.map_err(|e| TlsError::ClientCa(e.to_string()))?;
+        roots
+            .add(cert)
+            .map_err(|e| TlsError::ClientCa(e.to_string()))?;
+    }
+    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .map_err(|e| TlsError::ClientCa(e.to_string()))
+}
+
+impl ClientCa {
+    /// Loads the bundle once; fails when it is unusable.
+    pub fn load(
+        path: PathBuf,
+        provider: Arc<CryptoProvider>,
+        metrics: Metrics,
+    ) -> Result<Arc<Self>, TlsError> {
+        let pem = read(&path)?;
+        let verifier = client_verifier(&pem, &provider)?;
+        Ok(Arc::new(Self {
+            path,
+            provider,
+            current: ArcSwap::from_pointee(Verifier(verifier)),
+            seen: Mutex::new(Seen {
+                current: pem,
+                refused: None,
+            }),
+            metrics,
+        }))
+    }
+
+    /// Reloads the bundle if the file changed; whether it was swapped. A
+    /// broken one is refused and the last good one kept.
+    pub fn reload(&self) -> Result<bool, TlsError> {
+        let pem = read(&self.path)?;
+        {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            if seen.current == pem {
+                seen.refused = None;
+                return Ok(false);
+            }
+            if seen.refused.as_ref() == Some(&pem) {
+                return Ok(false);
+            }
+        }
+        let verifier = client_verifier(&pem, &self.provider);
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        match verifier {
+            Ok(verifier) => {
+                self.current.store(Arc::new(Verifier(verifier)));
+                *seen = Seen {
+                    current: pem,
+                    refused: None,
+                };
+                self.metrics.tls.client_ca_reloaded();
+                Ok(true)
+            }
+            Err(e) => {
+                seen.refused = Some(pem);
+                self.metrics.tls.client_ca_reload_failed();
+                Err(e)
+            }
+        }
+    }
+
+    /// Reloads whenever the bundle's directory changes, and every
+    /// `interval` in case a change went unseen ([`watch`]).
+    pub async fn watch(self: Arc<Self>, interval: Duration) {
+        watch(self, interval).await
+    }
+}
+
+impl Reload for ClientCa {
+    const WHAT: &'static str = "client CA";
+    fn files(&self) -> Vec<&Path> {
+        vec![&self.path]
+    }
+    fn reload(&self) -> Result<bool, TlsError> {
+        ClientCa::reload(self)
+    }
+}
+
+impl ClientCertVerifier for ClientCa {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        self.current
+            .load()
+            .0
+            .verify_client_cert(end_entity, intermediates, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.current
+            .load()
+            .0
+            .verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.current
+            .load()
+            .0
+            .verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.current.load().0.supported_verify_schemes()
+    }
+}
+
 /// A rustls server configuration: TLS 1.2 and 1.3, HTTP/2 and HTTP/1.1,
 /// and client certificates verified against `client_ca` when given.
+///
+/// With a client CA, no session is resumed: a resumed session skips the
+/// client's certificate, so a client the CA in use no longer admits could
+/// resume one it began under the old CA. The API server keeps its
+/// connections open, so it seldom handshakes at all.
 pub fn server_config(
     cert: Arc<ReloadingCert>,
     provider: Arc<CryptoProvider>,
-    client_ca: Option<&Path>,
+    client_ca: Option<Arc<ClientCa>>,
 ) -> Result<ServerConfig, TlsError> {
-    let builder = ServerConfig::builder_with_provider(provider.clone())
+    let builder = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(TlsError::Pair)?;
+    let mutual = client_ca.is_some();
     let builder = match client_ca {
         None => builder.with_no_client_auth(),
-        Some(path) => {
-            let pem = read(path)?;
-            let mut roots = RootCertStore::empty();
-            for cert in CertificateDer::pem_slice_iter(&pem) {
-                let cert = cert.map_err(|e| TlsError::ClientCa(e.to_string()))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| TlsError::ClientCa(e.to_string()))?;
-            }
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                .build()
-                .map_err(|e| TlsError::ClientCa(e.to_string()))?;
-            builder.with_client_cert_verifier(verifier)
-        }
+        Some(client_ca) => builder.with_client_cert_verifier(client_ca),
     };
     let mut config = builder.with_cert_resolver(cert);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    if mutual {
+        config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        config.send_tls13_tickets = 0;
+    }
     Ok(config)
+}
+
+/// Warns, once per pair loaded, when the serving key may be read by others
+/// than its owner (group or world bits): whoever reads it can be the gate.
+///
+/// Not in a Kubernetes volume (a `..data` link beside the key): the
+/// kubelet writes those with the pod spec's mode (0644 by default, and
+/// group-readable under an `fsGroup` whatever it says), and only this pod
+/// mounts them.
+fn warn_if_others_may_read(key: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let kubelet_volume = key
+        .parent()
+        .is_some_and(|dir| dir.join("..data").symlink_metadata().is_ok());
+    let Ok(mode) = std::fs::metadata(key).map(|m| m.permissions().mode()) else {
+        return;
+    };
+    match others_may_read(mode) {
+        Some(bits) if !kubelet_volume => warn!(
+            key = %key.display(),
+            mode = format!("{:04o}", mode & 0o7777),
+            "the serving key may be read by its {bits}: make it readable by its owner alone (chmod 600)"
+        ),
+        Some(_) => {
+            debug!(key = %key.display(), "the serving key is in a Kubernetes volume: its mode is the pod's")
+        }
+        None => {}
+    }
+}
+
+/// Who besides the owner may read a file of this mode.
+fn others_may_read(mode: u32) -> Option<&'static str> {
+    match (mode & 0o040 != 0, mode & 0o004 != 0) {
+        (true, true) => Some("group and everyone"),
+        (true, false) => Some("group"),
+        (false, true) => Some("everyone"),
+        (false, false) => None,
+    }
 }
 
 #[cfg(test)]
@@ -552,5 +785,153 @@ mod tests {
         let more = cert.attempts.load(Ordering::Relaxed) - settled;
         assert!(more <= 2, "{more} more reloads after the change was taken");
         task.abort();
+    }
+
+    /// What the gate logs while `f` runs, as text.
+    fn logged(f: impl FnOnce()) -> String {
+        #[derive(Clone, Default)]
+        struct Lines(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        String::from_utf8(lines.0.lock().unwrap().clone()).unwrap()
+    }
+
+    fn chmod(path: &Path, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn a_key_others_may_read_is_warned_about_once_per_pair_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let files = pair(dir.path(), (2025, 1, 1), (2099, 1, 1));
+        chmod(&files.key, 0o644);
+        let mut cert = None;
+        let said = logged(|| {
+            cert = Some(
+                ReloadingCert::load(files.clone(), provider.clone(), Metrics::new().unwrap())
+                    .unwrap(),
+            )
+        });
+        let cert = cert.unwrap();
+        assert_eq!(said.matches("WARN").count(), 1, "{said}");
+        assert!(
+            said.contains("the serving key may be read by its group and everyone")
+                && said.contains("mode=\"0644\"")
+                && said.contains(&files.key.display().to_string()),
+            "{said}"
+        );
+        // The same pair, found again: nothing loaded, nothing said.
+        assert_eq!(logged(|| assert!(!cert.reload().unwrap())), "");
+        // A new pair whose key its owner alone reads: nothing said.
+        pair(dir.path(), (2025, 1, 1), (2098, 1, 1));
+        chmod(&files.key, 0o600);
+        assert_eq!(logged(|| assert!(cert.reload().unwrap())), "");
+        // Another readable by its group: said again, once.
+        pair(dir.path(), (2025, 1, 1), (2097, 1, 1));
+        chmod(&files.key, 0o640);
+        let said = logged(|| assert!(cert.reload().unwrap()));
+        assert_eq!(said.matches("WARN").count(), 1, "{said}");
+        assert!(said.contains("may be read by its group:"), "{said}");
+    }
+
+    #[test]
+    fn a_key_in_a_kubernetes_volume_is_not_warned_about() {
+        // tls.key -> ..data/tls.key, as the kubelet lays a Secret out, 0644
+        // as it writes them by default.
+        let volume = tempfile::tempdir().unwrap();
+        let version = volume.path().join("..2026_11_30_0001");
+        std::fs::create_dir(&version).unwrap();
+        pair(&version, (2025, 1, 1), (2099, 1, 1));
+        chmod(&version.join("tls.key"), 0o644);
+        std::os::unix::fs::symlink("..2026_11_30_0001", volume.path().join("..data")).unwrap();
+        for file in ["tls.crt", "tls.key"] {
+            std::os::unix::fs::symlink(format!("..data/{file}"), volume.path().join(file)).unwrap();
+        }
+        let files = CertFiles {
+            cert: volume.path().join("tls.crt"),
+            key: volume.path().join("tls.key"),
+        };
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let said = logged(|| {
+            ReloadingCert::load(files, provider, Metrics::new().unwrap()).unwrap();
+        });
+        assert!(!said.contains("WARN"), "{said}");
+    }
+
+    #[test]
+    fn who_besides_the_owner_may_read() {
+        assert_eq!(others_may_read(0o100600), None);
+        assert_eq!(others_may_read(0o400), None);
+        assert_eq!(others_may_read(0o640), Some("group"));
+        assert_eq!(others_may_read(0o604), Some("everyone"));
+        assert_eq!(others_may_read(0o644), Some("group and everyone"));
+    }
+
+    /// A CA, and a client certificate it signed, as DER.
+    fn client_of_a_new_ca() -> (String, CertificateDer<'static>) {
+        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+        let mut params = CertificateParams::new(vec!["kube-apiserver".to_owned()]).unwrap();
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params
+            .signed_by(&KeyPair::generate().unwrap(), &ca)
+            .unwrap();
+        (ca.pem(), cert.der().clone())
+    }
+
+    #[test]
+    fn a_broken_client_ca_never_replaces_a_good_one_and_is_counted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ca.crt");
+        let (ca_pem, client) = client_of_a_new_ca();
+        std::fs::write(&path, &ca_pem).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let metrics = Metrics::new().unwrap();
+        let ca = ClientCa::load(path.clone(), provider, metrics.clone()).unwrap();
+        let verifies = |ca: &ClientCa| ca.verify_client_cert(&client, &[], UnixTime::now()).is_ok();
+        assert!(verifies(&ca));
+        let failures = || {
+            metrics
+                .render()
+                .lines()
+                .find(|l| {
+                    l.starts_with(r#"preflight_gate_client_ca_reloads_total{result="failure"}"#)
+                })
+                .unwrap()
+                .to_owned()
+        };
+        for broken in ["", "not PEM at all"] {
+            std::fs::write(&path, broken).unwrap();
+            assert!(
+                matches!(ca.reload(), Err(TlsError::ClientCa(_))),
+                "{broken:?}"
+            );
+            assert!(!ca.reload().unwrap(), "the same bundle again is no news");
+            assert!(verifies(&ca), "the bundle in use is kept");
+        }
+        assert!(failures().ends_with(" 2"), "{}", failures());
+        // Another CA is taken, and the first one's client refused.
+        let (other, _) = client_of_a_new_ca();
+        std::fs::write(&path, other).unwrap();
+        assert!(ca.reload().unwrap());
+        assert!(!verifies(&ca));
     }
 }

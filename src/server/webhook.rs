@@ -88,6 +88,8 @@ pub fn app(gate: Arc<Gate>, max_concurrency: usize) -> Router {
 enum BodyFault {
     TooLarge,
     Late,
+    /// It fell behind the least rate ([`super::pace`]).
+    Slow(super::pace::SlowBody),
     Busy,
     Broken(String),
 }
@@ -103,6 +105,7 @@ impl IntoResponse for BodyFault {
                 StatusCode::REQUEST_TIMEOUT,
                 "the review's body did not arrive within the API server's timeout\n".to_owned(),
             ),
+            Self::Slow(slow) => (StatusCode::REQUEST_TIMEOUT, format!("{slow}\n")),
             Self::Busy => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the gate is at its limit of reviews in flight; the API server may retry\n"
@@ -140,7 +143,12 @@ async fn read_body<'a>(
         let frame = match timeout_at(deadline, body.frame()).await {
             Err(_) => return Err(BodyFault::Late),
             Ok(None) => break,
-            Ok(Some(Err(e))) => return Err(BodyFault::Broken(e.to_string())),
+            Ok(Some(Err(e))) => {
+                return Err(match e.into_inner().downcast::<super::pace::SlowBody>() {
+                    Ok(slow) => BodyFault::Slow(*slow),
+                    Err(e) => BodyFault::Broken(e.to_string()),
+                });
+            }
             Ok(Some(Ok(frame))) => frame,
         };
         let Ok(chunk) = frame.into_data() else {

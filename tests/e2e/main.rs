@@ -15,6 +15,7 @@ mod motion;
 #[path = "../common/oc.rs"]
 mod oc;
 mod prompt_exit;
+mod reserve;
 mod runs;
 mod signatures;
 mod vouch;

@@ -1,5 +1,6 @@
 //! Connection floods on loopback, over real TLS: connections that send
-//! nothing, handshakes that never start, one peer opening many. Peers are
+//! nothing, handshakes that never start, one peer opening many, bodies that
+//! trickle from several peers beside a client and the API server. Peers are
 //! told apart by source address (127.0.0.0/8 is all loopback on Linux).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -9,6 +10,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::client::TlsStream;
+
+use preflight_gate::server::MinBodyRate;
 
 use crate::harness::{Options, Running, start};
 use crate::reviews::Review;
@@ -58,7 +61,9 @@ async fn review_on(tls: &mut TlsStream<TcpStream>) -> String {
          Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
-    tls.write_all(head.as_bytes()).await.unwrap();
+    tls.write_all(head.as_bytes())
+        .await
+        .expect("the gate keeps the connection to read a review on it");
     tls.write_all(&body).await.unwrap();
     let mut reply = Vec::new();
     let mut buf = [0u8; 4096];
@@ -309,6 +314,8 @@ async fn when_full_the_longest_idle_connection_is_closed_not_the_new_one() {
 async fn when_every_slot_is_busy_a_new_connection_is_refused_and_the_busy_ones_served() {
     let gate = start(Options {
         max_connections: 3,
+        // The bodies below wait as long as the test likes.
+        min_body_rate: MinBodyRate::new(0),
         ..Options::default()
     })
     .await;
@@ -343,4 +350,188 @@ async fn when_every_slot_is_busy_a_new_connection_is_refused_and_the_busy_ones_s
             .unwrap();
         assert!(String::from_utf8_lossy(&reply).starts_with("HTTP/1.1 200"));
     }
+}
+
+/// From 127.0.0.`from`, a review whose body has begun and stopped: once the
+/// gate has begun to read it (its `100 Continue`), the first bytes of a
+/// body of 100,000 that never ends. The connection is busy with it. An
+/// error when the gate answered or closed the connection instead, with
+/// what it said.
+async fn slow_body_from(gate: &Running, from: u8) -> Result<TlsStream<TcpStream>, String> {
+    let mut tls = silent_from(gate, from).await;
+    let head = "POST /validate/clusterversion?timeout=10s HTTP/1.1\r\nHost: localhost\r\n\
+                Content-Type: application/json\r\nContent-Length: 100000\r\n\
+                Expect: 100-continue\r\n\r\n";
+    if tls.write_all(head.as_bytes()).await.is_err() || tls.flush().await.is_err() {
+        return Err("closed before the head".into());
+    }
+    let mut said = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !said.windows(4).any(|w| w == b"\r\n\r\n") {
+        match tokio::time::timeout(Duration::from_secs(5), tls.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => said.extend_from_slice(&buf[..n]),
+            _ => return Err(format!("closed: {}", String::from_utf8_lossy(&said))),
+        }
+    }
+    if !said.starts_with(b"HTTP/1.1 100") {
+        let rest = all_said(&mut tls).await;
+        return Err(format!("{}{rest}", String::from_utf8_lossy(&said)));
+    }
+    tls.write_all(b"{\"apiVersion\":").await.unwrap();
+    tls.flush().await.unwrap();
+    Ok(tls)
+}
+
+/// Everything the gate sends on a connection until it closes it.
+async fn all_said(tls: &mut (impl AsyncRead + Unpin)) -> String {
+    let mut reply = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut reply)).await;
+    String::from_utf8_lossy(&reply).into_owned()
+}
+
+fn refused(gate: &Running, reason: &str) -> f64 {
+    gate.metric(
+        "preflight_gate_requests_refused_total",
+        &[&format!("reason=\"{reason}\"")],
+    )
+}
+
+/// The red team's M3: each address may hold a quarter of the slots, so four
+/// addresses sending bodies that trickle made every slot busy, and a busy
+/// connection is never closed to make room. Now one address may have only
+/// `--max-busy-per-peer` busy at once: its next request is answered 503
+/// and its connection closed, and the client finds room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_bodies_from_several_addresses_do_not_keep_a_client_from_being_answered() {
+    // 16 slots, 4 an address, 2 of them busy at most; no floor on the
+    // bodies' rate, so that only the cap is at work.
+    let gate = start(Options {
+        max_connections: 16,
+        max_busy_per_peer: 2,
+        min_body_rate: MinBodyRate::new(0),
+        ..Options::default()
+    })
+    .await;
+    let (mut slow, mut turned_away) = (Vec::new(), Vec::new());
+    for from in 90..94 {
+        for _ in 0..4 {
+            match slow_body_from(&gate, from).await {
+                Ok(tls) => slow.push(tls),
+                Err(said) => turned_away.push(said),
+            }
+        }
+    }
+    // A client from another address is answered beside them.
+    let mut client = silent_from(&gate, 95).await;
+    assert!(review_on(&mut client).await.starts_with("HTTP/1.1 200"));
+    // Each address had two bodies busy; its next requests were refused.
+    assert_eq!(slow.len(), 8, "two slow bodies an address: {turned_away:?}");
+    for said in &turned_away {
+        assert!(said.starts_with("HTTP/1.1 503"), "{said}");
+        assert!(said.contains("reviews in flight already"), "{said}");
+    }
+    assert_eq!(refused(&gate, "peer_busy"), 8.0, "{}", all_closed(&gate));
+}
+
+/// The slots kept for the API server: others fill the rest with slow bodies
+/// and a client of theirs is refused, while a connection from the API
+/// server's address is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_bodies_from_several_addresses_do_not_keep_the_api_server_from_being_answered() {
+    // 8 slots, 2 an address, both of them may be busy, 2 slots reserved for
+    // the API server at 127.0.0.99; no floor on the rate.
+    let api_server = peer(99);
+    let gate = start(Options {
+        max_connections: 8,
+        max_busy_per_peer: 2,
+        reserved_connections: 2,
+        api_server: vec![api_server],
+        min_body_rate: MinBodyRate::new(0),
+        ..Options::default()
+    })
+    .await;
+    let (mut slow, mut turned_away) = (Vec::new(), Vec::new());
+    for from in 100..104 {
+        for _ in 0..2 {
+            match slow_body_from(&gate, from).await {
+                Ok(tls) => slow.push(tls),
+                Err(said) => turned_away.push(said),
+            }
+        }
+    }
+    // The API server is answered, and holds a reserved slot.
+    let mut api = silent_from(&gate, 99).await;
+    assert!(review_on(&mut api).await.starts_with("HTTP/1.1 200"));
+    assert_eq!(
+        gate.metric("preflight_gate_api_server_connections_open", &[]),
+        1.0
+    );
+    // The others had the unreserved slots, all busy: the last two of them
+    // were refused, and so is another client now.
+    assert_eq!(slow.len(), 6, "the unreserved slots: {turned_away:?}");
+    assert_eq!(closed(&gate, "refused_full"), 2.0, "{}", all_closed(&gate));
+    let mut other = silent_from(&gate, 104).await;
+    assert!(closed_within(&mut other, Duration::from_secs(3)).await);
+    // The slow bodies still hold their slots: none was closed for it.
+    assert_eq!(gate.metric("preflight_gate_connections_open", &[]), 7.0);
+    assert_eq!(closed(&gate, "evicted_full"), 0.0, "{}", all_closed(&gate));
+    drop(slow);
+}
+
+/// A body that trickles in below the floor is cut off once its grace and
+/// the time its bytes paid for are over: 408, and the connection closed. A
+/// body that pauses but has paid for its pauses is read and answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_trickles_below_the_floor_is_answered_408_and_its_connection_closed() {
+    let gate = start(Options {
+        min_body_rate: MinBodyRate {
+            bytes_per_second: 512,
+            grace: Duration::from_millis(500),
+        },
+        ..Options::default()
+    })
+    .await;
+    // A byte every 100 ms, 10 a second, of a 100,000-byte body.
+    let slow = slow_body_from(&gate, 110).await.unwrap();
+    let (mut read, mut write) = tokio::io::split(slow);
+    let trickle = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if write.write_all(b" ").await.is_err() || write.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    let said = all_said(&mut read).await;
+    assert!(said.starts_with("HTTP/1.1 408"), "{said}");
+    assert!(
+        said.contains("the review's body arrived slower than 512 bytes a second"),
+        "{said}"
+    );
+    trickle.abort();
+    assert_eq!(refused(&gate, "slow_body"), 1.0);
+
+    // The whole review in three parts, 100 ms apart: its first part paid for
+    // more than the pauses.
+    let body = Review::merge_patch_to("4.14.12").body();
+    let mut paused = silent_from(&gate, 111).await;
+    let head = format!(
+        "POST /validate/clusterversion HTTP/1.1\r\nHost: localhost\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    paused.write_all(head.as_bytes()).await.unwrap();
+    let third = body.len() / 3;
+    for part in [&body[..third], &body[third..2 * third], &body[2 * third..]] {
+        paused.write_all(part).await.unwrap();
+        paused.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut reply = vec![0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(5), paused.read(&mut reply))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(reply[..n].starts_with(b"HTTP/1.1 200"));
+    assert_eq!(refused(&gate, "slow_body"), 1.0, "only the trickle");
 }

@@ -9,11 +9,14 @@ use std::time::Duration;
 use preflight_gate::admission::ports::{BoxFuture, Lookup, OverrideAuthorizer, ResultLookup, Verb};
 use preflight_gate::admission::{Authorization, Policy, UserInfo};
 use preflight_gate::certs;
+use preflight_gate::cluster::api_server::ApiServerAddresses;
 use preflight_gate::cluster::witness::Witness;
 use preflight_gate::metrics::Metrics;
 use preflight_gate::model::release::ReleaseKey;
 use preflight_gate::preflight::DirectorySource;
-use preflight_gate::server::{self, CertFiles, Gate, Health, Listen, ReloadingCert};
+use preflight_gate::server::{
+    self, CertFiles, ClientCa, Gate, Health, Listen, MinBodyRate, ReloadingCert,
+};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -117,6 +120,12 @@ pub struct Options {
     pub admin_tls: bool,
     pub max_concurrency: usize,
     pub max_connections: usize,
+    pub max_busy_per_peer: usize,
+    pub reserved_connections: usize,
+    /// The API server's addresses, as the gate would know them from the
+    /// `kubernetes` Service's endpoints.
+    pub api_server: Vec<std::net::IpAddr>,
+    pub min_body_rate: MinBodyRate,
 }
 
 impl Default for Options {
@@ -132,6 +141,11 @@ impl Default for Options {
             admin_tls: false,
             max_concurrency: 64,
             max_connections: 1024,
+            // `serve`'s defaults.
+            max_busy_per_peer: 16,
+            reserved_connections: 64,
+            api_server: Vec::new(),
+            min_body_rate: MinBodyRate::new(512),
         }
     }
 }
@@ -198,9 +212,12 @@ pub async fn start(options: Options) -> Running {
         .unwrap(),
     );
     tokio::spawn(cert.clone().watch(Duration::from_millis(500)));
-    let tls =
-        server::tls::server_config(cert.clone(), provider.clone(), options.client_ca.as_deref())
-            .unwrap();
+    let client_ca = options.client_ca.map(|path| {
+        let client_ca = ClientCa::load(path, provider.clone(), metrics.clone()).unwrap();
+        tokio::spawn(client_ca.clone().watch(Duration::from_millis(500)));
+        client_ca
+    });
+    let tls = server::tls::server_config(cert.clone(), provider.clone(), client_ca).unwrap();
     let webhook = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let admin = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = webhook.local_addr().unwrap();
@@ -221,6 +238,10 @@ pub async fn start(options: Options) -> Running {
         admin_tls,
         max_concurrency: options.max_concurrency,
         max_connections: options.max_connections,
+        max_busy_per_peer: options.max_busy_per_peer,
+        reserved_connections: options.reserved_connections,
+        api_server: ApiServerAddresses::fixed(options.api_server),
+        min_body_rate: options.min_body_rate,
         handshake_timeout: options.handshake_timeout,
         header_read_timeout: options.header_read_timeout,
         idle_timeout: options.idle_timeout,

@@ -145,6 +145,83 @@ async fn client_certificates_are_verified_when_a_client_ca_is_given() {
     assert_eq!(json["response"]["allowed"], true);
 }
 
+/// The client CA rotates (cert-manager renews it, the kubelet swaps the
+/// Secret volume's files): a client of the new CA is answered without a
+/// restart, and one of the old CA is refused from then on, also when its
+/// TLS client would resume a session it began under the old CA.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_client_ca_is_honoured_without_restart_and_the_old_one_refused() {
+    let ca_dir = tempfile::tempdir().unwrap();
+    let ca_file = ca_dir.path().join("client-ca.crt");
+    let (old_ca, old_client) = client_identity();
+    let (new_ca, new_client) = client_identity();
+    std::fs::write(&ca_file, &old_ca).unwrap();
+    let gate = start(Options {
+        client_ca: Some(ca_file.clone()),
+        ..Options::default()
+    })
+    .await;
+    // Each client keeps its TLS sessions, but opens a connection a review.
+    let client = |identity: &str| {
+        gate.client_builder()
+            .identity(reqwest::Identity::from_pem(identity.as_bytes()).unwrap())
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap()
+    };
+    let answered = |client: reqwest::Client| {
+        let request = client
+            .post(&gate.url)
+            .header("content-type", "application/json")
+            .body(Review::merge_patch_to("4.14.12").body());
+        async move { request.send().await.is_ok_and(|r| r.status() == 200) }
+    };
+    let old = client(&old_client);
+    assert!(answered(old.clone()).await, "the old CA's client, before");
+    assert!(!answered(client(&new_client)).await, "not yet the new");
+
+    // Rotated as a writer replaces a file: a new file renamed over it.
+    let staged = ca_dir.path().join("client-ca.crt.new");
+    std::fs::write(&staged, &new_ca).unwrap();
+    std::fs::rename(&staged, &ca_file).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !answered(client(&new_client)).await {
+        assert!(
+            Instant::now() < deadline,
+            "the new CA's client was never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !answered(old).await,
+        "the old CA's client, its sessions kept"
+    );
+    assert!(!answered(client(&old_client)).await, "the old CA's client");
+    assert_eq!(
+        gate.metric(
+            "preflight_gate_client_ca_reloads_total",
+            &[r#"result="success""#]
+        ),
+        1.0
+    );
+
+    // A broken bundle is refused and the one in use kept.
+    std::fs::write(&ca_file, "not a certificate").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while gate.metric(
+        "preflight_gate_client_ca_reloads_total",
+        &[r#"result="failure""#],
+    ) < 1.0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the broken bundle was never seen"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(answered(client(&new_client)).await, "the new CA is kept");
+}
+
 /// A CA and a client certificate with its key, the way an API server's
 /// webhook client identity is made.
 fn client_identity() -> (String, String) {
