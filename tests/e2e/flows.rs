@@ -317,19 +317,23 @@ pub fn in_hours(hours: i64) -> String {
 /// `kubectl annotate` of a force override for 4.15.3, as `user`, recording
 /// `claimed_by` as its writer.
 fn write_override(world: &World, user: User, claimed_by: &str) -> Output {
-    world.kubectl(
-        user,
-        &[
-            "annotate",
-            "--overwrite",
-            "clusterversion",
-            "version",
-            "preflight.dev/override=4.15.3",
-            "preflight.dev/override-reason=CVE fix; MCO degradation understood",
-            &format!("preflight.dev/override-until={}", in_hours(4)),
-            &format!("preflight.dev/claimed-by={claimed_by}"),
-        ],
-    )
+    write_override_with(world, user, claimed_by, &[])
+}
+
+/// The override claim for 4.15.3, with `more` annotations in the same write.
+fn write_override_with(world: &World, user: User, claimed_by: &str, more: &[String]) -> Output {
+    let mut args = vec![
+        "annotate".to_owned(),
+        "--overwrite".to_owned(),
+        "clusterversion".to_owned(),
+        "version".to_owned(),
+        "preflight.dev/override=4.15.3".to_owned(),
+        "preflight.dev/override-reason=CVE fix; MCO degradation understood".to_owned(),
+        format!("preflight.dev/override-until={}", in_hours(4)),
+        format!("preflight.dev/claimed-by={claimed_by}"),
+    ];
+    args.extend(more.iter().cloned());
+    world.kubectl(user, &args)
 }
 
 #[test]
@@ -459,22 +463,12 @@ fn four_eyes_honours_a_claim_only_from_another_identity() {
         )],
     );
     let approve = || {
-        world.kubectl(
+        let generation = world.cluster_version()["metadata"]["generation"].clone();
+        write_override_with(
+            world,
             User::Bob,
-            &[
-                "annotate",
-                "--overwrite",
-                "clusterversion",
-                "version",
-                "preflight.dev/override=4.15.3",
-                "preflight.dev/override-reason=CVE fix; MCO degradation understood",
-                &format!("preflight.dev/override-until={}", in_hours(4)),
-                "preflight.dev/claimed-by=bob",
-                &format!(
-                    "preflight.dev/claimed-generation={}",
-                    world.cluster_version()["metadata"]["generation"]
-                ),
-            ],
+            "bob",
+            &[format!("preflight.dev/claimed-generation={generation}")],
         )
     };
 

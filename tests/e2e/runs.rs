@@ -6,10 +6,24 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::cluster::{
-    LEASE_SECONDS, STALE_AFTER_SECONDS, User, image_patch_args, lock, result_names,
+    LEASE_SECONDS, STALE_AFTER_SECONDS, User, World, image_patch_args, lock, result_names,
 };
+use crate::signatures::set_available_updates;
 
 const UNCHECKED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:5555555555555555555555555555555555555555555555555555555555555555";
+
+/// Adds `image` at `version` to what the update graph offers; returns what
+/// it offered before, to put back.
+fn offer(world: &World, version: &str, image: &str) -> Value {
+    let before = world.cluster_version()["status"]["availableUpdates"].clone();
+    let mut offered = before.clone();
+    offered
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"version": version, "image": image, "channels": ["stable-4.15"]}));
+    set_available_updates(world, &offered);
+    before
+}
 
 fn phase(o: &Value) -> &str {
     o["status"]["phase"].as_str().unwrap_or("")
@@ -100,31 +114,13 @@ fn a_target_nobody_checked_is_run_only_when_someone_asks_then_gets_its_verdict()
 fn a_target_offered_by_the_graph_is_checked_without_anyone_asking_and_collected_when_withdrawn() {
     let (_turn, world) = lock();
     let image = "quay.io/openshift-release-dev/ocp-release@sha256:7777777777777777777777777777777777777777777777777777777777777777";
-    let mut offered = world.cluster_version()["status"]["availableUpdates"].clone();
-    let before = offered.clone();
-    offered
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"version": "4.15.20", "image": image, "channels": ["stable-4.15"]}));
-    let patch = |updates: &Value| {
-        let p = json!({"status": {"availableUpdates": updates}}).to_string();
-        world.admin(&[
-            "patch",
-            "clusterversion",
-            "version",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &p,
-        ]);
-    };
-    patch(&offered);
+    let before = offer(world, "4.15.20", image);
     let done = world.wait_for_result(image, "checked ahead of time", |o| phase(o) == "Passed");
     assert_eq!(done["spec"]["version"], "4.15.20");
 
     // Withdrawn from the graph: the auto-created object goes once idle for
     // the grace period (15 s here).
-    patch(&before);
+    set_available_updates(world, &before);
     let deadline = Instant::now() + Duration::from_secs(60);
     while world
         .update_preflights()
@@ -333,25 +329,7 @@ fn preflight_gate_run_asks_for_a_run_and_prints_the_result() {
 fn a_review_never_starts_a_run_not_even_a_forged_preflight_mode() {
     let (_turn, world) = lock();
     let image = "quay.io/openshift-release-dev/ocp-release@sha256:8888888888888888888888888888888888888888888888888888888888888888";
-    let before = world.cluster_version()["status"]["availableUpdates"].clone();
-    let mut offered = before.clone();
-    offered
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"version": "4.15.21", "image": image, "channels": ["stable-4.15"]}));
-    let patch = |updates: &Value| {
-        let p = json!({"status": {"availableUpdates": updates}}).to_string();
-        world.admin(&[
-            "patch",
-            "clusterversion",
-            "version",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &p,
-        ]);
-    };
-    patch(&offered);
+    let before = offer(world, "4.15.21", image);
     let done = world.wait_for_result(image, "checked ahead of time", |o| phase(o) == "Passed");
     let name = done["metadata"]["name"].as_str().unwrap().to_owned();
 
@@ -405,5 +383,5 @@ fn a_review_never_starts_a_run_not_even_a_forged_preflight_mode() {
     // the fresh results.
     let real = world.kubectl(User::Admin, &image_patch_args(image, &["--dry-run=server"]));
     assert!(real.ok, "{}", real.stderr);
-    patch(&before);
+    set_available_updates(world, &before);
 }

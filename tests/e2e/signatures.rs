@@ -165,7 +165,7 @@ fn trusted(world: &World, image: &str) -> Result<String, String> {
 }
 
 /// The update graph's answer, as the ClusterVersion's status holds it.
-fn set_available_updates(world: &World, updates: &Value) {
+pub(crate) fn set_available_updates(world: &World, updates: &Value) {
     world.admin(&[
         "patch",
         "clusterversion",

@@ -321,7 +321,7 @@ async fn an_unsigned_result_is_run_again() {
         run.done["status"]["signature"]
             .as_str()
             .unwrap()
-            .starts_with("v1:")
+            .starts_with("v2:")
     );
 }
 
