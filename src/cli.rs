@@ -197,7 +197,7 @@ pub struct ControllerArgs {
     /// How long the Lease holds without renewal; a new leader takes over after it.
     #[arg(long, default_value = "15s", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_LEASE_DURATION")]
     pub lease_duration: Duration,
-    /// How often the targets the update graph offers are checked again; 0s turns proactive refresh off.
+    /// How often the targets the update graph offers are checked again; 0s checks each only once (no review starts a run, so every offered or stored target still gets its first).
     #[arg(long, default_value = "30m", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_REFRESH_INTERVAL")]
     pub refresh_interval: Duration,
     #[command(flatten)]

@@ -23,11 +23,11 @@ use crate::model::{ClusterVersion, UpdatePreflight};
 use crate::preflight::live::{checked_itself, trigger};
 
 /// Refreshes when the ClusterVersion changes (a new target offered, one
-/// withdrawn) and periodically besides, for garbage collection.
+/// withdrawn) and periodically besides, for garbage collection. Always on,
+/// even with `--refresh-interval` 0 (results then never age into a new
+/// run): no review starts a run, so this is how an offered or stored
+/// target gets its object.
 pub(super) async fn refresh_loop(ctx: Arc<Ctx>) {
-    if ctx.settings.refresh_interval.is_zero() {
-        return;
-    }
     let config = watcher::Config::default().fields("metadata.name=version");
     let mut changes = watcher::watcher(cluster_versions(&ctx.client), config)
         .default_backoff()
