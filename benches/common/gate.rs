@@ -45,7 +45,7 @@ pub async fn start() -> Running {
         results: source.clone(),
         authorizer: Arc::new(NoCluster),
         events: None,
-        witness: Witness::unwatched(None, metrics.clone()),
+        witness: Witness::unwatched(metrics.clone()),
         policy: Policy::default(),
         metrics: metrics.clone(),
     });

@@ -162,6 +162,8 @@ pub struct Verdict {
     pub override_kind: Option<OverrideKind>,
     /// The target's version or image, when the request changed the target.
     pub target: Option<String>,
+    /// The target's release, when the request changed the target.
+    pub release: Option<crate::model::ReleaseKey>,
 }
 
 impl Verdict {
@@ -176,6 +178,7 @@ impl Verdict {
             effects: Vec::new(),
             override_kind: None,
             target: None,
+            release: None,
         }
     }
 
@@ -190,6 +193,7 @@ impl Verdict {
 
     fn for_target(mut self, target: &Target) -> Self {
         self.target = Some(target.display().to_owned());
+        self.release = Some(target.key.clone());
         self.audit
             .insert(audit::TARGET.into(), target.display().to_owned());
         self

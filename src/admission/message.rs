@@ -380,7 +380,7 @@ pub fn pending(target: &Target, why: &Pending, retry: Duration) -> String {
              EOF"
         ),
         Pending::Unsigned(why) => format!(
-            "preflight for {target} is running, retry in ~{retry} s\nIts result {why}; the gate runs it again by itself (a lost or rotated signing key leaves every result so).",
+            "preflight for {target} is running, retry in ~{retry} s\nIts result {why}; the gate runs it again by itself (it repairs a changed spec of its own result; a lost or rotated signing key leaves every result so).",
             why = clean(why, MAX_LINE),
         ),
         Pending::Untrusted => format!(
@@ -442,6 +442,18 @@ pub(crate) fn claim_unattributed(claimed_by: Option<&str>, user: &str) -> String
 }
 
 const PREFIX_ANY: &str = "preflight.dev/*";
+
+/// What the record says of a stored change that decisions of different
+/// requesters claimed: where the API server does not authenticate itself
+/// to the gate, any of them may be a forged review.
+pub(crate) fn record_ambiguous(requesters: &[String], resource_version: &str) -> String {
+    format!(
+        "Reviews naming different requesters claim the change stored at resourceVersion {resource_version}: {}. \
+         The gate cannot tell which made it (this API server does not authenticate itself to the gate; docs/security.md, \"Who can send a review\"), \
+         so the Events of this change may name the wrong requester: the API server's audit log names who wrote it.",
+        requesters.join(", ")
+    )
+}
 
 /// Why claims written by the requester do not count under the four-eyes rule.
 pub(crate) fn four_eyes_same_writer(claim: &str, writer: Option<&str>, requester: &str) -> String {

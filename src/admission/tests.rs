@@ -1573,7 +1573,9 @@ fn the_denial_gives_commands_with_a_time_limit_to_copy() {
 #[case::another_version(json!({"image": IMG_FAIL, "version": "4.14.13"}), "says version 4.14.13, but the release is 4.15.3")]
 fn a_forged_pass_for_a_failing_target_is_no_result(#[case] spec: Value, #[case] says: &str) {
     // Someone allowed to create UpdatePreflights replaces the failing
-    // target's object with one that passes.
+    // target's object with one that passes: it is no result, and since the
+    // gate owns its result's spec (L2), its controller repairs the spec and
+    // runs it again, so the update waits as for a run under way.
     let s = source();
     let mut forged = result(
         IMG_FAIL,
@@ -1587,17 +1589,19 @@ fn a_forged_pass_for_a_failing_target_is_no_result(#[case] spec: Value, #[case] 
         .into_final()
         .unwrap();
     assert!(!v.allowed);
-    assert_eq!(v.reason, Reason::NotVouched);
+    assert_eq!(v.reason, Reason::Pending);
     assert!(
-        v.message.starts_with(&format!(
-            "preflight for 4.15.3 has no result the gate vouches for: UpdatePreflight {} {says}",
-            ReleaseKey::from_image(IMG_FAIL).object_name()
-        )),
+        v.message.starts_with("preflight for 4.15.3 is running"),
         "{}",
         v.message
     );
     assert!(
-        v.message.contains("oc delete updatepreflight "),
+        v.message.contains(&format!("Its result {says}")),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.message.contains("repairs a changed spec"),
         "{}",
         v.message
     );

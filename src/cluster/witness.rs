@@ -9,9 +9,16 @@
 //!
 //! A decision is joined to the change it allowed by the object's uid, its
 //! spec and its `preflight.dev/` annotations: when a watch event changes
-//! those to what a decision allowed, the newest such decision is the one
-//! stored. Without a cluster (`serve` on a snapshot) there is no API server
-//! to witness anything, and decisions are recorded as they are made.
+//! those to what a decision allowed, that change is recorded. One stored
+//! change is recorded once across replicas: its Events are named after the
+//! object's uid and the change's `resourceVersion`, which every replica's
+//! watch shows alike, and only the replica whose Event the API server
+//! created counts the override ([`Ledger`]). A forged review can predict a
+//! stored change but not its requester's identity: where decisions of
+//! different requesters claim one change (on one replica, or across
+//! replicas), the record says so and names them all rather than pick one.
+//! Without a cluster (`serve` on a snapshot) there is no API server to
+//! witness anything, and decisions are recorded as they are made.
 
 use std::collections::VecDeque;
 use std::hash::{BuildHasher, RandomState};
@@ -19,13 +26,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use super::{EventRecorder, cluster_versions};
+use super::cluster_versions;
 use crate::admission::EventNote;
-use crate::metrics::{EffectKind, Metrics};
+use crate::metrics::Metrics;
 use crate::model::ClusterVersion;
 use crate::model::standing::OverrideKind;
 
@@ -40,6 +48,9 @@ pub const MAX_AWAITED: usize = 256;
 
 /// The annotations that are part of what a decision allowed.
 const OWN_ANNOTATIONS: &str = "preflight.dev/";
+
+/// The Event that says a stored change was claimed by several requesters.
+pub const AMBIGUOUS: &str = "PreflightRecordAmbiguous";
 
 /// What an allowed decision leaves once its change is stored.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -73,13 +84,63 @@ impl Stored {
     }
 }
 
+/// One Event of a stored change's record, published once across replicas.
+#[derive(Clone, Debug)]
+pub struct Once<'a> {
+    /// The Event's name: the same on every replica for the same change.
+    pub name: String,
+    pub note: &'a EventNote,
+    /// The ClusterVersion the Event is about.
+    pub regarding: (&'a str, &'a str),
+    /// Who the deciding replica was told asked for the change.
+    pub requester: &'a str,
+}
+
+/// What publishing an Event once found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// This replica published it: it records the change.
+    First,
+    /// Another replica did, for the same requester.
+    Same,
+    /// Another replica did, for another requester (named).
+    Other(String),
+}
+
+/// Where the replicas agree that a stored change is recorded once: the
+/// API server, which creates an object of a given name only once.
+pub trait Ledger: Send + Sync {
+    /// Publishes `once.note` under `once.name` unless an Event of that
+    /// name exists; then says whose it is. An error is the API server's,
+    /// in words for the log.
+    fn publish_once<'a>(&'a self, once: Once<'a>) -> BoxFuture<'a, Result<Claim, String>>;
+}
+
 /// A decision waiting for its change.
 struct Awaited {
     fingerprint: u64,
     since: Instant,
+    stored: Stored,
+}
+
+/// A stored change and the decisions that claim it, to be recorded.
+#[derive(Debug)]
+struct Record {
+    /// Names this change alike on every replica.
+    key: String,
     name: String,
     uid: String,
+    resource_version: String,
+    /// The newest claiming decision's record.
     stored: Stored,
+    /// Every requester that claimed it, once each, in order.
+    requesters: Vec<String>,
+}
+
+impl Record {
+    fn requester(&self) -> String {
+        self.requesters.join(" and ")
+    }
 }
 
 #[derive(Default)]
@@ -93,26 +154,21 @@ struct Table {
 pub struct Witness {
     table: Mutex<Table>,
     keys: RandomState,
-    events: Option<EventRecorder>,
+    /// None without a cluster: decisions are recorded as made.
+    ledger: Option<Arc<dyn Ledger>>,
     metrics: Metrics,
-    /// False without a cluster: decisions are recorded as made.
-    watching: bool,
 }
 
 impl Witness {
     /// No API server to watch: every decision is recorded as it is made.
-    pub fn unwatched(events: Option<EventRecorder>, metrics: Metrics) -> Arc<Self> {
-        Arc::new(Self::new(events, metrics, false))
+    pub fn unwatched(metrics: Metrics) -> Arc<Self> {
+        Arc::new(Self::new(None, metrics))
     }
 
     /// Watches the ClusterVersion `version` and records decisions as their
-    /// changes show up in it.
-    pub fn spawn(
-        client: kube::Client,
-        events: Option<EventRecorder>,
-        metrics: Metrics,
-    ) -> Arc<Self> {
-        let witness = Arc::new(Self::new(events, metrics, true));
+    /// changes show up in it, through `ledger`.
+    pub fn spawn(client: kube::Client, ledger: Arc<dyn Ledger>, metrics: Metrics) -> Arc<Self> {
+        let witness = Arc::new(Self::new(Some(ledger), metrics));
         tokio::spawn(
             witness
                 .clone()
@@ -122,13 +178,12 @@ impl Witness {
         witness
     }
 
-    fn new(events: Option<EventRecorder>, metrics: Metrics, watching: bool) -> Self {
+    fn new(ledger: Option<Arc<dyn Ledger>>, metrics: Metrics) -> Self {
         Self {
             table: Mutex::default(),
             keys: RandomState::new(),
-            events,
+            ledger,
             metrics,
-            watching,
         }
     }
 
@@ -138,15 +193,14 @@ impl Witness {
         if stored.is_empty() {
             return;
         }
-        if !self.watching {
-            self.record(&stored, &object.metadata.name, &object.metadata.uid);
+        if self.ledger.is_none() {
+            self.settle(&stored);
+            self.count_override(&stored);
             return;
         }
         let awaited = Awaited {
             fingerprint: self.fingerprint(object),
             since: Instant::now(),
-            name: object.metadata.name.clone(),
-            uid: object.metadata.uid.clone(),
             stored,
         };
         let mut table = self.lock();
@@ -159,9 +213,10 @@ impl Witness {
     }
 
     /// The ClusterVersion as the watch shows it: when what a decision is
-    /// joined by changed to what a waiting decision allowed, the newest such
-    /// decision is recorded and older ones for the same change are dropped.
-    fn observed(&self, object: &ClusterVersion, now: Instant) {
+    /// joined by changed to what waiting decisions allowed, that change is
+    /// to be recorded, with the newest decision's record and every
+    /// requester that claimed it.
+    fn observed(&self, object: &ClusterVersion, now: Instant) -> Option<Record> {
         let fingerprint = self.fingerprint(object);
         let mut table = self.lock();
         self.expire(&mut table, now);
@@ -170,7 +225,7 @@ impl Witness {
             .replace(fingerprint)
             .is_some_and(|last| last != fingerprint);
         if !changed {
-            return;
+            return None;
         }
         let (matching, rest): (Vec<Awaited>, Vec<Awaited>) = table
             .awaited
@@ -178,12 +233,99 @@ impl Witness {
             .partition(|a| a.fingerprint == fingerprint);
         table.awaited = rest.into();
         drop(table);
-        let Some((newest, older)) = matching.split_last() else {
+        let Some(newest) = matching.last() else {
             debug!("a stored change no decision of this replica allowed");
+            return None;
+        };
+        // Decisions beyond the newest recorded nothing of their own.
+        self.unstored(matching.len() - 1);
+        let mut requesters: Vec<String> = Vec::new();
+        for awaited in &matching {
+            if !requesters.contains(&awaited.stored.user) {
+                requesters.push(awaited.stored.user.clone());
+            }
+        }
+        let meta = &object.metadata;
+        let resource_version = meta.resource_version.clone().unwrap_or_default();
+        Some(Record {
+            key: record_key(&meta.name, &meta.uid, &resource_version),
+            name: meta.name.clone(),
+            uid: meta.uid.clone(),
+            resource_version,
+            stored: newest.stored.clone(),
+            requesters,
+        })
+    }
+
+    /// Records a stored change: this replica's metrics at once; its Events
+    /// and the override's count once across replicas; and, where decisions
+    /// of different requesters claimed it, that it is ambiguous.
+    async fn record(&self, record: Record) {
+        self.settle(&record.stored);
+        let Some(ledger) = &self.ledger else {
+            self.count_override(&record.stored);
             return;
         };
-        self.unstored(older.len());
-        self.record(&newest.stored, &newest.name, &newest.uid);
+        let requester = record.requester();
+        let regarding = (record.name.as_str(), record.uid.as_str());
+        let mut claim = Claim::First;
+        for (i, note) in record.stored.notes.iter().enumerate() {
+            let once = Once {
+                name: format!("{}-{i}", record.key),
+                note,
+                regarding,
+                requester: &requester,
+            };
+            match ledger.publish_once(once).await {
+                // The first Event decides who records the rest.
+                Ok(found) if i == 0 => claim = found,
+                Ok(_) => {}
+                Err(e) => warn!(error = %e, reason = note.reason, "cannot publish Event"),
+            }
+            if claim != Claim::First {
+                break;
+            }
+        }
+        if claim == Claim::First {
+            self.count_override(&record.stored);
+        }
+        let mut claimants = record.requesters.clone();
+        if let Claim::Other(theirs) = &claim {
+            claimants.push(theirs.clone());
+        }
+        if claimants.len() > 1 {
+            self.ambiguous(ledger.as_ref(), &record, &claimants).await;
+        }
+    }
+
+    /// Says that decisions of different requesters claimed one stored
+    /// change, once across replicas.
+    async fn ambiguous(&self, ledger: &dyn Ledger, record: &Record, claimants: &[String]) {
+        let note = EventNote {
+            warning: true,
+            reason: AMBIGUOUS,
+            message: crate::admission::message::record_ambiguous(
+                claimants,
+                &record.resource_version,
+            ),
+            related: None,
+        };
+        warn!(
+            requesters = %claimants.join(", "),
+            resource_version = %record.resource_version,
+            "decisions of different requesters claim one stored change"
+        );
+        let once = Once {
+            name: format!("{}-ambiguous", record.key),
+            note: &note,
+            regarding: (&record.name, &record.uid),
+            requester: &record.requester(),
+        };
+        match ledger.publish_once(once).await {
+            Ok(Claim::First) => self.metrics.admission.decision_ambiguous(),
+            Ok(_) => debug!("another replica said the change is ambiguous"),
+            Err(e) => warn!(error = %e, "cannot publish the ambiguity's Event"),
+        }
     }
 
     /// Drops decisions whose change was not stored in time.
@@ -205,8 +347,8 @@ impl Witness {
         }
     }
 
-    /// Publishes the Events, counts the override and settles the target.
-    fn record(&self, stored: &Stored, name: &str, uid: &str) {
+    /// Settles this replica's blocked targets.
+    fn settle(&self, stored: &Stored) {
         if let Some(accepted) = &stored.accepted {
             let now = jiff::Timestamp::now().as_millisecond() as f64 / 1000.0;
             let target = match accepted {
@@ -215,6 +357,9 @@ impl Witness {
             };
             self.metrics.admission.target_accepted(target, now);
         }
+    }
+
+    fn count_override(&self, stored: &Stored) {
         if let Some(kind) = stored.override_kind {
             self.metrics.admission.override_honoured(kind);
             info!(
@@ -224,15 +369,6 @@ impl Witness {
                 checks = %stored.overridden,
                 "override honoured and stored"
             );
-        }
-        for note in &stored.notes {
-            match &self.events {
-                Some(events) => {
-                    self.metrics.effects.asked_for(EffectKind::Event);
-                    events.publish(note.clone(), name, uid);
-                }
-                None => debug!(reason = note.reason, "no cluster: Event not published"),
-            }
         }
     }
 
@@ -269,12 +405,32 @@ impl Witness {
                     continue;
                 }
             };
-            match serde_json::to_value(object).and_then(serde_json::from_value) {
-                Ok(cv) => self.observed(&cv, Instant::now()),
-                Err(e) => warn!(error = %e, "cannot read the ClusterVersion"),
+            let cv = match serde_json::to_value(object).and_then(serde_json::from_value) {
+                Ok(cv) => cv,
+                Err(e) => {
+                    warn!(error = %e, "cannot read the ClusterVersion");
+                    continue;
+                }
+            };
+            if let Some(record) = self.observed(&cv, Instant::now()) {
+                self.record(record).await;
             }
         }
     }
+}
+
+/// The name every replica gives one stored change's Events: the object's
+/// name, and a digest of its uid and the change's `resourceVersion`.
+fn record_key(name: &str, uid: &str, resource_version: &str) -> String {
+    let digest = ring::digest::digest(
+        &ring::digest::SHA256,
+        format!("{uid}/{resource_version}").as_bytes(),
+    );
+    let hex: String = digest.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{name}.record-{hex}")
 }
 
 #[cfg(test)]

@@ -236,14 +236,14 @@ impl ClusterEffects {
             return Self {
                 authorizer: Arc::new(NoCluster),
                 events: None,
-                witness: Witness::unwatched(None, metrics.clone()),
+                witness: Witness::unwatched(metrics.clone()),
             };
         };
         let events =
             EventRecorder::spawn(client.clone(), Some(instance.to_owned()), metrics.clone());
         Self {
             authorizer: Arc::new(SubjectAccessReviewer::new(client.clone())),
-            witness: Witness::spawn(client.clone(), Some(events.clone()), metrics.clone()),
+            witness: Witness::spawn(client.clone(), Arc::new(events.clone()), metrics.clone()),
             events: Some(events),
         }
     }

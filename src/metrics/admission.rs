@@ -38,6 +38,8 @@ pub struct AdmissionMetrics {
     overrides: IntCounterVec,
     /// Allowed decisions whose change was never stored.
     unstored: IntCounter,
+    /// Stored changes that reviews of different requesters claimed.
+    ambiguous: IntCounter,
     /// 1 while the last request for a target was denied, by `target_version`.
     update_blocked: IntGaugeVec,
     /// When a request for a target was last denied, by `target_version`.
@@ -85,6 +87,16 @@ impl AdmissionMetrics {
                 Opts::new(
                     "decisions_unstored_total",
                     "Allowed decisions whose change the ClusterVersion's watch did not show stored in time: a write refused after the gate, or a review the API server did not send. Their Events, override counts and unblocking were not recorded.",
+                )
+                .namespace(PREFIX),
+            )?,
+        )?;
+        let ambiguous = register(
+            registry,
+            IntCounter::with_opts(
+                Opts::new(
+                    "decisions_ambiguous_total",
+                    "Stored changes that allowed decisions of different requesters claimed (on this replica or across replicas): where the API server does not authenticate itself to the gate, a review may be forged, so the record names every requester and says it cannot tell which made the change.",
                 )
                 .namespace(PREFIX),
             )?,
@@ -145,6 +157,7 @@ impl AdmissionMetrics {
             in_flight,
             overrides,
             unstored,
+            ambiguous,
             update_blocked,
             update_denied_at,
             target_accepted_at,
@@ -185,6 +198,11 @@ impl AdmissionMetrics {
     /// `count` allowed decisions were never stored.
     pub(crate) fn decisions_unstored(&self, count: u64) {
         self.unstored.inc_by(count);
+    }
+
+    /// A stored change was claimed by decisions of different requesters.
+    pub(crate) fn decision_ambiguous(&self) {
+        self.ambiguous.inc();
     }
 
     /// A request for `target` (a version, or an image) was denied at `now`

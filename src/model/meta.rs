@@ -22,6 +22,9 @@ pub struct Metadata {
     pub uid: String,
     /// Bumped by the API server on every change of the spec.
     pub generation: Option<i64>,
+    /// The API server's version of the object: every replica's watch
+    /// shows one stored write with the same one.
+    pub resource_version: Option<String>,
     #[serde(deserialize_with = "null_as_default")]
     pub labels: BTreeMap<String, String>,
     #[serde(deserialize_with = "null_as_default")]

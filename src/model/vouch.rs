@@ -28,9 +28,9 @@ pub struct NotVouched {
     pub name: String,
     pub why: String,
     /// The object is the gate's own result for the release, and only its
-    /// signature fails (a lost or rotated key, a status changed since):
-    /// the gate's controller runs it again by itself, so nobody needs to
-    /// delete it.
+    /// signature fails (a lost or rotated key, a status changed since) or
+    /// its spec was changed (the controller repairs it): the gate's
+    /// controller runs it again by itself, so nobody needs to delete it.
     pub runs_again: bool,
 }
 
@@ -74,8 +74,17 @@ pub fn vouch(
     if ReleaseKey::from_image(&object.spec.image) != *key {
         return refuse(format!("names another release, {}", object.spec.image));
     }
+    // The gate owns its result's spec: its controller repairs a narrowed
+    // suite or a changed version and runs the result again by itself.
+    let repaired = |why: String| {
+        Err(NotVouched {
+            name: name.clone(),
+            why,
+            runs_again: true,
+        })
+    };
     if !object.spec.checks.is_empty() {
-        return refuse(format!(
+        return repaired(format!(
             "narrows the suite to {}; a result runs every configured check",
             object.spec.checks.join(", ")
         ));
@@ -83,7 +92,7 @@ pub fn vouch(
     if let (Some(claimed), Some(resolved)) = (object.spec.version.as_deref(), version)
         && Version::parse(claimed).as_ref() != Some(resolved)
     {
-        return refuse(format!(
+        return repaired(format!(
             "says version {claimed}, but the release is {resolved}"
         ));
     }
@@ -438,6 +447,28 @@ mod tests {
         forge(&mut o);
         let why = check(&o).unwrap_err();
         assert!(why.contains(says), "{why}");
+    }
+
+    /// Trust, third pass, L2: the gate owns its result's spec. Its own
+    /// object with a narrowed suite or another version is repaired and run
+    /// again by the controller, so the denial says it is pending, not that
+    /// someone must delete it; a request under another name is not its own.
+    #[test]
+    fn a_changed_spec_of_the_gates_own_object_is_run_again_and_a_request_is_not() {
+        let key = ReleaseKey::from_image(IMAGE);
+        let version = Version::parse("4.15.3");
+        let mut narrowed = own();
+        narrowed.spec.checks = vec!["EtcdHealthy".into()];
+        let mut renumbered = own();
+        renumbered.spec.version = Some("4.14.20".into());
+        for changed in [narrowed, renumbered] {
+            let refused = vouch(&changed, &key, version.as_ref(), None).unwrap_err();
+            assert!(refused.runs_again, "{}", refused.why);
+        }
+        let mut request = own();
+        request.metadata.name = Some("manual-x7k2".into());
+        let refused = vouch(&request, &key, version.as_ref(), None).unwrap_err();
+        assert!(!refused.runs_again, "{}", refused.why);
     }
 
     #[test]

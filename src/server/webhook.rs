@@ -292,7 +292,8 @@ async fn validate(
 }
 
 /// Carries out the verdict's effects without waiting: a denial is recorded
-/// at once (its Events, the blocked target), since the
+/// at once (its Events, and the blocked target where the gate's own watch
+/// offers or stores it: a review's `status` may offer anything), since the
 /// API server stores nothing of it; what an allowed change leaves (its
 /// Events, the override counted, the targets it unblocks) waits for the
 /// watch to show the change stored ([`Witness`]).
@@ -315,6 +316,10 @@ fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
     }
     if !verdict.allowed {
         if let (Reason::Failed | Reason::Pending, Some(target)) = (verdict.reason, &verdict.target)
+            && verdict
+                .release
+                .as_ref()
+                .is_some_and(|release| gate.results.checks_itself(release))
         {
             let now = Timestamp::now().as_millisecond() as f64 / 1000.0;
             gate.metrics.admission.target_denied(target, now);

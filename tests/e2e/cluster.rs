@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 mod control_plane;
 
 pub use control_plane::{
-    CLEAR_TARGET, OPENSHIFT_CRDS, Output, image_patch_args, merge_patch_args, run,
+    CLEAR_TARGET, OPENSHIFT_CRDS, Output, image_patch_args, merge_patch_args, run, wait_for,
 };
-use control_plane::{ControlPlane, ROOT, poll, wait_for};
+use control_plane::{ControlPlane, ROOT, poll};
 
 pub const WEBHOOK: &str = "clusterversions.preflight.dev";
 
@@ -620,15 +620,42 @@ impl World {
     /// Posts a review straight to the gate, bypassing the API server but
     /// presenting its webhook client certificate.
     pub fn post_review(&self, review: &Value) -> Value {
-        let identity = [
+        self.post_review_to(self.gate_port, review)
+    }
+
+    /// Starts one more replica of the gate beside the world's own, on the
+    /// same cluster, which the API server does not call: only a caller
+    /// reaching its port sends it a review. Returns its (webhook, admin)
+    /// ports.
+    pub fn start_other_replica(&self) -> (u16, u16) {
+        let (gate_port, admin_port) = (free_port(), free_port());
+        self.start_gate(gate_port, admin_port, &[]);
+        (gate_port, admin_port)
+    }
+
+    /// The metrics of the gate whose admin port is `admin_port`.
+    pub fn metrics_on(&self, admin_port: u16) -> String {
+        http_get_on(admin_port, "/metrics", Some(&self.scrape_token))
+            .expect("the admin port answers")
+            .1
+    }
+
+    /// Posts a review straight to the gate on `gate_port`, presenting the
+    /// API server's webhook client certificate: what any caller can do on
+    /// an overlay where the API server presents none.
+    pub fn post_review_to(&self, gate_port: u16, review: &Value) -> Value {
+        let response = self
+            .post_review_to_as(gate_port, review, Some(&self.api_server_identity()))
+            .expect("the gate answers the API server's identity");
+        serde_json::from_str(&response).unwrap()
+    }
+
+    fn api_server_identity(&self) -> Vec<u8> {
+        [
             std::fs::read(self.var("WEBHOOK_CLIENT_CERT")).unwrap(),
             std::fs::read(self.var("WEBHOOK_CLIENT_KEY")).unwrap(),
         ]
-        .concat();
-        let response = self
-            .post_review_as(review, Some(&identity))
-            .expect("the gate answers the API server's identity");
-        serde_json::from_str(&response).unwrap()
+        .concat()
     }
 
     /// Posts a review straight to the gate as a caller presenting
@@ -636,6 +663,15 @@ impl World {
     /// body, or the error of the connection.
     pub fn post_review_as(
         &self,
+        review: &Value,
+        identity: Option<&[u8]>,
+    ) -> Result<String, reqwest::Error> {
+        self.post_review_to_as(self.gate_port, review, identity)
+    }
+
+    fn post_review_to_as(
+        &self,
+        gate_port: u16,
         review: &Value,
         identity: Option<&[u8]>,
     ) -> Result<String, reqwest::Error> {
@@ -647,14 +683,13 @@ impl World {
             let mut client = reqwest::Client::builder()
                 .use_rustls_tls()
                 .tls_built_in_root_certs(false)
-                .add_root_certificate(reqwest::Certificate::from_pem(&self.ca_pem()).unwrap());
+                .add_root_certificate(
+                    reqwest::Certificate::from_pem(&self.ca_pem(gate_port)).unwrap(),
+                );
             if let Some(pem) = identity {
                 client = client.identity(reqwest::Identity::from_pem(pem).unwrap());
             }
-            let url = format!(
-                "https://localhost:{}/validate/clusterversion",
-                self.gate_port
-            );
+            let url = format!("https://localhost:{gate_port}/validate/clusterversion");
             client
                 .build()
                 .unwrap()
@@ -668,8 +703,8 @@ impl World {
         })
     }
 
-    fn ca_pem(&self) -> Vec<u8> {
-        std::fs::read(self.dir().join(format!("certs-{}/ca.crt", self.gate_port))).unwrap()
+    fn ca_pem(&self, gate_port: u16) -> Vec<u8> {
+        std::fs::read(self.dir().join(format!("certs-{gate_port}/ca.crt"))).unwrap()
     }
 
     /// UpdatePreflight objects, by name.

@@ -2,11 +2,12 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use preflight_gate::cluster::witness::AMBIGUOUS;
+use serde_json::{Value, json};
 
 use crate::cluster::{
     CLEAR_TARGET, Output, User, WEBHOOK, World, image_patch_args, lock, merge_patch_args, metric,
-    run,
+    run, wait_for,
 };
 
 const DENIED: &str = "denied the request: ";
@@ -730,22 +731,8 @@ fn a_review_the_api_server_never_stored_leaves_no_event_and_counts_no_override()
     ] {
         annotations[key] = json!(value);
     }
-    let review = json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "f0f0f0f0-0000-4000-8000-000000000001",
-            "kind": {"group": "config.openshift.io", "version": "v1", "kind": "ClusterVersion"},
-            "resource": {"group": "config.openshift.io", "version": "v1", "resource": "clusterversions"},
-            "name": "version",
-            "operation": "UPDATE",
-            "userInfo": {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]},
-            "object": claimed,
-            "oldObject": stored,
-            "dryRun": false,
-        }
-    });
-    let answer = world.post_review(&review);
+    let events_before: Vec<Value> = world.events("PreflightOverridden");
+    let answer = world.post_review(&forged_review(&stored, &claimed));
     assert_eq!(answer["response"]["allowed"], true, "{answer}");
 
     // Long enough for the watch, the Event queue and a scrape.
@@ -769,6 +756,7 @@ fn a_review_the_api_server_never_stored_leaves_no_event_and_counts_no_override()
         !world
             .events("PreflightOverridden")
             .iter()
+            .filter(|e| !events_before.contains(e))
             .any(|e| e["note"].as_str().unwrap_or("").contains("system:admin")),
         "an Event records an override nobody stored"
     );
@@ -776,6 +764,110 @@ fn a_review_the_api_server_never_stored_leaves_no_event_and_counts_no_override()
         world.cluster_version()["spec"]["desiredUpdate"],
         stored["spec"]["desiredUpdate"]
     );
+}
+
+/// A review no API server sent: system:admin changes `stored` into
+/// `claimed`.
+fn forged_review(stored: &Value, claimed: &Value) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "f0f0f0f0-0000-4000-8000-000000000001",
+            "kind": {"group": "config.openshift.io", "version": "v1", "kind": "ClusterVersion"},
+            "resource": {"group": "config.openshift.io", "version": "v1", "resource": "clusterversions"},
+            "name": "version",
+            "operation": "UPDATE",
+            "userInfo": {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]},
+            "object": claimed,
+            "oldObject": stored,
+            "dryRun": false,
+        }
+    })
+}
+
+/// Trust, third pass, M2. Where the API server does not authenticate
+/// itself (OpenShift), a caller can predict a stored change exactly and
+/// send the prediction, as system:admin, to the other replica. Before, each
+/// replica recorded its own decision once the change was stored: two
+/// `PreflightOverridden` Events (one saying system:admin overrode) and two
+/// overrides counted for one change. Now the change is recorded once across
+/// the replicas, and its record says that two requesters claim it.
+#[test]
+fn a_forged_review_predicting_a_stored_change_on_another_replica_is_recorded_as_ambiguous_not_twice()
+ {
+    let (_turn, world) = lock();
+    let (other_port, other_admin) = world.start_other_replica();
+    allowed(&write_override(world, User::Bob, "bob"), &[]);
+    let force = [r#"kind="force""#];
+    let ambiguous = "preflight_gate_decisions_ambiguous_total";
+    let both = |name: &str, labels: &[&str]| {
+        metric(&world.metrics(), name, labels)
+            + metric(&world.metrics_on(other_admin), name, labels)
+    };
+    let (overrides_before, ambiguous_before) = (
+        both("preflight_gate_overrides_total", &force),
+        both(ambiguous, &[]),
+    );
+    let names = |reason: &str| -> Vec<String> {
+        world
+            .events(reason)
+            .iter()
+            .map(|e| e["metadata"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (overridden_before, ambiguous_before_names) =
+        (names("PreflightOverridden"), names(AMBIGUOUS));
+
+    // The change bob is about to make, predicted and sent first.
+    let stored = world.cluster_version();
+    let mut claimed = stored.clone();
+    claimed["spec"]["desiredUpdate"] = json!({"version": "4.15.3"});
+    let answer = world.post_review_to(other_port, &forged_review(&stored, &claimed));
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    allowed(
+        &world.kubectl(User::Bob, &merge_patch_args("4.15.3", &[])),
+        &["override by bob for 4.15.3"],
+    );
+
+    let said = wait_for("the ambiguity's Event", Duration::from_secs(60), || {
+        world.events(AMBIGUOUS).into_iter().find(|e| {
+            !ambiguous_before_names.contains(&e["metadata"]["name"].as_str().unwrap().to_owned())
+        })
+    });
+    let note = said["note"].as_str().unwrap();
+    assert!(
+        note.contains("bob") && note.contains("system:admin"),
+        "{note}"
+    );
+    assert_eq!(said["type"], "Warning");
+    wait_for(
+        "both replicas to record what they will",
+        Duration::from_secs(20),
+        || (both(ambiguous, &[]) > ambiguous_before).then_some(()),
+    );
+    // Past the watch, the Events and a scrape of each replica.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        both("preflight_gate_overrides_total", &force),
+        overrides_before + 1.0,
+        "one stored change, one override counted across the replicas"
+    );
+    assert_eq!(both(ambiguous, &[]), ambiguous_before + 1.0);
+    let new = |reason: &str, before: &[String]| -> Vec<String> {
+        names(reason)
+            .into_iter()
+            .filter(|n| !before.contains(n))
+            .collect()
+    };
+    let overridden = new("PreflightOverridden", &overridden_before);
+    assert_eq!(
+        overridden.len(),
+        1,
+        "one Event for one stored change: {overridden:?}"
+    );
+    let ambiguous = new(AMBIGUOUS, &ambiguous_before_names);
+    assert_eq!(ambiguous.len(), 1, "{ambiguous:?}");
 }
 
 /// The ClusterVersion CRD of a cluster's feature set (`Default`,

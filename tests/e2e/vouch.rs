@@ -1,6 +1,7 @@
 //! Only the gate may vouch, on the real API server: an UpdatePreflight
-//! whose status someone else wrote, whose suite is narrowed, or that goes
-//! by another name is a request, never the result the webhook decides on.
+//! whose status someone else wrote, or that goes by another name, is a
+//! request, never the result the webhook decides on; the spec of the
+//! gate's own result is the gate's, repaired when someone narrows it.
 
 use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
@@ -106,22 +107,43 @@ fn status_written_by_anyone_but_the_gate_is_no_result() {
     ask_until(world, FORGED, "allowed again", |ok, _| ok);
 }
 
+/// Trust, third pass, L2: the gate owns its own result's spec. A suite
+/// narrowed under the release's own name (by anyone who may create or
+/// patch UpdatePreflights: an updater) is repaired to the whole suite and
+/// run, never obeyed. Before, the narrowed suite ran, its pass was refused,
+/// and every update to the target was denied until someone deleted it.
 #[test]
-fn a_narrowed_suite_is_no_result() {
+fn a_narrowed_suite_of_the_gates_own_result_is_repaired_and_run_whole() {
     let (_turn, world) = lock();
     let own = ReleaseKey::from_image(NARROWED).object_name();
     start_from_rest(world, &[&own]);
-    // One harmless check under the release's own name: it runs, and passes.
     world.apply_json(&upf(&own, NARROWED, &["ClusterVersionState"]));
-    let result = world.wait_for_result(NARROWED, "from the controller", done);
-    assert_eq!(result["status"]["phase"], "Passed", "{result}");
-    let refused = ask_until(world, NARROWED, "refused", |ok, _| !ok);
-    assert!(
-        refused.contains(&format!(
-            "UpdatePreflight {own} narrows the suite to ClusterVersionState; a result runs every configured check"
-        )),
-        "{refused}"
+    let result = world.wait_for_result(NARROWED, "repaired and run whole", |o| {
+        done(o) && o["spec"].get("checks").is_none()
+    });
+    assert_eq!(
+        result_names(&result),
+        ["ClusterVersionState", "ClusterOperatorsHealthy"],
+        "{result}"
     );
+    let events: Value =
+        serde_json::from_str(&world.admin(&["get", "events.events.k8s.io", "-A", "-o", "json"]))
+            .unwrap();
+    let repaired = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["reason"] == "PreflightSpecRepaired" && e["regarding"]["name"] == own.as_str())
+        .unwrap_or_else(|| panic!("no PreflightSpecRepaired Event for {own}"));
+    assert!(
+        repaired["note"]
+            .as_str()
+            .unwrap()
+            .contains("its suite was narrowed to ClusterVersionState"),
+        "{repaired}"
+    );
+    // And the whole suite's result is the one the gate decides on.
+    ask_until(world, NARROWED, "allowed", |ok, _| ok);
 }
 
 #[test]

@@ -25,15 +25,27 @@ pub fn install_crypto() {
 }
 
 /// The embedded sample results, served as a cluster's gate serves the
-/// results its controller writes: every target is one it checks by itself.
+/// results its controller writes: every target is one it checks by itself,
+/// unless [`SampleSource::checking_nothing_itself`].
 pub struct SampleSource {
     inner: DirectorySource,
+    checks_itself: bool,
 }
 
 impl SampleSource {
     pub fn new() -> Self {
         Self {
             inner: DirectorySource::embedded(),
+            checks_itself: true,
+        }
+    }
+
+    /// As a gate whose own watch of the ClusterVersion offers none of the
+    /// targets reviews name.
+    pub fn checking_nothing_itself() -> Self {
+        Self {
+            checks_itself: false,
+            ..Self::new()
         }
     }
 }
@@ -47,6 +59,9 @@ impl ResultLookup for SampleSource {
     }
     fn runs_checks(&self) -> bool {
         true
+    }
+    fn checks_itself(&self, _key: &ReleaseKey) -> bool {
+        self.checks_itself
     }
 }
 
@@ -86,13 +101,21 @@ impl OverrideAuthorizer for FixedAuthorizer {
 
 /// Builds the webhook state over the sample results.
 pub fn gate(authorizer: Arc<dyn OverrideAuthorizer>) -> (Arc<Gate>, Arc<SampleSource>) {
-    let source = Arc::new(SampleSource::new());
+    gate_over(SampleSource::new(), authorizer)
+}
+
+/// Builds the webhook state over `source`.
+pub fn gate_over(
+    source: SampleSource,
+    authorizer: Arc<dyn OverrideAuthorizer>,
+) -> (Arc<Gate>, Arc<SampleSource>) {
+    let source = Arc::new(source);
     let metrics = Metrics::new().unwrap();
     let gate = Arc::new(Gate {
         results: source.clone(),
         authorizer,
         events: None,
-        witness: Witness::unwatched(None, metrics.clone()),
+        witness: Witness::unwatched(metrics.clone()),
         policy: Policy::default(),
         metrics,
     });

@@ -137,7 +137,7 @@ async fn webhook(
         results: source,
         authorizer: FixedAuthorizer::new(Authorization::Allowed),
         events: None,
-        witness: Witness::unwatched(None, metrics.clone()),
+        witness: Witness::unwatched(metrics.clone()),
         policy: Policy {
             fail_open_checks: fail_open.clone(),
             ..Policy::default()

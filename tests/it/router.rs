@@ -11,7 +11,7 @@ use preflight_gate::server::app;
 use serde_json::Value;
 use tower::ServiceExt;
 
-use crate::harness::{FixedAuthorizer, gate, sum_metric};
+use crate::harness::{FixedAuthorizer, SampleSource, gate, gate_over, sum_metric};
 use crate::reviews::Review;
 
 async fn call(
@@ -146,6 +146,38 @@ async fn a_missing_result_is_pending_for_a_dry_run_and_a_real_review_alike() {
         again["response"]["status"], json["response"]["status"],
         "the same verdict"
     );
+}
+
+/// Trust, third pass, L1: a review's `status` is the caller's to write, so
+/// a denial marks a target blocked only where the gate's own watch offers
+/// or stores it. Before, any target a review's status offered (a forged
+/// review could offer any number) became a blocked series and an alert.
+#[tokio::test]
+async fn a_denial_marks_a_target_blocked_only_where_the_gates_own_watch_offers_it() {
+    let blocked = |g: &preflight_gate::server::Gate| {
+        sum_metric(
+            &g.metrics.render(),
+            "preflight_gate_update_blocked",
+            &[r#"target_version="4.15.3""#],
+        )
+    };
+    for (source, offered) in [
+        (SampleSource::new(), 1.0),
+        (SampleSource::checking_nothing_itself(), 0.0),
+    ] {
+        let (g, _) = gate_over(source, FixedAuthorizer::new(Authorization::Denied));
+        let body = Review::merge_patch_to("4.15.3").body();
+        let (_, json) = call(app(g.clone(), 8), "POST", "application/json", body).await;
+        assert_eq!(json["response"]["allowed"], false, "{json}");
+        assert!(
+            json["response"]["status"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("preflight for 4.15.3 failed"),
+            "{json}"
+        );
+        assert_eq!(blocked(&g), offered, "the gate checks it itself: {offered}");
+    }
 }
 
 #[tokio::test]

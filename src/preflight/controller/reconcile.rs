@@ -97,6 +97,9 @@ pub(crate) async fn reconcile(
     ctx: Arc<Ctx>,
 ) -> Result<Action, Error> {
     ctx.metrics.results.observe(&object);
+    if let Some(action) = repair_own_spec(&object, &ctx).await {
+        return Ok(action);
+    }
     let settings = &ctx.settings;
     let now = Timestamp::now();
     let due = unsigned(&object, &ctx.key)
@@ -129,6 +132,79 @@ pub(crate) async fn reconcile(
     } else {
         good_for
     }))
+}
+
+/// The gate owns the spec of its own result (the object named after its
+/// release): an updater who narrowed its suite is repaired, not obeyed
+/// (its version is repaired by the run, which alone knows it:
+/// [`repair_own_version`]). The repair changes the generation, so the
+/// result runs again; until then the webhook reads it as pending. Returns
+/// what to do instead of this turn, when the spec needed repair.
+async fn repair_own_spec(object: &UpdatePreflight, ctx: &Ctx) -> Option<Action> {
+    if !is_own(object) || object.spec.checks.is_empty() {
+        return None;
+    }
+    let patch = json!({"spec": {"checks": null}});
+    let why = format!(
+        "its suite was narrowed to {}",
+        object.spec.checks.join(", ")
+    );
+    if !repair(object, ctx, &patch, &why).await {
+        return Some(Action::requeue(Duration::from_secs(30)));
+    }
+    Some(Action::await_change())
+}
+
+/// After a run resolved the target's version from a trusted place: the
+/// gate's own result whose spec says another version is given back the
+/// resolved one. Where nothing trusted gives one, the spec stays as it is
+/// (the webhook compares only known versions).
+async fn repair_own_version(object: &UpdatePreflight, ctx: &Ctx, resolved: Option<&Version>) {
+    let (Some(written), Some(resolved)) = (object.spec.version.as_deref(), resolved) else {
+        return;
+    };
+    if !is_own(object) || Version::parse(written).as_ref() == Some(resolved) {
+        return;
+    }
+    let patch = json!({"spec": {"version": resolved.to_string()}});
+    let why = format!("its version was changed to {written}");
+    repair(object, ctx, &patch, &why).await;
+}
+
+/// Whether `object` is the gate's own result: named after its release.
+fn is_own(object: &UpdatePreflight) -> bool {
+    let key = ReleaseKey::from_image(&object.spec.image);
+    object.metadata.name.as_deref() == Some(key.object_name().as_str())
+}
+
+/// Patches the spec of the gate's own result back, saying why in the log
+/// and an Event; false when the API server refused.
+async fn repair(object: &UpdatePreflight, ctx: &Ctx, patch: &serde_json::Value, why: &str) -> bool {
+    let name = object.name_any();
+    let api: Api<UpdatePreflight> = Api::all(ctx.client.clone());
+    if let Err(e) = api
+        .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+    {
+        warn!(%name, error = %e, "cannot repair the spec of the gate's own result");
+        return false;
+    }
+    let message = format!(
+        "The gate's own result for {} was changed: {why}. Repaired: the gate owns its results' spec (every configured check, the version the update graph or the release gives), and runs it again.",
+        object.spec.image
+    );
+    warn!(%name, "{message}");
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "PreflightSpecRepaired".into(),
+        note: Some(message),
+        action: "Repair".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &object.object_ref(&())).await {
+        warn!(error = %e, "cannot publish the repair's Event");
+    }
+    true
 }
 
 /// An object under another name than the release's own is a request: it
@@ -431,6 +507,7 @@ async fn run_checks(
             .and_then(|d| d.version.as_deref())
             .and_then(Version::parse);
     }
+    repair_own_version(object, ctx, update.target_version.as_ref()).await;
     let target = Target::image(
         &object.spec.image,
         update.target_version.as_ref().map(ToString::to_string),

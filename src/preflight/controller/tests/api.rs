@@ -325,6 +325,44 @@ async fn an_unsigned_result_is_run_again() {
     );
 }
 
+/// Trust, third pass, L2: the gate owns its own result's spec. Its suite
+/// narrowed by an updater is patched back to the whole suite, with an
+/// Event saying so, and the narrowed suite is not run; the repair's new
+/// generation runs the whole suite.
+#[tokio::test]
+async fn a_narrowed_suite_of_the_gates_own_result_is_repaired_not_run() {
+    let (status, started) = finished();
+    let mut object = signed(own_object(
+        Some(status),
+        Some(started - SignedDuration::from_secs(30)),
+    ));
+    object.spec.checks = vec!["EtcdHealthy".into()];
+    let name = object.name_any();
+    let (action, (patch, event)) = reconcile_with(object, |mut api, object| async move {
+        let mut repaired = api.next().await;
+        assert_eq!(repaired.method, Method::PATCH);
+        assert_eq!(
+            repaired.path,
+            format!("/apis/preflight.dev/v1alpha1/updatepreflights/{name}")
+        );
+        assert_eq!(repaired.content_type, "application/merge-patch+json");
+        let patch = repaired.body.clone();
+        repaired.ok(&serde_json::to_value(&*object).unwrap());
+        let mut created = api.next().await;
+        assert_eq!(created.method, Method::POST);
+        let event = created.body.clone();
+        created.ok(&event);
+        assert_eq!(api.silent().await, Ok(()), "nothing run");
+        (patch, event)
+    })
+    .await;
+    assert_eq!(patch, json!({"spec": {"checks": null}}));
+    assert_eq!(event["reason"], "PreflightSpecRepaired");
+    let note = event["note"].as_str().unwrap();
+    assert!(note.contains("narrowed to EtcdHealthy"), "{note}");
+    assert_eq!(action, Action::await_change());
+}
+
 /// The status fields a write names are every field of the status but
 /// `updateDuration`.
 #[test]
