@@ -91,6 +91,9 @@ pub struct ServerArgs {
     /// Reviews decided at once, once their bodies have arrived; more wait their turn, within the API server's timeout.
     #[arg(long, default_value_t = 256, env = "PREFLIGHT_GATE_MAX_CONCURRENCY")]
     pub max_concurrency: usize,
+    /// Run requests (UpdatePreflights created, stamped or changed) one requester may make in 10 minutes, counted by each replica; more are refused (429) until the oldest leaves the window. The gate's own account, system:masters and dry runs are not counted; 0 takes any number.
+    #[arg(long, default_value_t = 10, env = "PREFLIGHT_GATE_MAX_RUN_REQUESTS")]
+    pub max_run_requests: usize,
     /// Webhook connections open at once, counted once their TLS handshake is done (as many handshakes may run beside them); past it the connection idle longest is closed for the new one, and a new one is refused only while every open one is busy. One peer address may hold a quarter of them.
     #[arg(long, default_value_t = 1024, env = "PREFLIGHT_GATE_MAX_CONNECTIONS")]
     pub max_connections: usize,

@@ -46,6 +46,7 @@ pub async fn start() -> Running {
         authorizer: Arc::new(NoCluster),
         events: None,
         witness: Witness::unwatched(metrics.clone()),
+        run_requests: preflight_gate::admission::run_requests::RunRequests::new(10, "gate"),
         policy: Policy::default(),
         metrics: metrics.clone(),
     });

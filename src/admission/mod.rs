@@ -8,6 +8,7 @@ pub mod message;
 pub mod overrides;
 pub mod ports;
 pub mod review;
+pub mod run_requests;
 
 pub use decision::{
     Authorization, Decision, Effect, EventNote, OnPending, PendingOverride, Policy, Reason,

@@ -204,6 +204,7 @@ pub(crate) fn result_of(check: &dyn Check, ctx: &Context) -> CheckResult {
         duration: None,
         failure_policy: None,
     }
+    .entered()
 }
 
 /// Stops a check whose data was not loaded: a warning naming the first

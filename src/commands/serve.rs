@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::admission::ports::OverrideAuthorizer;
+use crate::admission::run_requests::RunRequests;
 use crate::certs;
 use crate::cli::{MetricsAuth, ServeArgs};
 use crate::cluster::api_server::ApiServerAddresses;
@@ -72,6 +73,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         events: effects.events,
         witness: effects.witness,
         policy: policy(&args, client.as_ref()).await,
+        run_requests: RunRequests::new(
+            args.server.max_run_requests,
+            RunRequests::own_account(&args.controller.namespace),
+        ),
         metrics: metrics.clone(),
     });
     let node_cordoned = match (&client, &args.cluster.node_name) {

@@ -40,6 +40,8 @@ pub struct AdmissionMetrics {
     unstored: IntCounter,
     /// Stored changes that reviews of different requesters claimed.
     ambiguous: IntCounter,
+    /// Run requests refused: their requester was past the limit.
+    run_requests_refused: IntCounter,
     /// 1 while the last request for a target was denied, by `target_version`.
     update_blocked: IntGaugeVec,
     /// When a request for a target was last denied, by `target_version`.
@@ -101,6 +103,16 @@ impl AdmissionMetrics {
                 .namespace(PREFIX),
             )?,
         )?;
+        let run_requests_refused = register(
+            registry,
+            IntCounter::with_opts(
+                Opts::new(
+                    "run_requests_refused_total",
+                    "Run requests (UpdatePreflights created, stamped or changed) refused because their requester had asked for --max-run-requests in the last 10 minutes.",
+                )
+                .namespace(PREFIX),
+            )?,
+        )?;
         let decision_seconds = register(
             registry,
             Histogram::with_opts(
@@ -158,6 +170,7 @@ impl AdmissionMetrics {
             overrides,
             unstored,
             ambiguous,
+            run_requests_refused,
             update_blocked,
             update_denied_at,
             target_accepted_at,
@@ -198,6 +211,11 @@ impl AdmissionMetrics {
     /// `count` allowed decisions were never stored.
     pub(crate) fn decisions_unstored(&self, count: u64) {
         self.unstored.inc_by(count);
+    }
+
+    /// A run request was refused: its requester was past the limit.
+    pub(crate) fn run_request_refused(&self) {
+        self.run_requests_refused.inc();
     }
 
     /// A stored change was claimed by decisions of different requesters.

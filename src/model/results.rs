@@ -263,6 +263,12 @@ pub enum FailurePolicy {
     FailOpen,
 }
 
+/// Most characters of a result's message kept where it enters.
+pub const MAX_MESSAGE_CHARS: usize = 4096;
+
+/// Most characters of a risk's or an item's name kept where it enters.
+pub const MAX_NAME_CHARS: usize = 253;
+
 /// The result of one check in one run.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -301,6 +307,33 @@ pub struct CheckResult {
 }
 
 impl CheckResult {
+    /// The result as it is stored, cleaned where it enters (trust, third
+    /// pass, L4): its message, risks and items lose control and format
+    /// characters (a message keeps its line breaks) and are bounded; its
+    /// remediation link is kept only as an http(s) URL with a host and no
+    /// credentials, in the form it parses to, and otherwise dropped, the
+    /// message saying why. Every result the gate writes passes here, the
+    /// built-in checks' and the check Jobs' alike.
+    pub fn entered(mut self) -> Self {
+        use super::text;
+        self.message = text::entered(&self.message, MAX_MESSAGE_CHARS);
+        for name in self.risks.iter_mut().chain(self.items.iter_mut()) {
+            *name = text::clean(name, MAX_NAME_CHARS);
+        }
+        if let Some(url) = self.remediation_url.take() {
+            match text::http_link(&url) {
+                Ok(link) => self.remediation_url = Some(link),
+                Err(why) => {
+                    let _ = std::fmt::Write::write_fmt(
+                        &mut self.message,
+                        format_args!(" (its remediation link was dropped: {why})"),
+                    );
+                }
+            }
+        }
+        self
+    }
+
     /// A result with a message and nothing else: no link, no duration, the
     /// default failure policy.
     pub fn new(
@@ -406,6 +439,61 @@ pub struct Summary {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// Trust, third pass, L4: a result is cleaned where it enters, not
+    /// only where it is printed, so every reader of `status.results` (oc,
+    /// the console, a dashboard) gets the same clean words.
+    #[test]
+    fn a_result_is_cleaned_where_it_enters() {
+        let mut raw = CheckResult::new(
+            "Driver",
+            Severity::Blocking,
+            Outcome::Fail,
+            "driver \u{1b}[31mtoo old\u{1b}[0m\u{7}\n\u{202e}see\tbelow\u{0}",
+        );
+        raw.risks = vec!["Risk\u{1b}[2J".into()];
+        raw.items = vec!["node-a\u{202e}".into()];
+        raw.remediation_url = Some("https://docs.example.com/a b?x=\u{202e}".into());
+        let entered = raw.entered();
+        assert_eq!(entered.message, "driver [31mtoo old[0m\nsee below");
+        assert_eq!(entered.risks, ["Risk [2J"]);
+        assert_eq!(entered.items, ["node-a"]);
+        assert_eq!(
+            entered.remediation_url.as_deref(),
+            Some("https://docs.example.com/a%20b?x=%E2%80%AE")
+        );
+
+        let long = CheckResult::new("Long", Severity::Warning, Outcome::Fail, "x".repeat(5000));
+        let message = long.entered().message;
+        assert!(message.starts_with(&"x".repeat(MAX_MESSAGE_CHARS)));
+        assert!(
+            message.ends_with("… (904 more characters cut)"),
+            "{message}"
+        );
+
+        for (url, why) in [
+            ("javascript:alert(1)", "a javascript link, not http(s)"),
+            (
+                "https://user:secret@docs.example.com/",
+                "a link carrying credentials",
+            ),
+            (
+                "docs.example.com/x",
+                "not a URL: relative URL without a base",
+            ),
+        ] {
+            let mut result = CheckResult::new("Link", Severity::Warning, Outcome::Fail, "see");
+            result.remediation_url = Some(url.into());
+            let entered = result.entered();
+            assert_eq!(entered.remediation_url, None, "{url}");
+            assert_eq!(
+                entered.message,
+                format!("see (its remediation link was dropped: {why})")
+            );
+        }
+    }
+
     use super::{check_name, shown_check_name};
     use rstest::rstest;
 

@@ -81,6 +81,52 @@ pub fn clean(text: &str, max_chars: usize) -> String {
     out
 }
 
+/// Text as it may be stored, where it enters the gate (a check's message):
+/// format characters and control characters dropped but for line breaks
+/// (a tab is a space), at most `max_chars`, saying how much was cut. What
+/// prints it later cleans it again for its own line.
+pub fn entered(text: &str, max_chars: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max_chars + 32));
+    let mut cut = 0usize;
+    let kept = text
+        .chars()
+        .filter(|c| !is_format(*c))
+        .filter_map(|c| match c {
+            '\n' => Some('\n'),
+            '\t' => Some(' '),
+            c if c.is_control() => None,
+            c => Some(c),
+        });
+    for (i, c) in kept.enumerate() {
+        if i < max_chars {
+            out.push(c);
+        } else {
+            cut += 1;
+        }
+    }
+    if cut > 0 {
+        let _ = write!(out, "… ({cut} more characters cut)");
+    }
+    out
+}
+
+/// A link as it may be stored: an `http` or `https` URL with a host and
+/// no credentials, in the form it parses to (so nothing in it is left for
+/// a terminal or a browser to read otherwise), or why not.
+pub fn http_link(text: &str) -> Result<String, String> {
+    let parsed = url::Url::parse(text.trim()).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("a {} link, not http(s)", parsed.scheme()));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err("a link without a host".to_owned());
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err("a link carrying credentials".to_owned());
+    }
+    Ok(parsed.into())
+}
+
 /// Lists names for a message: `a, b, c and 4 more`. A finding that says
 /// so keeps the whole list too (`Finding::with_items`), for programs.
 pub fn list(names: &[String], max: usize) -> String {

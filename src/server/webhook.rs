@@ -26,6 +26,7 @@ use tracing::{Span, debug, field::Empty, info, instrument};
 
 use crate::admission::audit;
 use crate::admission::ports::{OverrideAuthorizer, ResultLookup};
+use crate::admission::run_requests::{self, RunRequests};
 use crate::admission::{
     self, Authorization, Decision, Effect, Policy, Reason, review, review::Request,
 };
@@ -35,6 +36,9 @@ use crate::metrics::{EffectKind, Metrics};
 
 /// The webhook's path.
 pub const PATH: &str = "/validate/clusterversion";
+
+/// The path of run requests (UpdatePreflights created, stamped or changed).
+pub const RUN_REQUESTS_PATH: &str = "/validate/updatepreflight";
 
 /// The largest review body accepted (the API server's own request limit is 3 MiB
 /// of object, twice over for old and new).
@@ -60,6 +64,8 @@ pub struct Gate {
     /// Records an allowed change once the API server stored it.
     pub witness: Arc<Witness>,
     pub policy: Policy,
+    /// Run requests taken per requester.
+    pub run_requests: RunRequests,
     pub metrics: Metrics,
 }
 
@@ -81,6 +87,7 @@ pub fn app(gate: Arc<Gate>, max_concurrency: usize) -> Router {
     };
     Router::new()
         .route(PATH, post(validate))
+        .route(RUN_REQUESTS_PATH, post(validate_run_request))
         .with_state(Arc::new(served))
 }
 
@@ -118,6 +125,87 @@ impl IntoResponse for BodyFault {
         }
         .into_response()
     }
+}
+
+/// A review's body, arrived within its budget, and the permit to decide it.
+struct Admitted<'a> {
+    body: Bytes,
+    _reserved: Option<tokio::sync::SemaphorePermit<'a>>,
+    _deciding: tokio::sync::SemaphorePermit<'a>,
+}
+
+/// Reads the body by `deadline`, then takes a decision permit: a review is
+/// decided only once its whole body is here.
+async fn admit<'a>(
+    served: &'a Served,
+    headers: &HeaderMap,
+    body: Body,
+    deadline: Instant,
+) -> Result<Admitted<'a>, BodyFault> {
+    let (body, reserved) = read_body(
+        served,
+        headers,
+        body,
+        tokio::time::Instant::from_std(deadline),
+    )
+    .await?;
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    let Ok(Ok(deciding)) = tokio::time::timeout(remaining, served.deciding.acquire()).await else {
+        return Err(BodyFault::Busy);
+    };
+    Ok(Admitted {
+        body,
+        _reserved: reserved,
+        _deciding: deciding,
+    })
+}
+
+/// Answers a run request (an UpdatePreflight created, stamped or changed):
+/// allowed unless its requester is past `--max-run-requests`. From memory.
+#[instrument(name = "run_request", skip_all, fields(uid = Empty, user = Empty, decision = Empty))]
+async fn validate_run_request(
+    State(served): State<Arc<Served>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if !is_json(&headers) {
+        return (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "an AdmissionReview must be sent as application/json\n",
+        )
+            .into_response();
+    }
+    let deadline = Instant::now() + budget(query.as_deref());
+    let admitted = match admit(&served, &headers, body, deadline).await {
+        Ok(admitted) => admitted,
+        Err(fault) => return fault.into_response(),
+    };
+    let request = match run_requests::parse(&admitted.body) {
+        Ok(request) => request,
+        Err(malformed) => {
+            info!(error = %malformed.message, "malformed run request review");
+            return Json(review::Response::malformed(&malformed)).into_response();
+        }
+    };
+    let span = Span::current();
+    span.record("uid", request.uid.as_str());
+    span.record("user", request.user.username.as_str());
+    let answer = served.gate.run_requests.answer(&request, uptime());
+    let allowed = answer.response.allowed;
+    span.record("decision", if allowed { "allowed" } else { "refused" });
+    if !allowed {
+        info!("run request refused: its requester is past --max-run-requests");
+        served.gate.metrics.admission.run_request_refused();
+    }
+    Json(answer).into_response()
+}
+
+/// The clock run requests are counted by: the time since this process
+/// first read it, which only goes forward.
+fn uptime() -> Duration {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed()
 }
 
 /// Reads the body by `deadline`, reserving each chunk's bytes from the
@@ -214,27 +302,16 @@ async fn validate(
     }
     let started = Instant::now();
     let deadline = started + budget(query.as_deref());
-    let (body, _reserved) = match read_body(
-        &served,
-        &headers,
-        body,
-        tokio::time::Instant::from_std(deadline),
-    )
-    .await
-    {
-        Ok(read) => read,
+    let admitted = match admit(&served, &headers, body, deadline).await {
+        Ok(admitted) => admitted,
         Err(fault) => return fault.into_response(),
     };
-    // Decide only with a permit, taken once the body is here.
-    let remaining = deadline.saturating_duration_since(Instant::now());
-    let Ok(Ok(_deciding)) = tokio::time::timeout(remaining, served.deciding.acquire()).await else {
-        return BodyFault::Busy.into_response();
-    };
+    let body = &admitted.body;
     let gate = &served.gate;
     let metrics = &gate.metrics;
     let _in_flight = metrics.admission.review_started();
 
-    let request = match review::parse(&body) {
+    let request = match review::parse(body) {
         Ok(request) => request,
         Err(malformed) => {
             Span::current().record("uid", malformed.uid.as_str());

@@ -567,11 +567,9 @@ impl World {
     pub fn switch_to_gate_with(&self, extra: &[&str]) -> String {
         let (gate_port, admin_port) = (free_port(), free_port());
         let ca_bundle = self.start_gate(gate_port, admin_port, extra);
-        let url = format!(
-            "https://127.0.0.1:{gate_port}{}",
-            preflight_gate::server::webhook::PATH
-        );
-        let mut config = self.webhook_configuration(&url);
+        let base = format!("https://127.0.0.1:{gate_port}");
+        let url = format!("{base}{}", preflight_gate::server::webhook::PATH);
+        let mut config = self.webhook_configuration(&base);
         for webhook in config["webhooks"].as_array_mut().unwrap() {
             webhook["clientConfig"]["caBundle"] = json!(ca_bundle);
         }
@@ -606,13 +604,19 @@ impl World {
         )
     }
 
-    /// The webhook configuration of deploy/base, pointed at `url`.
-    pub fn webhook_configuration(&self, url: &str) -> Value {
+    /// The webhook configuration of deploy/base, each webhook pointed at
+    /// its own path under `base` (`https://host:port`).
+    pub fn webhook_configuration(&self, base: &str) -> Value {
         let yaml = std::fs::read_to_string(format!("{ROOT}/deploy/base/webhook.yaml")).unwrap();
         let mut config: Value = serde_saphyr::from_str(&yaml).unwrap();
         config["metadata"]["annotations"] = json!({});
         for webhook in config["webhooks"].as_array_mut().unwrap() {
-            webhook["clientConfig"] = json!({"url": url, "caBundle": self.ca_bundle});
+            let path = webhook["clientConfig"]["service"]["path"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            webhook["clientConfig"] =
+                json!({"url": format!("{base}{path}"), "caBundle": self.ca_bundle});
         }
         config
     }
@@ -735,15 +739,17 @@ impl World {
     }
 
     pub fn gate_url(&self) -> String {
-        format!(
-            "https://127.0.0.1:{}/validate/clusterversion",
-            self.gate_port
-        )
+        format!("{}/validate/clusterversion", self.gate_base())
+    }
+
+    /// Where the world's gate listens, each webhook at its own path.
+    pub fn gate_base(&self) -> String {
+        format!("https://127.0.0.1:{}", self.gate_port)
     }
 
     /// Registers the webhook and waits until the API server calls it.
     pub fn register_webhook(&self) {
-        self.apply_json(&self.webhook_configuration(&self.gate_url()));
+        self.apply_json(&self.webhook_configuration(&self.gate_base()));
         self.wait_for_webhook();
     }
 

@@ -80,12 +80,15 @@ pub(crate) fn apply_dev(world: &World) -> Vec<Value> {
         .map(|o| {
             let mut o = o.clone();
             if o["kind"] == "ValidatingWebhookConfiguration" {
-                let client = &mut o["webhooks"][0]["clientConfig"];
-                assert_eq!(
-                    client["url"],
-                    "https://127.0.0.1:8443/validate/clusterversion"
-                );
-                *client = json!({"url": world.gate_url(), "caBundle": world.ca_bundle});
+                for webhook in o["webhooks"].as_array_mut().unwrap() {
+                    let client = &mut webhook["clientConfig"];
+                    let url = client["url"].as_str().unwrap();
+                    let path = url
+                        .strip_prefix("https://127.0.0.1:8443")
+                        .unwrap_or_else(|| panic!("the dev overlay calls 127.0.0.1:8443: {url}"));
+                    let url = format!("{}{path}", world.gate_base());
+                    *client = json!({"url": url, "caBundle": world.ca_bundle});
+                }
             }
             o
         })

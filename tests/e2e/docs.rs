@@ -105,6 +105,7 @@ fn runs() -> Vec<(String, &'static str, &'static str)> {
             "for ns in openshift-config",
             "\"$KUBECTL\" apply --server-side -k deploy/overlays/dev",
             "cargo run -- certs",
+            "ca=$(base64 -w0 certs/ca.crt)",
             "\"$KUBECTL\" patch validatingwebhookconfiguration preflight-gate",
             "cargo run -- serve --kubeconfig \"$KUBECONFIG\"",
         ],
@@ -1427,6 +1428,7 @@ fn install_upgrade_break_glass_and_uninstall_run_on_a_control_plane_of_their_own
             "for ns in openshift-config",
             "\"$KUBECTL\" apply --server-side -k deploy/overlays/dev",
             "cargo run -- certs",
+            "ca=$(base64 -w0 certs/ca.crt)",
             "\"$KUBECTL\" patch validatingwebhookconfiguration preflight-gate",
         ],
         &[],
@@ -1585,8 +1587,11 @@ fn install_upgrade_break_glass_and_uninstall_run_on_a_control_plane_of_their_own
             "preflight-gate",
             "--type=json",
             "-p",
-            &json!([{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": ca_bundle}])
-                .to_string(),
+            &json!([
+                {"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": ca_bundle},
+                {"op": "add", "path": "/webhooks/1/clientConfig/caBundle", "value": ca_bundle},
+            ])
+            .to_string(),
         ]);
     };
     inject();

@@ -537,9 +537,7 @@ fn with_the_gate_down_updates_fail_closed_until_break_glass() {
         .local_addr()
         .unwrap()
         .port();
-    let dead = world.webhook_configuration(&format!(
-        "https://127.0.0.1:{dead_port}/validate/clusterversion"
-    ));
+    let dead = world.webhook_configuration(&format!("https://127.0.0.1:{dead_port}"));
     world.apply_json(&dead);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let refused = loop {

@@ -385,3 +385,65 @@ fn a_review_never_starts_a_run_not_even_a_forged_preflight_mode() {
     assert!(real.ok, "{}", real.stderr);
     set_available_updates(world, &before);
 }
+
+/// Trust, third pass, L2: on the real API server, whoever may create
+/// UpdatePreflights (here alice, granted that alone) gets
+/// `--max-run-requests` run requests (2 here) and then the gate's 429,
+/// which the API server passes on; a dry run is not counted, and the
+/// API server's superusers are not limited. Before, every request ran.
+#[test]
+fn run_requests_past_the_limit_are_refused_with_when_to_ask_again() {
+    let (_turn, world) = lock();
+    world.switch_to_gate_with(&["--max-run-requests", "2"]);
+    world.apply_json(&json!({
+        "apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": "e2e-updatepreflight-requester"},
+         "rules": [{"apiGroups": ["preflight.dev"], "resources": ["updatepreflights"],
+                    "verbs": ["create", "get", "delete"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "e2e-alice-requester"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": "e2e-updatepreflight-requester"},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}]}));
+    let names: Vec<String> = (1..=4).map(|i| format!("e2e-limited-{i}")).collect();
+    let mut delete = vec![
+        "delete",
+        "updatepreflight",
+        "--ignore-not-found",
+        "--wait=false",
+    ];
+    delete.extend(names.iter().map(String::as_str));
+    world.admin(&delete);
+    let dir = tempfile::tempdir().unwrap();
+    let create = |user: User, name: &str, extra: &[&str]| {
+        let file = dir.path().join(format!("{name}.json"));
+        let object = json!({"apiVersion": "preflight.dev/v1alpha1", "kind": "UpdatePreflight",
+            "metadata": {"name": name}, "spec": {"image": UNCHECKED}});
+        std::fs::write(&file, object.to_string()).unwrap();
+        let mut args = vec!["create", "-f", file.to_str().unwrap()];
+        args.extend(extra);
+        world.kubectl(user, &args)
+    };
+
+    let dry = create(User::Alice, &names[0], &["--dry-run=server"]);
+    assert!(dry.ok, "{}", dry.stderr);
+    for name in &names[..2] {
+        let taken = create(User::Alice, name, &[]);
+        assert!(taken.ok, "{name}: {}", taken.stderr);
+    }
+    let refused = create(User::Alice, &names[2], &[]);
+    assert!(!refused.ok, "a third request went through");
+    assert!(
+        refused.stderr.contains(
+            "admission webhook \"updatepreflights.preflight.dev\" denied the request: preflight-gate: alice has asked for 2 preflight runs in the last 10 minutes"
+        ),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("retry in ~"), "{}", refused.stderr);
+    // The API server's superusers are not limited.
+    let admin = create(User::Admin, &names[3], &[]);
+    assert!(admin.ok, "{}", admin.stderr);
+    world.admin(&delete);
+}

@@ -420,7 +420,6 @@ pub fn generate(image: Option<&str>) -> BTreeMap<String, String> {
 
     let deployment = find(&objects, "Deployment", "preflight-gate");
     let webhook_config = find(&objects, "ValidatingWebhookConfiguration", "preflight-gate");
-    let webhook = &webhook_config["webhooks"][0];
     let service = find(&objects, "Service", "preflight-gate");
     let namespace = find(&objects, "Namespace", NAMESPACE);
     let crds: Vec<&Value> = objects
@@ -430,26 +429,33 @@ pub fn generate(image: Option<&str>) -> BTreeMap<String, String> {
 
     let (gate_cluster, gate_own) = rules_of(&objects);
 
-    let webhook_port = service["spec"]["ports"]
+    let webhook_definitions: Vec<Value> = webhook_config["webhooks"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["port"] == webhook["clientConfig"]["service"]["port"])
-        .expect("the webhook's Service port");
-    let webhook_definition = json!({
-        "type": "ValidatingAdmissionWebhook",
-        "generateName": webhook["name"],
-        "deploymentName": deployment["metadata"]["name"],
-        "containerPort": webhook_port["port"],
-        "targetPort": 8443,
-        "webhookPath": webhook["clientConfig"]["service"]["path"],
-        "admissionReviewVersions": webhook["admissionReviewVersions"],
-        "failurePolicy": webhook["failurePolicy"],
-        "matchPolicy": "Equivalent",
-        "rules": webhook["rules"],
-        "sideEffects": webhook["sideEffects"],
-        "timeoutSeconds": webhook["timeoutSeconds"],
-    });
+        .map(|webhook| {
+            let webhook_port = service["spec"]["ports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["port"] == webhook["clientConfig"]["service"]["port"])
+                .expect("the webhook's Service port");
+            json!({
+                "type": "ValidatingAdmissionWebhook",
+                "generateName": webhook["name"],
+                "deploymentName": deployment["metadata"]["name"],
+                "containerPort": webhook_port["port"],
+                "targetPort": 8443,
+                "webhookPath": webhook["clientConfig"]["service"]["path"],
+                "admissionReviewVersions": webhook["admissionReviewVersions"],
+                "failurePolicy": webhook["failurePolicy"],
+                "matchPolicy": "Equivalent",
+                "rules": webhook["rules"],
+                "sideEffects": webhook["sideEffects"],
+                "timeoutSeconds": webhook["timeoutSeconds"],
+            })
+        })
+        .collect();
 
     let suggested_namespace = json!({
         "apiVersion": "v1",
@@ -567,7 +573,7 @@ pub fn generate(image: Option<&str>) -> BTreeMap<String, String> {
                     }],
                 },
             },
-            "webhookdefinitions": [webhook_definition],
+            "webhookdefinitions": webhook_definitions,
             "relatedImages": [{"name": "preflight-gate", "image": image}],
         },
     });
@@ -872,7 +878,15 @@ fn every_object_of_the_overlay_is_in_one_place_under_olm() {
             let found = match kind.as_str() {
                 "Deployment" => csv["install"]["spec"]["deployments"][0]["name"] == name,
                 "ValidatingWebhookConfiguration" => {
-                    csv["webhookdefinitions"][0]["generateName"] == object["webhooks"][0]["name"]
+                    let names = |list: &Value, key: &str| -> Vec<Value> {
+                        list.as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|w| w[key].clone())
+                            .collect()
+                    };
+                    names(&csv["webhookdefinitions"], "generateName")
+                        == names(&object["webhooks"], "name")
                 }
                 "ServiceAccount" => {
                     csv["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]["serviceAccountName"]

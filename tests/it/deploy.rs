@@ -201,7 +201,8 @@ fn the_webhook_configuration_is_as_the_design_says_in_every_overlay() {
             .collect();
         assert_eq!(configs.len(), 1, "{overlay}");
         let webhooks = configs[0]["webhooks"].as_array().unwrap();
-        assert_eq!(webhooks.len(), 1, "{overlay}");
+        assert_eq!(webhooks.len(), 2, "{overlay}");
+        run_requests_are_limited_never_gated(overlay, &webhooks[1]);
         let w = &webhooks[0];
         assert_eq!(w["name"], "clusterversions.preflight.dev", "{overlay}");
         assert_eq!(w["failurePolicy"], "Fail", "{overlay}");
@@ -239,6 +240,42 @@ fn the_webhook_configuration_is_as_the_design_says_in_every_overlay() {
             "{overlay}: exactly one of url or service"
         );
     }
+}
+
+/// The second webhook counts run requests (L2): it fails open (a limit, not
+/// a gate), sees only UpdatePreflights (never their status), and only the
+/// writes that ask for a run.
+fn run_requests_are_limited_never_gated(overlay: &str, w: &Value) {
+    assert_eq!(w["name"], "updatepreflights.preflight.dev", "{overlay}");
+    assert_eq!(w["failurePolicy"], "Ignore", "{overlay}");
+    assert_eq!(w["sideEffects"], "None", "{overlay}");
+    let rules = w["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), 1, "{overlay}");
+    assert_eq!(strings(&rules[0]["apiGroups"]), ["preflight.dev"]);
+    assert_eq!(strings(&rules[0]["resources"]), ["updatepreflights"]);
+    let conditions = w["matchConditions"].as_array().unwrap();
+    let expression = conditions[0]["expression"].as_str().unwrap();
+    for asks in [
+        "request.operation == 'CREATE'",
+        "object.spec != oldObject.spec",
+        "'preflight.dev/requested-at'",
+    ] {
+        assert!(expression.contains(asks), "{overlay}: {expression}");
+    }
+    let client = &w["clientConfig"];
+    let path = client["service"]["path"]
+        .as_str()
+        .or_else(|| {
+            client["url"]
+                .as_str()
+                .and_then(|u| u.rsplit_once("8443").map(|(_, p)| p))
+        })
+        .unwrap();
+    assert_eq!(
+        path,
+        preflight_gate::server::webhook::RUN_REQUESTS_PATH,
+        "{overlay}"
+    );
 }
 
 /// Parses a duration the way the gate's flags do.

@@ -116,6 +116,7 @@ pub fn gate_over(
         authorizer,
         events: None,
         witness: Witness::unwatched(metrics.clone()),
+        run_requests: preflight_gate::admission::run_requests::RunRequests::new(10, "gate"),
         policy: Policy::default(),
         metrics,
     });

@@ -138,6 +138,7 @@ async fn webhook(
         authorizer: FixedAuthorizer::new(Authorization::Allowed),
         events: None,
         witness: Witness::unwatched(metrics.clone()),
+        run_requests: preflight_gate::admission::run_requests::RunRequests::new(10, "gate"),
         policy: Policy {
             fail_open_checks: fail_open.clone(),
             ..Policy::default()

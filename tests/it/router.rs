@@ -180,6 +180,94 @@ async fn a_denial_marks_a_target_blocked_only_where_the_gates_own_watch_offers_i
     }
 }
 
+/// A review of a run request (an UpdatePreflight created, stamped or
+/// changed), as the API server sends it.
+fn run_request(user: &str, dry_run: bool) -> Vec<u8> {
+    serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": format!("run-{user}"),
+            "kind": {"group": "preflight.dev", "version": "v1alpha1", "kind": "UpdatePreflight"},
+            "resource": {"group": "preflight.dev", "version": "v1alpha1", "resource": "updatepreflights"},
+            "operation": "CREATE",
+            "userInfo": {"username": user, "groups": ["system:authenticated"]},
+            "dryRun": dry_run,
+            "object": {"apiVersion": "preflight.dev/v1alpha1", "kind": "UpdatePreflight",
+                       "metadata": {"name": "manual-1"},
+                       "spec": {"image": "quay.io/openshift-release-dev/ocp-release@sha256:aa"}},
+        }
+    })
+    .to_string()
+    .into_bytes()
+}
+
+async fn call_run_request(
+    g: &std::sync::Arc<preflight_gate::server::Gate>,
+    body: Vec<u8>,
+) -> Value {
+    let request = Request::builder()
+        .method("POST")
+        .uri(format!(
+            "{}?timeout=5s",
+            preflight_gate::server::webhook::RUN_REQUESTS_PATH
+        ))
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap();
+    let response = app(g.clone(), 8).oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// Trust, third pass, L2: whoever may create UpdatePreflights gets
+/// `--max-run-requests` runs in 10 minutes (the harness's gate: 10), then a
+/// 429 that says when to ask again; a dry run asks for nothing and is not
+/// counted, and one requester's count holds nobody else. Before, there was
+/// no such path: every request ran.
+#[tokio::test]
+async fn run_requests_are_limited_per_requester() {
+    let (g, _) = gate(FixedAuthorizer::new(Authorization::Denied));
+    for _ in 0..3 {
+        let dry = call_run_request(&g, run_request("alice", true)).await;
+        assert_eq!(dry["response"]["allowed"], true, "{dry}");
+    }
+    for i in 0..10 {
+        let taken = call_run_request(&g, run_request("alice", false)).await;
+        assert_eq!(taken["response"]["allowed"], true, "request {i}: {taken}");
+        assert_eq!(taken["response"]["uid"], "run-alice");
+    }
+    let refused = call_run_request(&g, run_request("alice", false)).await;
+    let response = &refused["response"];
+    assert_eq!(response["allowed"], false, "{refused}");
+    assert_eq!(response["status"]["code"], 429);
+    let message = response["status"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "preflight-gate: alice has asked for 10 preflight runs in the last 10 minutes"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("retry in ~"), "{message}");
+    let bob = call_run_request(&g, run_request("bob", false)).await;
+    assert_eq!(bob["response"]["allowed"], true, "{bob}");
+    assert_eq!(
+        sum_metric(
+            &g.metrics.render(),
+            "preflight_gate_run_requests_refused_total",
+            &[]
+        ),
+        1.0
+    );
+    // A review of anything else on that path is malformed, and says so.
+    let other = call_run_request(&g, Review::merge_patch_to("4.15.3").body()).await;
+    assert_eq!(other["response"]["allowed"], false);
+    assert_eq!(
+        other["response"]["status"]["message"],
+        "this path reviews only updatepreflights.preflight.dev"
+    );
+}
+
 #[tokio::test]
 async fn an_override_is_asked_about_once_and_counted_only_when_honoured() {
     let authorizer = FixedAuthorizer::new(Authorization::Allowed);

@@ -236,8 +236,10 @@ impl World {
             "data": {"ca.crt": base64(&std::fs::read(self.var("WEBHOOK_CLIENT_CA")).unwrap())},
         }));
         let ca = base64(&std::fs::read(self.var("CA_CERT")).unwrap());
-        let patch =
-            json!([{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": ca}]);
+        let patch = json!([
+            {"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": ca},
+            {"op": "add", "path": "/webhooks/1/clientConfig/caBundle", "value": ca},
+        ]);
         self.admin(&[
             "patch",
             "validatingwebhookconfiguration",

@@ -55,13 +55,16 @@ pub(super) fn parse_result(exit_code: i32, message: &str) -> Finding {
     } else {
         (None, text.to_owned(), None)
     };
-    if let Some(url) = &url
-        && !(url.starts_with("https://") || url.starts_with("http://"))
-    {
-        return Finding::error(format!(
-            "malformed output: url {url:?} is not an http(s) link"
-        ));
-    }
+    let url = match url.as_deref().map(crate::model::text::http_link) {
+        None => None,
+        Some(Ok(link)) => Some(link),
+        Some(Err(why)) => {
+            return Finding::error(format!(
+                "malformed output: url {} is not an http(s) link: {why}",
+                crate::model::text::escaped(url.as_deref().unwrap_or_default(), 120)
+            ));
+        }
+    };
     let outcome = match said.as_deref().map(str::to_ascii_lowercase).as_deref() {
         None => by_exit,
         Some("pass") if by_exit == Outcome::Pass => Outcome::Pass,
@@ -101,7 +104,7 @@ pub(super) fn parse_result(exit_code: i32, message: &str) -> Finding {
         items: Vec::new(),
     };
     match url {
-        Some(url) => finding.with_url(&crate::model::text::strip_format(&url)),
+        Some(url) => finding.with_url(&url),
         None => finding,
     }
 }
@@ -280,4 +283,5 @@ pub(super) fn result(check: &PreflightCheck, finding: Finding, took: Duration) -
         duration: Some(format!("{:.3}s", took.as_secs_f64())),
         failure_policy: Some(check.spec.failure_policy),
     }
+    .entered()
 }
