@@ -93,6 +93,7 @@ pub fn app(gate: Arc<Gate>, max_concurrency: usize) -> Router {
 
 /// Why a review's body could not be read.
 enum BodyFault {
+    NotJson,
     TooLarge,
     Late,
     /// It fell behind the least rate ([`super::pace`]).
@@ -104,6 +105,10 @@ enum BodyFault {
 impl IntoResponse for BodyFault {
     fn into_response(self) -> Response {
         match self {
+            Self::NotJson => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "an AdmissionReview must be sent as application/json\n".to_owned(),
+            ),
             Self::TooLarge => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!("an AdmissionReview may be at most {MAX_BODY_BYTES} bytes\n"),
@@ -134,14 +139,17 @@ struct Admitted<'a> {
     _deciding: tokio::sync::SemaphorePermit<'a>,
 }
 
-/// Reads the body by `deadline`, then takes a decision permit: a review is
-/// decided only once its whole body is here.
+/// Checks the body is JSON, reads it by `deadline`, then takes a decision
+/// permit: a review is decided only once its whole body is here.
 async fn admit<'a>(
     served: &'a Served,
     headers: &HeaderMap,
     body: Body,
     deadline: Instant,
 ) -> Result<Admitted<'a>, BodyFault> {
+    if !is_json(headers) {
+        return Err(BodyFault::NotJson);
+    }
     let (body, reserved) = read_body(
         served,
         headers,
@@ -169,13 +177,6 @@ async fn validate_run_request(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if !is_json(&headers) {
-        return (
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "an AdmissionReview must be sent as application/json\n",
-        )
-            .into_response();
-    }
     let deadline = Instant::now() + budget(query.as_deref());
     let admitted = match admit(&served, &headers, body, deadline).await {
         Ok(admitted) => admitted,
@@ -293,13 +294,6 @@ async fn validate(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if !is_json(&headers) {
-        return (
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "an AdmissionReview must be sent as application/json\n",
-        )
-            .into_response();
-    }
     let started = Instant::now();
     let deadline = started + budget(query.as_deref());
     let admitted = match admit(&served, &headers, body, deadline).await {
