@@ -100,7 +100,7 @@ fn path(ctx: &Context) -> Finding {
     }
     if target < current {
         let previous = previous_version(ctx, current);
-        return if target.minor_line() == current.minor_line() && previous.as_ref() == Some(target) {
+        return if target.line() == current.line() && previous.as_ref() == Some(target) {
             Finding::pass(format!(
                 "a rollback from {current} to {target}, the previous patch version the cluster ran"
             ))
@@ -115,7 +115,7 @@ fn path(ctx: &Context) -> Finding {
     match Hop::between(current, target) {
         Hop::MajorVersionUpdate => {
             let how = match current.line().next() {
-                Some(next) if current.major == 4 && target.major == 5 => format!(
+                Some(next) if Hop::into_openshift_5(current, target) => format!(
                     "from 4.y the CVO accepts no 5.y but 5.0; update one minor version at a time (to {next} first)"
                 ),
                 _ => "the CVO accepts updates within the current major version only".to_owned(),
@@ -138,7 +138,7 @@ fn path(ctx: &Context) -> Finding {
             };
             // The CVO lets any 4.y go to 5.0 for now; no supported path
             // skips 4.22, and the gate holds the update to it.
-            let cvo = if current.major == 4 && target.major == 5 {
+            let cvo = if Hop::into_openshift_5(current, target) {
                 format!(
                     " (the CVO lets any 4.y update to 5.0 for now, but no supported path skips {})",
                     Minor::LAST_OF_4

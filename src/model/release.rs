@@ -373,6 +373,12 @@ impl Hop {
     pub const MULTIPLE_MINOR_VERSIONS: &'static str = "MultipleMinorVersionsUpdate";
     pub const MAJOR_VERSION: &'static str = "MajorVersionUpdate";
 
+    /// Whether a hop goes from OpenShift 4 into OpenShift 5, where the CVO
+    /// accepts 5.0 alone.
+    pub fn into_openshift_5(current: &Version, target: &Version) -> bool {
+        current.major == Minor::LAST_OF_4.major && target.major == Minor::LAST_OF_4.major + 1
+    }
+
     pub fn between(current: &Version, target: &Version) -> Self {
         let (from, to) = (current.line(), target.line());
         if target < current {
@@ -381,7 +387,7 @@ impl Hop {
         if from == to {
             return Self::WithinMinor;
         }
-        if to.major > from.major && !(from.major == 4 && to.major == 5 && to.minor == 0) {
+        if to.major > from.major && !(Self::into_openshift_5(current, target) && to.minor == 0) {
             return Self::MajorVersionUpdate;
         }
         let skipped = match (from.ordinal(), to.ordinal()) {
