@@ -2,9 +2,12 @@
 //! (`ack-<current minor>-...` in the `admin-gates` ConfigMap of
 //! `openshift-config-managed`) has been acknowledged with `"true"` in the
 //! `admin-acks` ConfigMap of `openshift-config`. The CVO holds minor
-//! updates until it has. Without the admin-gates ConfigMap, the
+//! updates until it has (from 4.22 to 5.0 too: the gates of the current
+//! minor, `ack-4.22-…`, hold it). Without the admin-gates ConfigMap, the
 //! ClusterVersion's own `Upgradeable=False` with reason `AdminAckRequired`
-//! is read instead; without either, the check warns that it could not look.
+//! is read instead; without either, nothing asks to be acknowledged, unless
+//! the gate could not read the ConfigMaps of an OpenShift cluster
+//! ([`from_cluster_version`]).
 //!
 //! Its finding carries the CVO's risk name of each missing ack,
 //! `AdminAck-<gate>`, and with the ClusterVersion's `Upgradeable=False`
@@ -117,10 +120,20 @@ fn upgradeable_false<'a>(ctx: &Context<'a>) -> Option<&'a Condition> {
 }
 
 /// Without the admin-gates ConfigMap: the ClusterVersion's
-/// `Upgradeable=False` for `AdminAckRequired` fails; anything else is a
-/// check that could not look, as every check says it (the ClusterVersion
-/// raises that condition only once the CVO has read the gates, so its
-/// absence proves nothing).
+/// `Upgradeable=False` for `AdminAckRequired` fails. Otherwise what the
+/// read says:
+///
+/// - ConfigMaps the gate may not list: an error where the data shows an
+///   OpenShift cluster (its admin gates exist and were not read), skipped
+///   where it does not (plain Kubernetes has no `openshift-config*`
+///   namespaces, and no gate to acknowledge: an error there would block
+///   every target for nothing);
+/// - ConfigMaps read and no admin-gates among them: nothing asks to be
+///   acknowledged, a pass (on OpenShift, the CVO itself says
+///   `Upgradeable=False` with `UnableToAccessAdminGatesConfigMap` then,
+///   which ClusterOperatorsUpgradeable reads);
+/// - no ConfigMap in the data at all (a snapshot without them): a check
+///   that could not look, a warning, as every check says it.
 fn from_cluster_version(ctx: &Context) -> Finding {
     if let Some(c) =
         upgradeable_false(ctx).filter(|c| c.reason.as_deref() == Some("AdminAckRequired"))
@@ -140,11 +153,23 @@ fn from_cluster_version(ctx: &Context) -> Finding {
         .with_url(URL)
         .with_risks([risks::CONDITIONAL_UPDATE_RISK]);
     }
+    if let Some(why) = ctx.view.unreadable.get("ConfigMap") {
+        return if ctx.view.shows_openshift() {
+            Finding::error(format!(
+                "cannot list ConfigMap objects: {why}; on an OpenShift cluster {}/{} says which admin acks the update needs",
+                GATES.0, GATES.1
+            ))
+        } else {
+            Finding::skipped(format!(
+                "cannot list ConfigMap objects ({why}), and the cluster data shows no OpenShift (no ClusterOperator, no Infrastructure): no admin gate to acknowledge"
+            ))
+        };
+    }
     if let Err(cannot) = super::require(ctx.view, &["ConfigMap"]) {
         return cannot;
     }
-    Finding::warn(format!(
-        "no {}/{} ConfigMap in the cluster data: this check could not look",
+    Finding::pass(format!(
+        "no {}/{} ConfigMap: nothing asks to be acknowledged",
         GATES.0, GATES.1
     ))
 }
@@ -233,12 +258,13 @@ mod tests {
     }
 
     /// Without the admin-gates ConfigMap: what the ClusterVersion says, else
-    /// a warning that the check could not look, never a pass.
+    /// nothing to acknowledge; without any ConfigMap in the data, a warning
+    /// that the check could not look.
     #[rstest]
     #[case::no_config_maps_read(false, vec![], Outcome::Fail, Some(Severity::Warning),
         "no ConfigMap objects in the cluster data: this check could not look")]
-    #[case::no_admin_gates(false, vec![other_config_map()], Outcome::Fail, Some(Severity::Warning),
-        "no openshift-config-managed/admin-gates ConfigMap in the cluster data: this check could not look")]
+    #[case::no_admin_gates(false, vec![other_config_map()], Outcome::Pass, None,
+        "no openshift-config-managed/admin-gates ConfigMap: nothing asks to be acknowledged")]
     #[case::the_cvo_requires_one(true, vec![], Outcome::Fail, None,
         r#"give it (the keys are in openshift-config-managed/admin-gates): oc -n openshift-config patch cm admin-acks --patch '{"data":{"<key>":"true"}}' --type=merge"#)]
     fn without_the_gates(
@@ -313,5 +339,94 @@ mod tests {
     #[case("something", None)]
     fn gate_versions(#[case] key: &str, #[case] version: Option<&str>) {
         assert_eq!(gate_version(key), version);
+    }
+
+    /// The ConfigMaps the gate may not list (no RoleBinding in
+    /// `openshift-config-managed`: plain Kubernetes, or RBAC withheld).
+    fn unreadable(openshift: bool, cvo_says: bool) -> ClusterView {
+        let mut cv = fixture::cluster_version("4.12.16");
+        if cvo_says {
+            cv["status"]["conditions"] = json!([{"type": "Upgradeable", "status": "False",
+                "reason": "AdminAckRequired", "message": "Kubernetes 1.26 removes APIs"}]);
+        }
+        let mut objects = vec![cv];
+        if openshift {
+            objects.push(json!({"kind": "ClusterOperator", "metadata": {"name": "etcd"}}));
+        }
+        let mut view = fixture::view(objects);
+        view.unreadable.insert(
+            "ConfigMap".to_owned(),
+            "configmaps \"admin-gates\" is forbidden".to_owned(),
+        );
+        view
+    }
+
+    #[rstest]
+    #[case::openshift_errs(
+        true,
+        false,
+        Outcome::Error,
+        "cannot list ConfigMap objects: configmaps \"admin-gates\" is forbidden; on an OpenShift cluster"
+    )]
+    #[case::plain_kubernetes_is_skipped(
+        false,
+        false,
+        Outcome::Skipped,
+        "the cluster data shows no OpenShift (no ClusterOperator, no Infrastructure): no admin gate to acknowledge"
+    )]
+    #[case::the_cvo_requires_one_all_the_same(false, true, Outcome::Fail, "requires an admin ack")]
+    fn configmaps_that_cannot_be_listed(
+        #[case] openshift: bool,
+        #[case] cvo_says: bool,
+        #[case] outcome: Outcome,
+        #[case] says: &str,
+    ) {
+        let finding = fixture::evaluate(
+            &AdminAcksMissing,
+            &unreadable(openshift, cvo_says),
+            "4.13.1",
+        );
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    const GATE_4_22: &str = "ack-4.22-kube-1.36-api-removals-in-5.0";
+
+    /// 4.22 to 5.0 is a minor update: the gates of 4.22 hold it.
+    #[rstest]
+    #[case::missing(
+        None,
+        Outcome::Fail,
+        "admin acks missing in openshift-config/admin-acks: ack-4.22-kube-1.36-api-removals-in-5.0 (Kubernetes 1.36 removes APIs.)"
+    )]
+    #[case::given(
+        Some("true"),
+        Outcome::Pass,
+        "every admin gate for 4.22 is acknowledged"
+    )]
+    #[case::not_true(Some("false"), Outcome::Fail, "admin acks missing")]
+    fn the_gates_of_4_22_hold_the_update_to_5_0(
+        #[case] ack: Option<&str>,
+        #[case] outcome: Outcome,
+        #[case] says: &str,
+    ) {
+        let mut objects = vec![
+            fixture::cluster_version("4.22.5"),
+            json!({"kind": "ConfigMap", "metadata": {"name": "admin-gates", "namespace": "openshift-config-managed"},
+                   "data": {GATE_4_22: "Kubernetes 1.36 removes APIs.", GATE: "an older minor's"}}),
+        ];
+        if let Some(ack) = ack {
+            objects.push(json!({"kind": "ConfigMap", "metadata": {"name": "admin-acks", "namespace": "openshift-config"},
+                                "data": {GATE_4_22: ack}}));
+        }
+        let view = fixture::view(objects);
+        let target =
+            crate::model::Target::image("quay.io/ocp/release:5.0.1", Some("5.0.1".to_owned()));
+        let ctx = Context::new(&view, &target, fixture::NOW.parse().unwrap());
+        assert_eq!(ctx.kind, Some(UpdateKind::Minor));
+        let result = crate::checks::result_of(&AdminAcksMissing, &ctx);
+        assert_eq!(result.outcome, outcome, "{}", result.message);
+        assert!(result.message.contains(says), "{}", result.message);
+        assert!(!result.message.contains("4.12-kube"), "{}", result.message);
     }
 }

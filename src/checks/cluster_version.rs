@@ -105,7 +105,7 @@ impl Check for ClusterVersionState {
             (Some(update), _) => {
                 let updating_to = Version::parse(&update.version);
                 let leaves_its_minor = match (&updating_to, &ctx.target_version) {
-                    (Some(from), Some(to)) => from.minor_line() != to.minor_line(),
+                    (Some(from), Some(to)) => from.line() != to.line(),
                     _ => true,
                 };
                 guards.push(format!(

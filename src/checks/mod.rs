@@ -97,7 +97,7 @@ impl<'a> Context<'a> {
         let retarget_within_minor = updating_to
             .as_ref()
             .zip(target_version.as_ref())
-            .is_some_and(|(updating, target)| updating.minor_line() == target.minor_line());
+            .is_some_and(|(updating, target)| updating.line() == target.line());
         // The same release by its image, or by its version where the
         // image is not known; on the same architecture.
         let reasks_running_update = update.is_some_and(|update| {

@@ -348,4 +348,31 @@ mod tests {
                 .contains(&UpdateKind::Patch)
         );
     }
+
+    /// 4.22 to 5.0 is a minor update: `Upgradeable=False` holds it, as
+    /// the CVO's `ClusterVersionUpgradeable` precondition holds every
+    /// target outside the current minor; a patch of 4.22 it does not.
+    #[rstest]
+    #[case::to_5_0(
+        "5.0.1",
+        Outcome::Fail,
+        "storage (no reason: AdminAckRequired: ack it)"
+    )]
+    #[case::to_a_patch_of_4_22("4.22.9", Outcome::Skipped, "does not apply to a patch update")]
+    fn upgradeable_false_holds_the_update_to_5_0(
+        #[case] to: &str,
+        #[case] outcome: Outcome,
+        #[case] says: &str,
+    ) {
+        let view = fixture::view(vec![
+            fixture::cluster_version("4.22.3"),
+            operator("storage", "False"),
+        ]);
+        let target =
+            crate::model::Target::image(&format!("quay.io/ocp/release:{to}"), Some(to.to_owned()));
+        let ctx = crate::checks::Context::new(&view, &target, fixture::NOW.parse().unwrap());
+        let result = crate::checks::result_of(&ClusterOperatorsUpgradeable, &ctx);
+        assert_eq!(result.outcome, outcome, "{}", result.message);
+        assert!(result.message.contains(says), "{}", result.message);
+    }
 }

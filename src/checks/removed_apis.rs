@@ -1,6 +1,7 @@
 //! RemovedAPIsInUse: APIs that the update removes (APIRequestCount
-//! `removedInRelease` after the current Kubernetes minor, up to the
-//! target's) and that were called in the last 24 hours by someone other
+//! `removedInRelease`, the Kubernetes release that removes the API, after
+//! the current Kubernetes minor, up to the target's: 4.N ships 1.(N+13),
+//! 5.M ships 1.(M+36), by [`Minor::kubernetes`]) and that were called in the last 24 hours by someone other
 //! than the platform's own components (`PLATFORM_CALLERS`), whose calls
 //! are counted and said but need no action. Calls the installer's
 //! bootstrap API server served are counted with them: `system:admin` with a
@@ -19,7 +20,7 @@ use super::admin_acks::{GATES, acknowledged};
 use super::{Check, Context, require};
 use crate::model::Finding;
 use crate::model::Severity;
-use crate::model::release::{UpdateKind, Version};
+use crate::model::release::{Minor, UpdateKind, Version};
 use crate::model::text::list;
 use crate::view::openshift::{ApiRequestCount, Caller};
 
@@ -27,15 +28,9 @@ pub(crate) struct RemovedApisInUse;
 
 const URL: &str = "https://access.redhat.com/articles/6955381";
 
-/// The Kubernetes minor version of an OpenShift release: 4.N ships 1.(N+13).
-pub(crate) fn kubernetes_minor(openshift: &Version) -> Option<(u64, u64)> {
-    let minor = openshift.minor.checked_add(13)?;
-    (openshift.major == 4).then_some((1, minor))
-}
-
-fn parse_release(text: &str) -> Option<(u64, u64)> {
-    let (major, minor) = text.trim().split_once('.')?;
-    Some((major.parse().ok()?, minor.parse().ok()?))
+/// The Kubernetes minor an OpenShift release ships ([`Minor::kubernetes`]).
+fn kubernetes_minor(openshift: &Version) -> Option<Minor> {
+    openshift.line().kubernetes()
 }
 
 impl Check for RemovedApisInUse {
@@ -80,7 +75,7 @@ impl Check for RemovedApisInUse {
             .iter()
             .filter_map(|a| {
                 let release = a.removed_in_release.as_deref()?;
-                let removed = parse_release(release)?;
+                let removed = Minor::parse(release)?;
                 (removed <= kube && floor.is_none_or(|f| removed > f) && !acked(release))
                     .then_some((a, release))
             })
@@ -103,12 +98,9 @@ impl Check for RemovedApisInUse {
                 .cmp(&a.user_request_count())
                 .then(a.name.cmp(&b.name))
         });
-        let (kube_major, kube_minor) = kube;
         let removed_by = match floor {
-            Some((major, minor)) if (major, minor) < kube => {
-                format!("after Kubernetes {major}.{minor}, up to {kube_major}.{kube_minor}")
-            }
-            _ => format!("by Kubernetes {kube_major}.{kube_minor}"),
+            Some(floor) if floor < kube => format!("after Kubernetes {floor}, up to {kube}"),
+            _ => format!("by Kubernetes {kube}"),
         };
         let left_out = match platform_calls {
             0 => String::new(),
@@ -381,5 +373,58 @@ mod tests {
         let finding = fixture::evaluate(&RemovedApisInUse, &fixture::view(all), "4.16.0");
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    /// OpenShift 5.0 ships Kubernetes 1.36, the minor after 4.22's 1.35:
+    /// each API's own `removedInRelease` says whether the update removes it.
+    #[rstest]
+    #[case::removed_in_1_36(vec![count("widgets.v1beta1.example.io", "1.36", 9)], Outcome::Fail,
+        "APIs removed after Kubernetes 1.35, up to 1.36 were called in the last 24 hours: widgets.v1beta1.example.io (removed in 1.36): 9 requests")]
+    #[case::removed_in_1_37(vec![count("widgets.v1beta1.example.io", "1.37", 9)], Outcome::Pass,
+        "no API removed after Kubernetes 1.35, up to 1.36 (OpenShift 5.0) was called")]
+    #[case::removed_in_1_35_already_gone(vec![count("widgets.v1beta1.example.io", "1.35", 9)], Outcome::Pass, "no API removed")]
+    #[case::no_removal_named(vec![json!({"kind": "APIRequestCount", "metadata": {"name": "widgets.v1.example.io"},
+        "status": {"requestCount": 9, "last24h": [{"byNode": [{"byUser": [
+            {"username": "system:serviceaccount:ci:deployer", "userAgent": "helm/3.12", "requestCount": 9}]}]}]}})],
+        Outcome::Pass, "no API removed")]
+    #[case::acknowledged_for_5_0([vec![count("widgets.v1beta1.example.io", "1.36", 9)], ack_for_5_0("true")].concat(), Outcome::Pass, "no API removed")]
+    #[case::ack_for_5_0_not_given([vec![count("widgets.v1beta1.example.io", "1.36", 9)], ack_for_5_0("false")].concat(), Outcome::Fail, "9 requests")]
+    fn the_update_to_5_0_removes_what_kubernetes_1_36_removes(
+        #[case] objects: Vec<Value>,
+        #[case] outcome: Outcome,
+        #[case] says: &str,
+    ) {
+        let mut all = vec![fixture::cluster_version("4.22.3")];
+        all.extend(objects);
+        let finding = fixture::evaluate(&RemovedApisInUse, &fixture::view(all), "5.0.1");
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    fn ack_for_5_0(value: &str) -> Vec<Value> {
+        const GATE: &str = "ack-4.22-kube-1.36-api-removals-in-5.0";
+        vec![
+            json!({"kind": "ConfigMap", "metadata": {"name": "admin-gates", "namespace": "openshift-config-managed"},
+                   "data": {GATE: "Kubernetes 1.36 removes APIs"}}),
+            json!({"kind": "ConfigMap", "metadata": {"name": "admin-acks", "namespace": "openshift-config"},
+                   "data": {GATE: value}}),
+        ]
+    }
+
+    #[test]
+    fn an_update_to_a_major_of_unknown_kubernetes_is_skipped_saying_why() {
+        let all = vec![
+            fixture::cluster_version("5.3.3"),
+            count("widgets.v1beta1.example.io", "1.40", 9),
+        ];
+        let finding = fixture::evaluate(&RemovedApisInUse, &fixture::view(all), "6.0.0");
+        assert_eq!(finding.outcome, Outcome::Skipped, "{}", finding.message);
+        assert!(
+            finding
+                .message
+                .contains("the Kubernetes version of OpenShift 6.0.0 is not known"),
+            "{}",
+            finding.message
+        );
     }
 }

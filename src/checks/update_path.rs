@@ -1,7 +1,10 @@
 //! UpdatePath: the target is a supported step from the current version.
 //! Rolling back is only supported to the previous patch version the
-//! cluster ran; more than one minor version at a time is not supported; a
-//! major update is named as such. A pre-release target (an engineering,
+//! cluster ran. Forwards, the hop is judged as the CVO judges it
+//! ([`Hop`]): a skipped minor is `MultipleMinorVersionsUpdate`, a larger
+//! major other than 4.y to 5.0 is `MajorVersionUpdate`; 4.22 to 5.0 is the
+//! minor update it is, and 4.21 to 5.0, which the CVO lets through for
+//! now, skips 4.22 and fails. A pre-release target (an engineering,
 //! feature or release candidate, a nightly) warns: it is not for
 //! production, and a cluster on one has no supported update path.
 //!
@@ -13,7 +16,7 @@
 use super::{Check, Context};
 use crate::model::Severity;
 use crate::model::cluster_version::UpdateHistory;
-use crate::model::release::{Version, describe_move};
+use crate::model::release::{Hop, Minor, Version, describe_move};
 use crate::model::text::{EXCERPT, excerpt};
 use crate::model::{Finding, Outcome};
 
@@ -97,7 +100,7 @@ fn path(ctx: &Context) -> Finding {
     }
     if target < current {
         let previous = previous_version(ctx, current);
-        return if target.minor_line() == current.minor_line() && previous.as_ref() == Some(target) {
+        return if target.line() == current.line() && previous.as_ref() == Some(target) {
             Finding::pass(format!(
                 "a rollback from {current} to {target}, the previous patch version the cluster ran"
             ))
@@ -109,31 +112,68 @@ fn path(ctx: &Context) -> Finding {
                 .with_url(URL)
         };
     }
-    if target.major != current.major {
-        return Finding::pass(format!(
-            "a major update from {current} to {target}: read the release notes of {} before you start",
-            target.minor_line()
-        ));
-    }
-    let hops = target.minor - current.minor;
-    if hops > 1 {
-        return Finding::fail(format!(
-                "{current} to {target} crosses {hops} minor versions; update one minor version at a time (to {}.{} first)",
-                current.major,
-                current.minor.saturating_add(1)
+    match Hop::between(current, target) {
+        Hop::MajorVersionUpdate => {
+            let how = match current.line().next() {
+                Some(next) if Hop::into_openshift_5(current, target) => format!(
+                    "from 4.y the CVO accepts no 5.y but 5.0; update one minor version at a time (to {next} first)"
+                ),
+                _ => "the CVO accepts updates within the current major version only".to_owned(),
+            };
+            return Finding::fail(format!(
+                "{current} to {target} is refused by the CVO ({}): {how}",
+                Hop::MAJOR_VERSION
             ))
             .with_url(URL);
+        }
+        Hop::SkipsMinors {
+            next,
+            last_skipped,
+            skipped,
+        } => {
+            let skips = if skipped == 1 {
+                format!("skips {next}")
+            } else {
+                format!("skips {skipped} minor versions, {next} to {last_skipped}")
+            };
+            // The CVO lets any 4.y go to 5.0 for now; no supported path
+            // skips 4.22, and the gate holds the update to it.
+            let cvo = if Hop::into_openshift_5(current, target) {
+                format!(
+                    " (the CVO lets any 4.y update to 5.0 for now, but no supported path skips {})",
+                    Minor::LAST_OF_4
+                )
+            } else {
+                String::new()
+            };
+            return Finding::fail(format!(
+                "{current} to {target} crosses {} minor versions and {skips} ({}){cvo}; update one minor version at a time (to {next} first)",
+                skipped.saturating_add(1),
+                Hop::MULTIPLE_MINOR_VERSIONS
+            ))
+            .with_url(URL);
+        }
+        Hop::Back | Hop::WithinMinor | Hop::NextMinor => {}
     }
+    let after = if target.major != current.major {
+        format!(
+            " (OpenShift {} is the minor version after {})",
+            target.line(),
+            current.line()
+        )
+    } else {
+        String::new()
+    };
     let step = match describe_move(current, target) {
         "pre-release step" => "a pre-release step".to_owned(),
         kind => format!("a {kind} update"),
     };
     match target.pre_release() {
             Some(pre) => Finding::warn(format!(
-                "{step} from {current} to {target}, which is {pre}: pre-releases are not for production clusters, and a cluster that runs one has no supported update path to a release"
+                "{step} from {current} to {target}{after}, which is {pre}: pre-releases are not for production clusters, and a cluster that runs one has no supported update path to a release"
             ))
             .with_url(URL),
-            None => Finding::pass(format!("{step} from {current} to {target}")),
+            None => Finding::pass(format!("{step} from {current} to {target}{after}")),
         }
 }
 
@@ -170,8 +210,16 @@ mod tests {
     #[rstest]
     #[case::patch(&["4.15.3"], "4.15.10", Outcome::Pass, "a patch update")]
     #[case::minor(&["4.15.3"], "4.16.2", Outcome::Pass, "a minor update")]
-    #[case::two_minors(&["4.14.3"], "4.16.2", Outcome::Fail, "update one minor version at a time (to 4.15 first)")]
-    #[case::major(&["4.22.1"], "5.0.0", Outcome::Pass, "a major update from 4.22.1 to 5.0.0")]
+    #[case::two_minors(&["4.14.3"], "4.16.2", Outcome::Fail, "4.14.3 to 4.16.2 crosses 2 minor versions and skips 4.15 (MultipleMinorVersionsUpdate); update one minor version at a time (to 4.15 first)")]
+    #[case::to_5_0_is_a_minor_update(&["4.22.1"], "5.0.0", Outcome::Pass, "a minor update from 4.22.1 to 5.0.0 (OpenShift 5.0 is the minor version after 4.22)")]
+    #[case::to_a_5_0_candidate(&["4.22.1"], "5.0.0-rc.1", Outcome::Fail, "a minor update from 4.22.1 to 5.0.0-rc.1 (OpenShift 5.0 is the minor version after 4.22), which is a release candidate")]
+    #[case::to_5_1_is_a_major_update(&["4.22.1"], "5.1.0", Outcome::Fail, "4.22.1 to 5.1.0 is refused by the CVO (MajorVersionUpdate): from 4.y the CVO accepts no 5.y but 5.0; update one minor version at a time (to 5.0 first)")]
+    #[case::from_4_20_to_5_1(&["4.20.1"], "5.1.0", Outcome::Fail, "(MajorVersionUpdate): from 4.y the CVO accepts no 5.y but 5.0; update one minor version at a time (to 4.21 first)")]
+    #[case::to_5_0_skipping_4_22(&["4.21.7"], "5.0.0", Outcome::Fail, "4.21.7 to 5.0.0 crosses 2 minor versions and skips 4.22 (MultipleMinorVersionsUpdate) (the CVO lets any 4.y update to 5.0 for now, but no supported path skips 4.22); update one minor version at a time (to 4.22 first)")]
+    #[case::to_5_0_skipping_four(&["4.18.7"], "5.0.2", Outcome::Fail, "crosses 5 minor versions and skips 4 minor versions, 4.19 to 4.22 (MultipleMinorVersionsUpdate)")]
+    #[case::within_5(&["5.0.3"], "5.1.1", Outcome::Pass, "a minor update from 5.0.3 to 5.1.1")]
+    #[case::to_6(&["5.3.3"], "6.0.0", Outcome::Fail, "5.3.3 to 6.0.0 is refused by the CVO (MajorVersionUpdate): the CVO accepts updates within the current major version only")]
+    #[case::back_to_4_22(&["5.0.1", "4.22.9"], "4.22.9", Outcome::Fail, "a rollback is only supported to the previous patch version")]
     #[case::rollback_to_previous(&["4.15.10", "4.15.3"], "4.15.3", Outcome::Pass, "previous patch version")]
     #[case::rollback_elsewhere(&["4.15.10", "4.15.3"], "4.15.5", Outcome::Fail, "only supported to the previous patch version the cluster ran (4.15.3)")]
     #[case::rollback_minor(&["4.16.1", "4.15.3"], "4.15.3", Outcome::Fail, "a rollback is only supported")]

@@ -173,7 +173,7 @@ impl Version {
 
     /// `4.15`.
     pub(crate) fn minor_line(&self) -> String {
-        format!("{}.{}", self.major, self.minor)
+        self.line().to_string()
     }
 
     /// What kind of pre-release this is, when it is one that is not for
@@ -232,6 +232,189 @@ impl fmt::Display for Version {
     }
 }
 
+/// A minor release line of OpenShift (`4.22`, `5.0`), or of Kubernetes
+/// (`1.36`, from [`Minor::kubernetes`]).
+///
+/// Every piece of version arithmetic the gate does lives here: which minor
+/// follows which, which minors a hop skips, what the CVO says of a hop
+/// ([`Hop`]), which Kubernetes minor an OpenShift minor ships, and so the
+/// kind of an update ([`UpdateKind`]). OpenShift 5.0 is the minor after
+/// 4.22: OpenShift's minors are one line, on which 5.M stands where
+/// 4.(23+M) would (as HyperShift counts them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Minor {
+    pub major: u64,
+    pub minor: u64,
+}
+
+impl Minor {
+    /// The last minor of OpenShift 4: 5.0 follows it.
+    pub const LAST_OF_4: Minor = Minor::new(4, 22);
+    /// Where 5.M stands on the line of minors: 4.(23+M).
+    const FIVE_AT: u64 = 23;
+    /// 4.N ships Kubernetes 1.(N+13).
+    const KUBERNETES_AFTER: u64 = 13;
+
+    pub const fn new(major: u64, minor: u64) -> Self {
+        Self { major, minor }
+    }
+
+    /// `4.22` from `4.22`, `4.22.3` or `v4.22`: `<major>.<minor>` and at
+    /// most a patch; anything else is none.
+    pub fn parse(text: &str) -> Option<Self> {
+        Version::parse(text)
+            .filter(|v| v.pre.is_none())
+            .map(|v| v.line())
+    }
+
+    /// `<major>.<minor>` exactly (digits only, no patch, no `v`), as OLM
+    /// asks `olm.maxOpenShiftVersion` to be written.
+    pub fn parse_exact(text: &str) -> Option<Self> {
+        let (major, minor) = text.split_once('.')?;
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !(digits(major) && digits(minor)) {
+            return None;
+        }
+        Some(Self::new(major.parse().ok()?, minor.parse().ok()?))
+    }
+
+    /// This minor's place on OpenShift's one line of minors: 4.N is N,
+    /// 5.M is 23+M. None for any other major, whose place is not known.
+    pub fn ordinal(self) -> Option<u64> {
+        match self.major {
+            4 => Some(self.minor),
+            5 => self.minor.checked_add(Self::FIVE_AT),
+            _ => None,
+        }
+    }
+
+    /// The minor an update from this one goes to next: 4.21 → 4.22,
+    /// 4.22 → 5.0, 5.0 → 5.1; for another major, its next minor. None
+    /// past the largest number.
+    pub fn next(self) -> Option<Self> {
+        if self == Self::LAST_OF_4 {
+            return Some(Self::new(5, 0));
+        }
+        Some(Self::new(self.major, self.minor.checked_add(1)?))
+    }
+
+    /// The minor before this one: 5.0 → 4.22, 4.22 → 4.21; none before
+    /// a `.0` of another major.
+    pub fn previous(self) -> Option<Self> {
+        match self.minor.checked_sub(1) {
+            Some(minor) => Some(Self::new(self.major, minor)),
+            None if self.major == 5 => Some(Self::LAST_OF_4),
+            None => None,
+        }
+    }
+
+    /// The Kubernetes minor OpenShift ships in this minor: 4.N ships
+    /// 1.(N+13), so 4.22 ships 1.35 and 5.M, standing at 4.(23+M), ships
+    /// 1.(M+36). None for a major whose Kubernetes is not known.
+    pub fn kubernetes(self) -> Option<Self> {
+        let ordinal = self.ordinal()?;
+        Some(Self::new(1, ordinal.checked_add(Self::KUBERNETES_AFTER)?))
+    }
+
+    /// Whether this minor is `other` or comes after it on the line of
+    /// minors (`4.23`, which no release carries, stands where 5.0 does,
+    /// as OLM's own comparison has it); by number for majors off the line.
+    pub fn at_least(self, other: Self) -> bool {
+        match (self.ordinal(), other.ordinal()) {
+            (Some(a), Some(b)) => a >= b,
+            _ => self >= other,
+        }
+    }
+}
+
+impl fmt::Display for Minor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+impl Version {
+    /// The minor release line: `4.22` of `4.22.3`.
+    pub fn line(&self) -> Minor {
+        Minor::new(self.major, self.minor)
+    }
+}
+
+/// What an update from one version to another is, as the CVO judges it
+/// before it accepts the target (the precondition `ClusterVersionGiantHop`
+/// of openshift/cluster-version-operator,
+/// `pkg/payload/precondition/clusterversion/gianthop.go`), with the one
+/// rule the gate holds more strictly: the CVO opens 5.0 to every 4.y for
+/// now, and the gate refuses the minors that skips.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hop {
+    /// Backwards, of any size (the CVO's rollback precondition judges it).
+    Back,
+    /// Within the minor: the same release, a patch, a pre-release step.
+    WithinMinor,
+    /// To the next minor: 4.21 → 4.22, 4.22 → 5.0.
+    NextMinor,
+    /// Forwards past at least one minor (4.14 → 4.16, 4.21 → 5.0):
+    /// `MultipleMinorVersionsUpdate`. `next` is the minor to update to
+    /// first; the minors skipped run from it to `last_skipped`, `skipped`
+    /// of them.
+    SkipsMinors {
+        next: Minor,
+        last_skipped: Minor,
+        skipped: u64,
+    },
+    /// To a larger major, other than from 4.y to 5.0 (4.22 → 5.1,
+    /// 5.3 → 6.0): `MajorVersionUpdate`.
+    MajorVersionUpdate,
+}
+
+impl Hop {
+    /// The CVO's reason for a refused hop.
+    pub const MULTIPLE_MINOR_VERSIONS: &'static str = "MultipleMinorVersionsUpdate";
+    pub const MAJOR_VERSION: &'static str = "MajorVersionUpdate";
+
+    /// Whether a hop goes from OpenShift 4 into OpenShift 5, where the CVO
+    /// accepts 5.0 alone.
+    pub fn into_openshift_5(current: &Version, target: &Version) -> bool {
+        current.major == Minor::LAST_OF_4.major && target.major == Minor::LAST_OF_4.major + 1
+    }
+
+    pub fn between(current: &Version, target: &Version) -> Self {
+        let (from, to) = (current.line(), target.line());
+        if target < current {
+            return Self::Back;
+        }
+        if from == to {
+            return Self::WithinMinor;
+        }
+        if to.major > from.major && !(Self::into_openshift_5(current, target) && to.minor == 0) {
+            return Self::MajorVersionUpdate;
+        }
+        let skipped = match (from.ordinal(), to.ordinal()) {
+            (Some(a), Some(b)) => b.saturating_sub(a).saturating_sub(1),
+            _ => to.minor.saturating_sub(from.minor).saturating_sub(1),
+        };
+        match (skipped, from.next()) {
+            (0, _) | (_, None) => Self::NextMinor,
+            (skipped, Some(next)) => Self::SkipsMinors {
+                next,
+                last_skipped: to.previous().unwrap_or(next),
+                skipped,
+            },
+        }
+    }
+
+    /// The CVO's reason when it refuses the hop (the gate's, for the
+    /// minors a hop to 5.0 skips).
+    pub fn refusal(&self) -> Option<&'static str> {
+        match self {
+            Self::SkipsMinors { .. } => Some(Self::MULTIPLE_MINOR_VERSIONS),
+            Self::MajorVersionUpdate => Some(Self::MAJOR_VERSION),
+            _ => None,
+        }
+    }
+}
+
 /// How far an update goes.
 #[derive(
     Clone,
@@ -254,14 +437,19 @@ impl UpdateKind {
     pub const ALL: &'static [UpdateKind] = &[Self::Patch, Self::Minor, Self::Major];
 
     /// The kind of the update from `current` to `target`; a move backwards
-    /// is judged by its size too.
+    /// is judged by its size too. 4.22 → 5.0 is a minor update, as the
+    /// CVO and `oc` judge it (so is 4.21 → 5.0, which skips a minor); a
+    /// major one changes the major any other way (4.22 → 5.1).
     pub fn between(current: &Version, target: &Version) -> Self {
-        if current.major != target.major {
-            Self::Major
-        } else if current.minor != target.minor {
-            Self::Minor
+        let (lower, higher) = if target < current {
+            (target, current)
         } else {
-            Self::Patch
+            (current, target)
+        };
+        match Hop::between(lower, higher) {
+            Hop::Back | Hop::WithinMinor => Self::Patch,
+            Hop::NextMinor | Hop::SkipsMinors { .. } => Self::Minor,
+            Hop::MajorVersionUpdate => Self::Major,
         }
     }
 }
@@ -304,16 +492,153 @@ mod tests {
     #[rstest]
     #[case("4.15.3", "4.15.10", UpdateKind::Patch)]
     #[case("4.14.1", "4.15.0-ec.2", UpdateKind::Minor)]
-    #[case("4.18.9", "5.0.0", UpdateKind::Major)]
+    #[case::to_5_0("4.22.9", "5.0.0", UpdateKind::Minor)]
+    #[case::back_from_5_0("5.0.1", "4.22.9", UpdateKind::Minor)]
+    #[case::skipping_4_22("4.21.9", "5.0.0", UpdateKind::Minor)]
+    #[case::to_5_1("4.22.9", "5.1.0", UpdateKind::Major)]
+    #[case::within_5("5.0.3", "5.1.0", UpdateKind::Minor)]
+    #[case::to_6("5.4.1", "6.0.0", UpdateKind::Major)]
+    #[case::from_3("3.11.0", "4.1.0", UpdateKind::Major)]
+    #[case::patch_of_5("5.0.0-rc.1", "5.0.0", UpdateKind::Patch)]
     fn update_kinds(#[case] from: &str, #[case] to: &str, #[case] kind: UpdateKind) {
         let (from, to) = (Version::parse(from).unwrap(), Version::parse(to).unwrap());
         assert_eq!(UpdateKind::between(&from, &to), kind);
     }
 
+    fn minor(text: &str) -> Minor {
+        Minor::parse(text).unwrap()
+    }
+
+    #[rstest]
+    #[case("4.14", "4.15")]
+    #[case("4.21", "4.22")]
+    #[case("4.22", "5.0")]
+    #[case("5.0", "5.1")]
+    #[case("5.9", "5.10")]
+    #[case("6.2", "6.3")]
+    fn the_next_minor(#[case] from: &str, #[case] next: &str) {
+        assert_eq!(minor(from).next(), Some(minor(next)));
+    }
+
+    #[rstest]
+    #[case("5.0", Some("4.22"))]
+    #[case("4.22", Some("4.21"))]
+    #[case("5.3", Some("5.2"))]
+    #[case("6.0", None)]
+    fn the_previous_minor(#[case] of: &str, #[case] previous: Option<&str>) {
+        assert_eq!(minor(of).previous(), previous.map(minor));
+    }
+
+    #[test]
+    fn no_next_minor_past_the_largest_number() {
+        assert_eq!(Minor::new(6, u64::MAX).next(), None);
+    }
+
+    #[rstest]
+    #[case::the_first_documented("4.1", Some("1.14"))]
+    #[case("4.15", Some("1.28"))]
+    #[case::the_last_of_4("4.22", Some("1.35"))]
+    #[case::five_zero("5.0", Some("1.36"))]
+    #[case::five_three("5.3", Some("1.39"))]
+    #[case::an_unknown_major("6.0", None)]
+    #[case::three("3.11", None)]
+    fn the_kubernetes_minor_an_openshift_minor_ships(
+        #[case] openshift: &str,
+        #[case] kubernetes: Option<&str>,
+    ) {
+        assert_eq!(minor(openshift).kubernetes(), kubernetes.map(minor));
+    }
+
+    #[test]
+    fn no_kubernetes_minor_past_the_largest_number() {
+        assert_eq!(Minor::new(5, u64::MAX).kubernetes(), None);
+        assert_eq!(Minor::new(4, u64::MAX).kubernetes(), None);
+    }
+
+    #[rstest]
+    #[case("4.22", Some(22))]
+    #[case("5.0", Some(23))]
+    #[case("5.2", Some(25))]
+    #[case("6.0", None)]
+    fn minors_stand_on_one_line(#[case] line: &str, #[case] ordinal: Option<u64>) {
+        assert_eq!(minor(line).ordinal(), ordinal);
+    }
+
+    #[rstest]
+    #[case("4.22", "4.22", true)]
+    #[case("4.22", "5.0", false)]
+    #[case("5.0", "4.22", true)]
+    #[case::where_5_0_stands("4.23", "5.0", true)]
+    #[case("5.1", "5.0", true)]
+    #[case("6.0", "5.9", true)]
+    #[case("5.9", "6.0", false)]
+    fn at_least(#[case] one: &str, #[case] other: &str, #[case] holds: bool) {
+        assert_eq!(minor(one).at_least(minor(other)), holds);
+    }
+
+    #[rstest]
+    #[case("4.14", Some(Minor::new(4, 14)))]
+    #[case("5.0", Some(Minor::new(5, 0)))]
+    #[case("4.14.0", None)]
+    #[case("v4.14", None)]
+    #[case("4", None)]
+    #[case("", None)]
+    #[case(" 4.14", None)]
+    #[case("4.x", None)]
+    #[case("4.-1", None)]
+    #[case("4.99999999999999999999", None)]
+    fn exact_minors(#[case] text: &str, #[case] parsed: Option<Minor>) {
+        assert_eq!(Minor::parse_exact(text), parsed, "{text:?}");
+    }
+
+    fn hop(from: &str, to: &str) -> Hop {
+        Hop::between(&Version::parse(from).unwrap(), &Version::parse(to).unwrap())
+    }
+
+    #[rstest]
+    #[case::patch("4.22.1", "4.22.3", Hop::WithinMinor)]
+    #[case::same("5.0.1", "5.0.1", Hop::WithinMinor)]
+    #[case::pre_release_step("5.0.0-rc.1", "5.0.0", Hop::WithinMinor)]
+    #[case::next("4.21.3", "4.22.0", Hop::NextMinor)]
+    #[case::to_5_0("4.22.4", "5.0.1", Hop::NextMinor)]
+    #[case::to_a_5_0_candidate("4.22.4", "5.0.0-ec.1", Hop::NextMinor)]
+    #[case::within_5("5.0.4", "5.1.0", Hop::NextMinor)]
+    #[case::back("5.0.1", "4.22.4", Hop::Back)]
+    #[case::to_5_1("4.22.4", "5.1.0", Hop::MajorVersionUpdate)]
+    #[case::from_an_older_4_to_5_1("4.20.4", "5.1.0", Hop::MajorVersionUpdate)]
+    #[case::to_6("5.3.0", "6.0.0", Hop::MajorVersionUpdate)]
+    #[case::from_3("3.11.0", "4.1.0", Hop::MajorVersionUpdate)]
+    #[case::two_minors("4.14.3", "4.16.2",
+        Hop::SkipsMinors { next: Minor::new(4, 15), last_skipped: Minor::new(4, 15), skipped: 1 })]
+    #[case::skipping_4_22("4.21.3", "5.0.0",
+        Hop::SkipsMinors { next: Minor::new(4, 22), last_skipped: Minor::new(4, 22), skipped: 1 })]
+    #[case::skipping_four("4.18.3", "5.0.0",
+        Hop::SkipsMinors { next: Minor::new(4, 19), last_skipped: Minor::new(4, 22), skipped: 4 })]
+    #[case::within_5_skipping("5.0.1", "5.2.0",
+        Hop::SkipsMinors { next: Minor::new(5, 1), last_skipped: Minor::new(5, 1), skipped: 1 })]
+    #[case::absurd("4.15.3", "4.18446744073709551615.0",
+        Hop::SkipsMinors { next: Minor::new(4, 16), last_skipped: Minor::new(4, u64::MAX - 1), skipped: u64::MAX - 16 })]
+    #[case::skipping_5_0("4.22.1", "5.1.0", Hop::MajorVersionUpdate)]
+    fn hops_as_the_cvo_judges_them(#[case] from: &str, #[case] to: &str, #[case] expected: Hop) {
+        assert_eq!(hop(from, to), expected);
+    }
+
+    #[test]
+    fn refused_hops_carry_the_cvos_reasons() {
+        assert_eq!(hop("4.22.4", "5.1.0").refusal(), Some("MajorVersionUpdate"));
+        assert_eq!(
+            hop("4.21.4", "5.0.0").refusal(),
+            Some("MultipleMinorVersionsUpdate")
+        );
+        assert_eq!(hop("4.22.4", "5.0.0").refusal(), None);
+        assert_eq!(hop("5.0.0", "4.22.4").refusal(), None);
+    }
+
     #[rstest]
     #[case::patch("4.15.3", "4.15.10", "patch")]
     #[case::minor("4.14.1", "4.15.0-ec.2", "minor")]
-    #[case::major("4.18.9", "5.0.0", "major")]
+    #[case::to_5_0_is_a_minor("4.22.9", "5.0.0", "minor")]
+    #[case::major("4.22.9", "5.1.0", "major")]
     #[case::same("4.15.3", "4.15.3", "same")]
     #[case::patch_rollback("4.15.10", "4.15.3", "rollback")]
     #[case::rollback_across_two_minors("4.16.2", "4.14.9", "rollback")]

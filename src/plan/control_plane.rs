@@ -171,6 +171,27 @@ mod tests {
         assert_eq!(done[0].seconds, 3600);
     }
 
+    /// The update from 4.22 to 5.0 is a minor update's sample, and one
+    /// within 5.0 a patch's, by the model's one rule of kinds.
+    #[test]
+    fn the_update_to_5_0_is_sampled_as_a_minor_update() {
+        let h = vec![
+            entry("5.0.2", 1, 30),
+            entry("5.0.1", 10, 90),
+            entry("4.22.7", 20, 40),
+        ];
+        let done = completed_updates(&h, NOW.parse().unwrap());
+        let kinds: Vec<_> = done.iter().map(|c| (c.version.as_str(), c.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("5.0.1", Some(UpdateKind::Minor)),
+                ("5.0.2", Some(UpdateKind::Patch))
+            ]
+        );
+        assert_eq!(estimate(&done, Some(UpdateKind::Minor)).samples, 1);
+    }
+
     #[test]
     fn updates_completed_after_the_time_of_the_data_are_left_out() {
         let early: Timestamp = "2026-11-25T12:00:00Z".parse().unwrap();

@@ -325,4 +325,115 @@ mod tests {
         );
         assert!(source.lookup(&key).result.is_none());
     }
+
+    /// A cluster at `current` whose update graph offers `offered`, each
+    /// `(version, image)`.
+    fn cluster_at(current: &str, offered: &[(&str, &str)]) -> ClusterView {
+        let updates: Vec<serde_json::Value> = offered
+            .iter()
+            .map(|(version, image)| serde_json::json!({"version": version, "image": image}))
+            .collect();
+        let mut view = ClusterView::default();
+        view.add(
+            "ClusterVersion",
+            serde_json::json!({
+                "kind": "ClusterVersion", "metadata": {"name": "version"},
+                "spec": {"channel": "candidate-5.0"},
+                "status": {
+                    "desired": {"version": current, "image": format!("quay.io/ocp/release:{current}")},
+                    "history": [{"state": "Completed", "version": current, "verified": true}],
+                    "availableUpdates": updates,
+                }
+            }),
+        )
+        .unwrap();
+        view
+    }
+
+    /// A review of the ClusterVersion's target changed to `image`.
+    fn review_to(image: &str) -> crate::admission::Request {
+        crate::admission::review::parse(
+            serde_json::json!({
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "request": {
+                    "uid": "u", "name": "version", "operation": "UPDATE",
+                    "resource": {"group": "config.openshift.io", "version": "v1", "resource": "clusterversions"},
+                    "userInfo": {"username": "alice"},
+                    "object": {"metadata": {"name": "version"},
+                               "spec": {"desiredUpdate": {"image": image}}},
+                    "oldObject": {"metadata": {"name": "version"}, "spec": {}}
+                }
+            })
+            .to_string()
+            .as_bytes(),
+        )
+        .unwrap()
+    }
+
+    /// The webhook's denial of a hop the CVO refuses carries the CVO's
+    /// reason, and the update to 5.0 from 4.22 is not refused for its
+    /// path.
+    #[test]
+    fn the_denial_of_a_hop_the_cvo_refuses_names_the_cvos_reason() {
+        const TO_5_0: &str = "quay.io/ocp/release@sha256:50";
+        const TO_5_1: &str = "quay.io/ocp/release@sha256:51";
+        let cases = [
+            ("4.22.3", TO_5_1, Some("MajorVersionUpdate")),
+            ("4.21.7", TO_5_0, Some("MultipleMinorVersionsUpdate")),
+            ("4.22.3", TO_5_0, None),
+        ];
+        for (current, image, reason) in cases {
+            let view = cluster_at(current, &[("5.0.1", TO_5_0), ("5.1.0", TO_5_1)]);
+            let source = SnapshotSource::new(view, "test", Limits::default());
+            let path = source
+                .lookup(&ReleaseKey::from_image(image))
+                .result
+                .expect("offered, so checked")
+                .status
+                .clone()
+                .unwrap()
+                .results
+                .into_iter()
+                .find(|r| r.name == "UpdatePath")
+                .unwrap();
+            let verdict = crate::admission::decide(
+                &review_to(image),
+                &source,
+                &crate::admission::Policy::default(),
+                Timestamp::now(),
+            )
+            .into_final()
+            .unwrap();
+            match reason {
+                Some(reason) => {
+                    assert_eq!(
+                        path.outcome,
+                        crate::model::Outcome::Fail,
+                        "{}",
+                        path.message
+                    );
+                    assert!(!verdict.allowed);
+                    assert!(
+                        verdict.message.contains("UpdatePath") && verdict.message.contains(reason),
+                        "{current} to {image}: {}",
+                        verdict.message
+                    );
+                }
+                None => {
+                    assert_eq!(
+                        path.outcome,
+                        crate::model::Outcome::Pass,
+                        "{}",
+                        path.message
+                    );
+                    assert!(
+                        !verdict.message.contains("MajorVersionUpdate")
+                            && !verdict.message.contains("MultipleMinorVersionsUpdate"),
+                        "{}",
+                        verdict.message
+                    );
+                }
+            }
+        }
+    }
 }

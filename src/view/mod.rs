@@ -312,6 +312,14 @@ impl ClusterView {
         *self.skipped.entry(key).or_default() += 1;
     }
 
+    /// Whether the data shows an OpenShift cluster: objects only
+    /// OpenShift's own operators write, a ClusterOperator or the
+    /// Infrastructure `cluster`. (A ClusterVersion alone says nothing: a
+    /// plain Kubernetes cluster may serve the gate one to guard.)
+    pub fn shows_openshift(&self) -> bool {
+        !self.cluster_operators.is_empty() || self.infrastructure.is_some()
+    }
+
     /// Whether the cluster runs on a single node, as its Infrastructure
     /// says.
     pub fn single_node(&self) -> bool {

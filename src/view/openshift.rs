@@ -298,12 +298,27 @@ pub(crate) fn read_api_request_count<'de, D: Deserializer<'de>>(
 pub struct ClusterServiceVersion {
     pub namespace: String,
     pub name: String,
-    /// `olm.maxOpenShiftVersion` from the `olm.properties` annotation.
-    pub max_openshift_version: Option<String>,
+    /// Every `olm.maxOpenShiftVersion` the CSV declares, as written, each
+    /// value once: from `operatorframework.io/properties`, which OLM writes
+    /// on an installed CSV and its incompatible-operator controller reads
+    /// (operator-framework/operator-lifecycle-manager,
+    /// `pkg/controller/operators/openshift/helpers.go`), and from
+    /// `olm.properties`, the bundle's own.
+    pub max_openshift_versions: Vec<String>,
+    /// What could not be read, as OLM fails on it: an annotation that is
+    /// not a property list, a value that is not a string.
+    pub property_errors: Vec<String>,
 }
 
+/// The annotation OLM writes the properties of an installed CSV in:
+/// `{"properties":[{"type":…,"value":…}]}`.
+const PROPERTIES: &str = "operatorframework.io/properties";
+/// The bundle's own annotation: `[{"type":…,"value":…}]`.
+const OLM_PROPERTIES: &str = "olm.properties";
+const MAX_OPENSHIFT_VERSION: &str = "olm.maxOpenShiftVersion";
+
 /// Reads a CSV; returns `None` for the copies OLM places in every watched
-/// namespace (labelled `olm.copiedFrom`).
+/// namespace (labelled `olm.copiedFrom`), so no operator counts twice.
 pub(crate) fn read_cluster_service_version<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<ClusterServiceVersion>, D::Error> {
@@ -321,44 +336,79 @@ pub(crate) fn read_cluster_service_version<'de, D: Deserializer<'de>>(
         labels: BTreeMap<String, String>,
         annotations: RawAnnotations,
     }
-    /// Only this annotation is read; `alm-examples` and the rest are skipped.
+    /// Only these annotations are read; `alm-examples` and the rest are
+    /// skipped.
     #[derive(Deserialize, Default)]
     #[serde(default)]
     struct RawAnnotations {
-        #[serde(rename = "olm.properties")]
+        #[serde(rename = "operatorframework.io/properties")]
         properties: Option<String>,
-    }
-    #[derive(Deserialize)]
-    struct Property {
-        #[serde(rename = "type")]
-        type_: String,
-        value: serde_json::Value,
+        #[serde(rename = "olm.properties")]
+        olm_properties: Option<String>,
     }
 
     let raw = Raw::deserialize(deserializer)?;
     if raw.metadata.labels.contains_key("olm.copiedFrom") {
         return Ok(None);
     }
-    // A malformed olm.properties is OLM's problem to report; it reads as no limit here.
-    let max_openshift_version = raw
-        .metadata
-        .annotations
-        .properties
-        .and_then(|p| serde_json::from_str::<Vec<Property>>(&p).ok())
-        .and_then(|props| {
-            props
-                .into_iter()
-                .find(|p| p.type_ == "olm.maxOpenShiftVersion")
-        })
-        .map(|p| match p.value {
-            serde_json::Value::String(s) => s,
-            other => other.to_string(),
-        });
-    Ok(Some(ClusterServiceVersion {
+    let mut csv = ClusterServiceVersion {
         namespace: raw.metadata.namespace,
         name: raw.metadata.name,
-        max_openshift_version,
-    }))
+        ..Default::default()
+    };
+    let annotations = raw.metadata.annotations;
+    for (annotation, text, wrapped) in [
+        (PROPERTIES, annotations.properties, true),
+        (OLM_PROPERTIES, annotations.olm_properties, false),
+    ] {
+        let Some(text) = text else { continue };
+        match max_openshift_versions(&text, wrapped) {
+            Ok(values) => {
+                for value in values {
+                    if !csv.max_openshift_versions.contains(&value) {
+                        csv.max_openshift_versions.push(value);
+                    }
+                }
+            }
+            Err(why) => csv.property_errors.push(format!("{annotation}: {why}")),
+        }
+    }
+    Ok(Some(csv))
+}
+
+/// The `olm.maxOpenShiftVersion` values of a property list: `wrapped` in
+/// `{"properties": […]}`, or the bare list. An annotation that is not such
+/// a list, or a value that is not a string, is the error OLM stops at.
+fn max_openshift_versions(text: &str, wrapped: bool) -> Result<Vec<String>, String> {
+    #[derive(Deserialize)]
+    struct Wrapped {
+        #[serde(default)]
+        properties: Vec<Property>,
+    }
+    #[derive(Deserialize)]
+    struct Property {
+        #[serde(rename = "type")]
+        type_: String,
+        #[serde(default)]
+        value: serde_json::Value,
+    }
+    let properties = if wrapped {
+        serde_json::from_str::<Wrapped>(text).map(|w| w.properties)
+    } else {
+        serde_json::from_str::<Vec<Property>>(text)
+    }
+    .map_err(|e| format!("not a property list ({e})"))?;
+    properties
+        .into_iter()
+        .filter(|p| p.type_ == MAX_OPENSHIFT_VERSION)
+        .map(|p| match p.value {
+            serde_json::Value::String(value) => Ok(value),
+            other => Err(format!(
+                "{MAX_OPENSHIFT_VERSION} {} is not a string",
+                crate::model::text::clean(&other.to_string(), 40)
+            )),
+        })
+        .collect()
 }
 
 /// `operator.openshift.io/v1` IngressController, for its default certificate.

@@ -14,6 +14,7 @@ mod metrics;
 mod motion;
 #[path = "../common/oc.rs"]
 mod oc;
+mod openshift5;
 mod prompt_exit;
 mod reserve;
 mod runs;
