@@ -36,7 +36,7 @@ pub enum Command {
     /// Write a development CA and serving certificate, and print the caBundle.
     Certs(CertsArgs),
     /// Run the preflight checks for an update and print the report. Exit
-    /// codes: 0 all pass, 3 blocking failures, 4 warnings only, 1 or 2 errors.
+    /// codes: 0 all pass (or no change: the target is what the cluster runs or is updating to), 3 blocking failures, 4 warnings only, 1 or 2 errors.
     Check(Box<CheckArgs>),
     /// Ask the cluster's gate for a preflight run of a target and print the result.
     Run(RunArgs),

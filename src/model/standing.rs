@@ -135,21 +135,8 @@ impl Exemptions {
     /// Counts over `results`: `failing` is what blocks; an accepted or
     /// fail-open failure counts as a warning; every error counts as errored.
     pub(crate) fn summarize(&self, results: &[CheckResult]) -> Summary {
-        let mut s = Summary::default();
-        for r in results {
-            let standing = self.standing(r);
-            match (standing, r.outcome) {
-                (Standing::Passed, _) => s.passed += 1,
-                (Standing::Skipped, _) => s.skipped += 1,
-                (_, Outcome::Error) => s.errored += 1,
-                (Standing::Blocks, _) => {}
-                (Standing::Warns | Standing::Accepted, _) => s.warnings += 1,
-            }
-            if standing == Standing::Blocks {
-                s.failing += 1;
-            }
-        }
-        s
+        let standings: Vec<Standing> = results.iter().map(|r| self.standing(r)).collect();
+        summary(results, &standings)
     }
 
     /// `results` as a run records them: each result of a fail-open check
@@ -227,6 +214,24 @@ impl OverrideKind {
             Self::AcceptRisks => "accept_risks",
         }
     }
+}
+
+/// The counts of `results`, each counted by its standing in `standings`.
+pub(crate) fn summary(results: &[CheckResult], standings: &[Standing]) -> Summary {
+    let mut s = Summary::default();
+    for (r, standing) in results.iter().zip(standings) {
+        match (*standing, r.outcome) {
+            (Standing::Passed, _) => s.passed += 1,
+            (Standing::Skipped, _) => s.skipped += 1,
+            (_, Outcome::Error) => s.errored += 1,
+            (Standing::Blocks, _) => {}
+            (Standing::Warns | Standing::Accepted, _) => s.warnings += 1,
+        }
+        if *standing == Standing::Blocks {
+            s.failing += 1;
+        }
+    }
+    s
 }
 
 #[cfg(test)]

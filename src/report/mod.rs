@@ -1,7 +1,7 @@
 //! The `preflight-gate check` report: what a run found, rendered as a
 //! table for a person (coloured on a terminal) or as JSON or YAML for a
-//! program, and the exit code that sums it up (0 all pass, 3 blocking
-//! failures, 4 warnings only, as troubleshoot's preflight does).
+//! program, and the exit code that sums it up (0 all pass or no change, 3
+//! blocking failures, 4 warnings only, as troubleshoot's preflight does).
 
 mod plan;
 mod table;
@@ -40,12 +40,17 @@ pub enum Clearance {
     ClearWithWarnings,
     /// A blocking failure (a blocking check's error included): exit 3.
     Blocked,
+    /// The target is what the cluster already runs or is updating to:
+    /// asking for it changes nothing (oc says "already at"), so nothing is
+    /// planned and what fails is the cluster's own problem, shown as a
+    /// warning: exit 0.
+    NoChange,
 }
 
 impl Clearance {
     pub fn exit_code(self) -> u8 {
         match self {
-            Self::Clear => 0,
+            Self::Clear | Self::NoChange => 0,
             Self::Blocked => 3,
             Self::ClearWithWarnings => 4,
         }
@@ -57,6 +62,7 @@ impl Clearance {
             Self::Clear => "Allowed",
             Self::ClearWithWarnings => "AllowedWithWarnings",
             Self::Blocked => "Blocked",
+            Self::NoChange => "NoChange",
         }
     }
 }
@@ -72,6 +78,25 @@ pub fn plan_clearance(plan: &crate::plan::Plan) -> Clearance {
     } else {
         Clearance::Clear
     }
+}
+
+/// What a target that changes nothing is.
+const RUNS: &str = "the release it runs";
+const UNDER_WAY: &str = "the update under way";
+
+/// Whether the target changes nothing: it is the ClusterVersion's
+/// `status.desired`, the release it runs or the one it is updating to (the
+/// CVO has it already), on the same architecture.
+fn no_change(ctx: &Context) -> Option<&'static str> {
+    let cv = ctx.view.cluster_version.as_ref()?;
+    if !cv.is_desired(ctx.target) {
+        return None;
+    }
+    Some(if cv.update_in_progress().is_some() {
+        UNDER_WAY
+    } else {
+        RUNS
+    })
 }
 
 /// How the report is printed.
@@ -120,9 +145,14 @@ pub struct Report {
     standings: Vec<Standing>,
     pub summary: Summary,
     /// The update plan (`crate::plan`), with its own schema version; none
-    /// for results read back from an `UpdatePreflight`.
+    /// for results read back from an `UpdatePreflight`, and none when the
+    /// target changes nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<crate::plan::Plan>,
+    /// Set when the target changes nothing: `the release it runs`, or `the
+    /// update under way`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_change: Option<&'static str>,
 }
 
 /// The version of the JSON and YAML report's shape; a change that removes
@@ -157,7 +187,16 @@ impl Report {
     /// webhook, and errors of its fail-open checks do not block.
     pub fn new(ctx: &Context, mut results: Vec<CheckResult>, blocking: &Exemptions) -> Self {
         blocking.stamp(&mut results);
-        let standings: Vec<Standing> = results.iter().map(|r| blocking.standing(r)).collect();
+        let no_change = no_change(ctx);
+        let standings: Vec<Standing> = results
+            .iter()
+            .map(|r| match blocking.standing(r) {
+                // Asking again for what the cluster runs or is updating to
+                // changes nothing: its failures are the cluster's own.
+                Standing::Blocks if no_change.is_some() => Standing::Warns,
+                standing => standing,
+            })
+            .collect();
         let accepted = results
             .iter()
             .zip(&standings)
@@ -175,10 +214,13 @@ impl Report {
             skipped: ctx.view.skipped.clone(),
             unread_files: ctx.view.unread_files.clone(),
             accepted,
-            summary: blocking.summarize(&results),
+            summary: crate::model::standing::summary(&results, &standings),
             results,
             standings,
-            plan: Some(crate::plan::plan(ctx.view, ctx.kind, ctx.now)),
+            plan: no_change
+                .is_none()
+                .then(|| crate::plan::plan(ctx.view, ctx.kind, ctx.now)),
+            no_change,
         }
     }
 
@@ -200,13 +242,16 @@ impl Report {
             summary: blocking.summarize(&results),
             results,
             plan: None,
+            no_change: None,
         }
     }
 
     /// Whether the update may go ahead: blocked by a blocking failure
     /// (errors of blocking checks included), clear with warnings, or clear.
     pub fn clearance(&self) -> Clearance {
-        if self.summary.failing > 0 {
+        if self.no_change.is_some() {
+            Clearance::NoChange
+        } else if self.summary.failing > 0 {
             Clearance::Blocked
         } else if self.summary.warnings > 0 || self.summary.errored > 0 {
             Clearance::ClearWithWarnings
@@ -261,6 +306,22 @@ impl Report {
                 self.target
             ),
             Clearance::Clear => format!("{counts}. The update to {} may go ahead.", self.target),
+            Clearance::NoChange => {
+                let already = match self.no_change {
+                    Some(UNDER_WAY) => {
+                        format!("the update to {} is already under way", self.target)
+                    }
+                    _ => format!("the cluster already runs {}", self.target),
+                };
+                let problems = if s.warnings + s.errored > 0 {
+                    " What fails is the cluster's own, shown as warnings: fix it for the cluster's sake."
+                } else {
+                    ""
+                };
+                format!(
+                    "{counts}. No change: {already}; nothing to update, and nothing is planned.{problems}"
+                )
+            }
         }
     }
 
@@ -276,6 +337,13 @@ impl Report {
                     message: format!("accepted: {}", r.message),
                     ..r.clone()
                 },
+                Standing::Warns if self.no_change.is_some() && r.severity == Severity::Blocking => {
+                    CheckResult {
+                        severity: Severity::Warning,
+                        message: format!("the cluster's own, no change blocks: {}", r.message),
+                        ..r.clone()
+                    }
+                }
                 _ => r.clone(),
             })
             .collect()

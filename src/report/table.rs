@@ -69,6 +69,10 @@ pub fn table(report: &Report, color: bool) -> String {
         header.push_str(&format!(" from {current}"));
     }
     match report.update_kind.as_deref() {
+        _ if report.no_change.is_some() => header.push_str(&format!(
+            ", {}: no change",
+            report.no_change.unwrap_or_default()
+        )),
         Some("rollback") => header.push_str(", a rollback"),
         Some("same") => header.push_str(", the release it runs"),
         Some("pre-release step") => header.push_str(", a pre-release step"),
@@ -100,6 +104,7 @@ pub fn table(report: &Report, color: bool) -> String {
         (true, Clearance::Blocked) => summary.red().bold().to_string(),
         (true, Clearance::ClearWithWarnings) => summary.yellow().bold().to_string(),
         (true, Clearance::Clear) => summary.green().bold().to_string(),
+        (true, Clearance::NoChange) => summary.bold().to_string(),
     };
     // The update plan follows the checks.
     let plan = report

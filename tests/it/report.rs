@@ -253,3 +253,55 @@ fn no_alert_data_is_a_warning_not_a_pass() {
         r.message
     );
 }
+
+/// The release a capture's ClusterVersion runs or is updating to.
+fn desired(name: &str) -> String {
+    let view = snapshot::load(&capture(name)).unwrap();
+    view.cluster_version.unwrap().status.desired.version
+}
+
+/// Verdicts, third pass: a request that changes nothing is no update.
+/// Asking for the release the cluster runs, or for the update already
+/// under way, is "no change" (exit 0, verdict `NoChange`): nothing is
+/// planned, and what fails is shown as the cluster's own warning. Before,
+/// such a request was blocked on the cluster's own problems, with a plan
+/// of a whole update.
+#[rstest]
+#[case::the_release_it_runs("not-upgrading", "the cluster already runs")]
+#[case::the_update_under_way("4.15.0-ec2-unavailable-mco-20m", "is already under way")]
+#[case::the_control_plane_done_and_the_pools_rolling(
+    "4.16.0-ec2-control-plane-updated-pdb-prohibits-draining",
+    "the cluster already runs"
+)]
+fn a_target_that_changes_nothing_is_no_change_with_nothing_planned(
+    #[case] name: &str,
+    #[case] says: &str,
+) {
+    let to = desired(name);
+    let report = report(name, &to);
+    assert_eq!(report.exit_code(), 0, "{}", report.summary_line());
+    assert!(report.plan.is_none(), "nothing is planned");
+    assert_eq!(report.summary.failing, 0);
+    let line = report.summary_line();
+    assert!(line.contains("No change: "), "{line}");
+    assert!(line.contains(says), "{line}");
+    let json: serde_json::Value =
+        serde_json::from_str(&report.render(Format::Json, false)).unwrap();
+    assert_eq!(json["verdict"], "NoChange");
+    assert!(json.get("plan").is_none());
+    let table = report.render(Format::Table, false);
+    assert!(
+        table.lines().next().unwrap().ends_with(": no change"),
+        "{table}"
+    );
+    assert!(!table.contains("Plan:"), "{table}");
+}
+
+#[test]
+fn the_update_under_way_is_still_judged_for_any_other_target() {
+    let name = "4.16.0-ec2-control-plane-updated-pdb-prohibits-draining";
+    let report = report(name, "4.16.0-ec.4");
+    assert!(report.plan.is_some());
+    assert_ne!(desired(name), "4.16.0-ec.4");
+    assert!(!report.summary_line().contains("No change"));
+}
