@@ -17,7 +17,6 @@
 use super::{Check, Context, require};
 use crate::model::Finding;
 use crate::model::Severity;
-use crate::model::release::UpdateKind;
 use crate::model::text::EXCERPT;
 use crate::model::text::excerpt;
 use crate::model::text::list;
@@ -51,13 +50,7 @@ impl Check for MachineConfigPoolsHealthy {
         // Pools rolling with no update in progress, for a target within
         // the minor: to settle before the update starts.
         let mut to_settle = Vec::new();
-        let settles = !ctx.retarget_within_minor
-            && matches!(ctx.kind, Some(UpdateKind::Patch))
-            && ctx
-                .view
-                .cluster_version
-                .as_ref()
-                .is_none_or(|cv| cv.update_in_progress().is_none());
+        let settles = ctx.rollout_settles();
         let mut paused = Vec::new();
         // Pools whose state the data does not give.
         let mut unknown = Vec::new();

@@ -125,6 +125,21 @@ impl<'a> Context<'a> {
         Self { accepted, ..self }
     }
 
+    /// A pool rolling now (a MachineConfig change, with no update of the
+    /// cluster in progress), before a patch update: to settle before the
+    /// update starts, which warns, where across minors it blocks. The
+    /// pools and the nodes their rollout cordons are judged by this one
+    /// rule (MachineConfigPoolsHealthy, NodesReady).
+    pub(crate) fn rollout_settles(&self) -> bool {
+        !self.retarget_within_minor
+            && matches!(self.kind, Some(UpdateKind::Patch))
+            && self
+                .view
+                .cluster_version
+                .as_ref()
+                .is_none_or(|cv| cv.update_in_progress().is_none())
+    }
+
     /// The target as a person names it.
     pub(crate) fn target_name(&self) -> String {
         self.target.display()

@@ -1,5 +1,8 @@
 //! NodesReady: every node is Ready and schedulable. A node cordoned by the
-//! machine-config daemon (mid-update) is told apart from one cordoned by hand.
+//! machine-config daemon (mid-update) is told apart from one cordoned by
+//! hand: before a patch update, a Ready node its pool's rollout cordoned
+//! warns, as MachineConfigPoolsHealthy warns of the pool; one cordoned by
+//! hand blocks.
 //! Nodes that are not Ready carry the alert OpenShift raises for them,
 //! `KubeNodeNotReady`; a cordoned node has no OpenShift name, so a finding
 //! with one is accepted by the check's name alone.
@@ -33,6 +36,10 @@ impl Check for NodesReady {
         // Nodes the update in progress drained, when the target stays within
         // its minor: its doing, not a reason to stay on it.
         let mut by_update = Vec::new();
+        // Ready nodes the machine-config daemon cordoned for their pool's
+        // rollout, before a patch update: to settle, as the pool warns.
+        let mut rolling = Vec::new();
+        let settles = ctx.rollout_settles();
         let mut cordoned = false;
         for node in nodes {
             let problems = if ctx.retarget_within_minor && node.drained_by_mco() {
@@ -57,25 +64,38 @@ impl Check for NodesReady {
                 } else {
                     "cordoned by hand"
                 };
-                problems.push(format!("{} is unschedulable ({by})", node.name()));
-                cordoned = true;
+                let cordon = format!("{} is unschedulable ({by})", node.name());
+                if settles && node.drained_by_mco() && node.ready() {
+                    rolling.push(cordon);
+                } else {
+                    problems.push(cordon);
+                    cordoned = true;
+                }
             }
         }
         if nodes.is_empty() {
             Finding::error("no Nodes in the cluster data")
-        } else if problems.is_empty() && by_update.is_empty() {
+        } else if problems.is_empty() && by_update.is_empty() && rolling.is_empty() {
             Finding::pass(format!(
                 "all {} nodes are Ready and schedulable",
                 nodes.len()
             ))
-        } else if problems.is_empty() {
+        } else if problems.is_empty() && rolling.is_empty() {
             Finding::warn(format!(
                 "{}, drained by the update in progress, which a retarget within its minor continues",
                 list(&by_update, 5)
             ))
             .with_url(URL)
+        } else if problems.is_empty() {
+            Finding::warn(format!(
+                "{}, by its pool's rollout: let it settle before the update starts (a node cordoned by hand blocks)",
+                list(&rolling, 5)
+            ))
+            .with_items(&rolling, 5)
+            .with_url(URL)
         } else {
             problems.extend(by_update);
+            problems.extend(rolling);
             Finding::fail(list(&problems, 5))
                 .with_items(&problems, 5)
                 .with_url(URL)
@@ -170,6 +190,56 @@ mod tests {
                 .contains("w2 is unschedulable (cordoned by hand)")
         );
         let minor = during("4.16.1", vec![drained]);
+        assert_eq!((minor.outcome, minor.severity), (Outcome::Fail, None));
+    }
+
+    /// Verdicts, third pass: after a MachineConfig change a pool rolls and
+    /// the daemon cordons its nodes one by one. Before a patch update that
+    /// warns here as MachineConfigPoolsHealthy warns of the pool; it used
+    /// to block, and could be accepted only by the check's name, which
+    /// would also have hidden a node cordoned by hand. Across minors, a
+    /// node cordoned by hand, or one not Ready still block.
+    #[test]
+    fn a_node_its_pools_rollout_cordoned_warns_before_a_patch_update_as_the_pool_does() {
+        let drained = || node("w1", "True", true, "drain-rendered-worker-2");
+        let judge = |to: &str, nodes: Vec<serde_json::Value>| {
+            let mut objects = vec![fixture::cluster_version("4.15.3")];
+            objects.extend(nodes);
+            fixture::evaluate(&NodesReady, &fixture::view(objects), to)
+        };
+        let patch = judge("4.15.4", vec![drained()]);
+        assert_eq!(
+            (patch.outcome, patch.severity),
+            (Outcome::Fail, Some(Severity::Warning)),
+            "{}",
+            patch.message
+        );
+        assert_eq!(
+            patch.message,
+            "w1 is unschedulable (cordoned by the machine-config daemon for an update), by its pool's rollout: let it settle before the update starts (a node cordoned by hand blocks)"
+        );
+        let by_hand = judge(
+            "4.15.4",
+            vec![
+                drained(),
+                node("w2", "True", true, "uncordon-rendered-worker-1"),
+            ],
+        );
+        assert_eq!((by_hand.outcome, by_hand.severity), (Outcome::Fail, None));
+        assert!(
+            by_hand
+                .message
+                .contains("w2 is unschedulable (cordoned by hand)")
+        );
+        let not_ready = judge(
+            "4.15.4",
+            vec![node("w1", "False", true, "drain-rendered-worker-2")],
+        );
+        assert_eq!(
+            (not_ready.outcome, not_ready.severity),
+            (Outcome::Fail, None)
+        );
+        let minor = judge("4.16.1", vec![drained()]);
         assert_eq!((minor.outcome, minor.severity), (Outcome::Fail, None));
     }
 
