@@ -6,7 +6,11 @@
 //! component that owns the certificate, cert-manager: see
 //! `ROTATION_ANNOTATIONS`, and `PLATFORM_ROTATED` for the platform's own
 //! that older releases ship unannotated, such as OLM's daily `pprof-cert`)
-//! are counted, not listed. Expiry is judged at the time of the data.
+//! are counted, not listed. OLM's certificates for an operator's webhooks
+//! and API services (owned by a ClusterServiceVersion, or annotated
+//! `olmcahash`) are rotated by OLM too: one that has expired is listed as
+//! OLM's rotation stuck, naming its CSV, never as one to renew by hand.
+//! Expiry is judged at the time of the data.
 
 use std::time::Duration;
 
@@ -15,6 +19,7 @@ use super::{Check, Context, qualified, require};
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::text::list;
+use crate::view::k8s::OLM;
 
 pub struct CertificatesExpiringSoon;
 
@@ -43,6 +48,8 @@ impl Check for CertificatesExpiringSoon {
         // a person renews or as one an operator renews by itself.
         let (mut by_hand, mut rotated) = (0usize, 0usize);
         let mut expiring: Vec<(jiff::Timestamp, String)> = Vec::new();
+        // Certificates OLM rotates that expired all the same.
+        let mut stuck: Vec<(jiff::Timestamp, String)> = Vec::new();
         for s in &ctx.view.tls_secrets {
             if s.rotated_by.is_none() {
                 by_hand += 1;
@@ -51,6 +58,21 @@ impl Check for CertificatesExpiringSoon {
                 continue;
             };
             if cert.not_after > horizon {
+                continue;
+            }
+            let name = qualified(&s.namespace, &s.name);
+            // OLM renews its certificates well before they expire: one
+            // that has expired means its rotation is stuck, which the CSV
+            // that owns it (or OLM's own logs) tells, not a person's renewal.
+            if s.rotated_by == Some(OLM) && cert.not_after <= ctx.now {
+                let owner = match &s.olm_csv {
+                    Some(csv) => format!(" (ClusterServiceVersion {csv})"),
+                    None => String::new(),
+                };
+                stuck.push((
+                    cert.not_after,
+                    format!("{name} expired at {}{owner}", cert.not_after),
+                ));
                 continue;
             }
             if s.rotated_by.is_some() {
@@ -62,10 +84,10 @@ impl Check for CertificatesExpiringSoon {
             } else {
                 format!("expires at {}", cert.not_after)
             };
-            let name = qualified(&s.namespace, &s.name);
             expiring.push((cert.not_after, format!("{name} {when}")));
         }
         expiring.sort();
+        stuck.sort();
         let hours = UPDATE_WINDOW.as_secs() / 3600;
         let by_operators = match rotated {
             0 => String::new(),
@@ -73,20 +95,31 @@ impl Check for CertificatesExpiringSoon {
                 "; {n} that operators renew by themselves (service CA, certificate rotation, platform components, cert-manager) also expire within it and need no action"
             ),
         };
-        if expiring.is_empty() {
-            Finding::pass(format!(
+        if expiring.is_empty() && stuck.is_empty() {
+            return Finding::pass(format!(
                 "none of {by_hand} TLS certificates renewed by hand expires within {hours} hours of {}{by_operators}",
                 ctx.now
-            ))
-        } else {
-            let names: Vec<String> = expiring.into_iter().map(|(_, n)| n).collect();
-            Finding::fail(format!(
-                "certificates renewed by hand that expire within the {hours}-hour update window: {}{by_operators}",
-                list(&names, 5)
-            ))
-            .with_items(&names, 5)
-            .with_url(URL)
+            ));
         }
+        let by_hand: Vec<String> = expiring.into_iter().map(|(_, n)| n).collect();
+        let stuck: Vec<String> = stuck.into_iter().map(|(_, n)| n).collect();
+        let mut said = Vec::new();
+        if !by_hand.is_empty() {
+            said.push(format!(
+                "certificates renewed by hand that expire within the {hours}-hour update window: {}",
+                list(&by_hand, 5)
+            ));
+        }
+        if !stuck.is_empty() {
+            said.push(format!(
+                "certificates OLM rotates by itself that expired all the same, so its rotation is stuck (see the ClusterServiceVersion's status and OLM's logs): {}",
+                list(&stuck, 5)
+            ));
+        }
+        let items: Vec<String> = by_hand.into_iter().chain(stuck).collect();
+        Finding::fail(format!("{}{by_operators}", said.join("; ")))
+            .with_items(&items, 5)
+            .with_url(URL)
     }
 }
 
@@ -166,6 +199,60 @@ mod tests {
                 finding.message
             );
         }
+    }
+
+    /// OLM rotates the certificates it issues to an operator's webhooks
+    /// and API services: they are never a person's to renew. Expiring soon
+    /// they need nothing; expired, OLM's rotation is stuck, which is worth
+    /// a warning naming the CSV.
+    #[rstest]
+    #[case::owned_by_a_csv_expiring_soon((2026, 12, 2), json!({}), true, Outcome::Pass,
+        "1 that operators renew by themselves")]
+    #[case::annotated_expiring_soon((2026, 12, 2), json!({"olm.operatorframework.io/olmcahash": "abc"}), false,
+        Outcome::Pass, "1 that operators renew by themselves")]
+    #[case::owned_by_a_csv_expired((2026, 11, 1), json!({}), true, Outcome::Fail,
+        "certificates OLM rotates by itself that expired all the same, so its rotation is stuck (see the ClusterServiceVersion's status and OLM's logs): shop/db-operator-service-cert expired at 2026-11-01T00:00:00Z (ClusterServiceVersion db-operator.v1.2.0)")]
+    #[case::annotated_expired((2026, 11, 1), json!({"olmcahash": "abc"}), false, Outcome::Fail,
+        "its rotation is stuck (see the ClusterServiceVersion's status and OLM's logs): shop/db-operator-service-cert expired at 2026-11-01T00:00:00Z")]
+    fn certificates_olm_rotates_are_never_renewed_by_hand(
+        #[case] not_after: (i32, u8, u8),
+        #[case] annotations: serde_json::Value,
+        #[case] owned: bool,
+        #[case] outcome: Outcome,
+        #[case] says: &str,
+    ) {
+        let mut s = secret(not_after);
+        s["metadata"] = json!({"name": "db-operator-service-cert", "namespace": "shop", "annotations": annotations});
+        if owned {
+            s["metadata"]["ownerReferences"] = json!([{"apiVersion": "operators.coreos.com/v1alpha1",
+                "kind": "ClusterServiceVersion", "name": "db-operator.v1.2.0", "uid": "u"}]);
+        }
+        let finding =
+            fixture::evaluate(&CertificatesExpiringSoon, &fixture::view(vec![s]), "4.15.4");
+        assert_eq!(finding.outcome, outcome, "{}", finding.message);
+        assert!(finding.message.contains(says), "{}", finding.message);
+        assert!(
+            !finding.message.contains("renewed by hand that"),
+            "{}",
+            finding.message
+        );
+    }
+
+    #[test]
+    fn another_owner_of_that_kind_is_not_olm() {
+        let mut s = secret((2026, 12, 2));
+        s["metadata"]["ownerReferences"] = json!([{"apiVersion": "example.com/v1",
+            "kind": "ClusterServiceVersion", "name": "x", "uid": "u"}]);
+        let finding =
+            fixture::evaluate(&CertificatesExpiringSoon, &fixture::view(vec![s]), "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Fail, "{}", finding.message);
+        assert!(
+            finding.message.contains(
+                "renewed by hand that expire within the 72-hour update window: app/serving"
+            ),
+            "{}",
+            finding.message
+        );
     }
 
     #[rstest]

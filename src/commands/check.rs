@@ -22,7 +22,8 @@ use crate::view::ClusterView;
 
 /// Exit code when the cluster cannot be read or the report not written.
 pub(crate) const EXIT_ERROR: u8 = 1;
-/// Exit code for arguments that make no sense together.
+/// Exit code for arguments that make no sense together, and for a
+/// snapshot that is not the snapshot of one cluster.
 pub(crate) const EXIT_USAGE: u8 = 2;
 
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +76,7 @@ pub fn check(args: &CheckArgs) -> ExitCode {
                 | CheckError::BadTarget(_)
                 | CheckError::UnknownAccept(_)
                 | CheckError::Window(_) => EXIT_USAGE,
-                CheckError::Snapshot(e) if e.is_mixed() => EXIT_USAGE,
+                CheckError::Snapshot(e) if e.is_not_a_snapshot() => EXIT_USAGE,
                 _ => EXIT_ERROR,
             })
         }

@@ -296,7 +296,19 @@ pub struct TlsSecret {
     pub certificate: String,
     /// Who renews the certificate without a person, when something does.
     pub rotated_by: Option<&'static str>,
+    /// When OLM rotates it (`rotated_by` is [`OLM`]): the
+    /// ClusterServiceVersion that owns it, when an ownerReference names one.
+    pub olm_csv: Option<String>,
 }
+
+/// Who rotates the certificates OLM issues for an operator's webhooks and
+/// API services: those owned by a ClusterServiceVersion, or carrying OLM's
+/// `olmcahash` annotation (`olm.operatorframework.io/olmcahash`, the hash
+/// of the CA it signed them with).
+pub(crate) const OLM: &str = "OLM";
+
+/// The suffix of the annotation OLM writes on the certificates it issues.
+const OLM_CA_HASH: &str = "olmcahash";
 
 /// Annotations that say who renews a certificate by itself: the service CA
 /// operator for serving certificates it issues to Services, library-go's
@@ -362,11 +374,29 @@ pub(crate) fn read_tls_secret<'de, D: Deserializer<'de>>(
     #[derive(Deserialize, Default)]
     #[serde(default)]
     struct Raw {
-        metadata: Metadata,
+        metadata: RawMeta,
         #[serde(rename = "type")]
         type_: String,
         #[serde(deserialize_with = "null_as_default")]
         data: BTreeMap<String, String>,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct RawMeta {
+        name: String,
+        #[serde(deserialize_with = "null_as_default")]
+        namespace: String,
+        #[serde(deserialize_with = "null_as_default")]
+        annotations: BTreeMap<String, String>,
+        #[serde(deserialize_with = "null_as_default")]
+        owner_references: Vec<Owner>,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct Owner {
+        api_version: String,
+        kind: String,
+        name: String,
     }
     let raw = Raw::deserialize(deserializer)?;
     if raw.type_ != "kubernetes.io/tls" {
@@ -378,21 +408,38 @@ pub(crate) fn read_tls_secret<'de, D: Deserializer<'de>>(
         .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
         .and_then(|b| String::from_utf8(b).ok())
         .unwrap_or_default();
-    let namespace = raw.metadata.namespace.unwrap_or_default();
-    let rotated_by = ROTATION_ANNOTATIONS
-        .iter()
-        .find(|(annotation, _)| raw.metadata.annotations.contains_key(*annotation))
-        .map(|(_, by)| *by)
-        .or_else(|| {
-            PLATFORM_ROTATED
-                .iter()
-                .find(|(ns, name, _)| *ns == namespace && *name == raw.metadata.name)
-                .map(|(_, _, by)| *by)
-        });
+    let RawMeta {
+        name,
+        namespace,
+        annotations,
+        owner_references,
+    } = raw.metadata;
+    let olm_csv = owner_references
+        .into_iter()
+        .find(|o| {
+            o.kind == "ClusterServiceVersion" && o.api_version.starts_with("operators.coreos.com/")
+        })
+        .map(|o| o.name);
+    let olm = olm_csv.is_some() || annotations.keys().any(|k| k.ends_with(OLM_CA_HASH));
+    let rotated_by = if olm {
+        Some(OLM)
+    } else {
+        ROTATION_ANNOTATIONS
+            .iter()
+            .find(|(annotation, _)| annotations.contains_key(*annotation))
+            .map(|(_, by)| *by)
+            .or_else(|| {
+                PLATFORM_ROTATED
+                    .iter()
+                    .find(|(ns, n, _)| *ns == namespace && *n == name)
+                    .map(|(_, _, by)| *by)
+            })
+    };
     Ok(Some(TlsSecret {
         namespace,
-        name: raw.metadata.name,
+        name,
         certificate,
         rotated_by,
+        olm_csv,
     }))
 }

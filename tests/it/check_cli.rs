@@ -131,7 +131,7 @@ fn a_snapshot_with_a_broken_file_is_an_error_naming_it() {
     )
     .unwrap();
     let out = check(&["--to", "4.15.3", "--snapshot", dir.path().to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "not a snapshot: no verdict");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("nodes.yaml is not valid YAML or JSON"),
@@ -145,8 +145,128 @@ fn a_snapshot_with_a_broken_file_is_an_error_naming_it() {
         "--snapshot",
         empty.path().to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "not a snapshot: no verdict");
     assert!(String::from_utf8_lossy(&out.stderr).contains("holds no Kubernetes objects"));
+}
+
+/// What `check` says about a snapshot that is none: exit code and stderr.
+fn refused(path: &std::path::Path) -> (Option<i32>, String) {
+    let out = check(&["--to", "4.15.3", "--snapshot", path.to_str().unwrap()]);
+    assert!(out.stdout.is_empty(), "no report: {}", stdout(&out));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A gzip stream of `bytes`, as `gzip` writes it.
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap()
+}
+
+#[test]
+fn a_file_named_as_an_archive_that_holds_no_tar_is_a_usage_error_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n";
+    let compressed = dir.path().join("nodes.tar.gz");
+    std::fs::write(&compressed, gzip(yaml.as_bytes())).unwrap();
+    let (code, err) = refused(&compressed);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error: {} is not a tar archive: it decompresses to something else",
+            compressed.display()
+        )
+    );
+    let plain = dir.path().join("notes.tar.gz");
+    std::fs::write(&plain, "not an archive at all\n").unwrap();
+    let (code, err) = refused(&plain);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error: {} is not a tar archive: it is neither a tar nor gzip- or xz-compressed",
+            plain.display()
+        )
+    );
+}
+
+#[test]
+fn a_truncated_archive_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tar = tar::Builder::new(Vec::new());
+    let cv = include_str!("../../examples/snapshot/clusterversion.yaml");
+    let mut header = tar::Header::new_gnu();
+    header.set_size(cv.len() as u64);
+    header.set_mode(0o644);
+    header.set_cksum();
+    tar.append_data(&mut header, "mg/clusterversion.yaml", cv.as_bytes())
+        .unwrap();
+    let archive = gzip(&tar.into_inner().unwrap());
+    let cut = dir.path().join("cut.tar.gz");
+    std::fs::write(&cut, &archive[..archive.len() / 2]).unwrap();
+    let (code, err) = refused(&cut);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error: {} is a truncated or corrupt archive: it breaks off after 0 entries",
+            cut.display()
+        )
+    );
+}
+
+#[test]
+fn a_directory_of_manifests_has_no_cluster_version_before_it_has_two_captures() {
+    let dir = tempfile::tempdir().unwrap();
+    for folder in ["base", "overlay"] {
+        std::fs::create_dir(dir.path().join(folder)).unwrap();
+        std::fs::write(
+            dir.path().join(folder).join("pdb.yaml"),
+            "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: db, namespace: shop}\nspec: {maxUnavailable: 1}\n",
+        )
+        .unwrap();
+    }
+    let (code, err) = refused(dir.path());
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error: {} holds no ClusterVersion (config.openshift.io/v1), so there is no cluster to judge; give a must-gather or add `oc get clusterversion version -o yaml`",
+            dir.path().display()
+        )
+    );
+}
+
+#[test]
+fn a_cluster_version_alone_is_a_snapshot_whose_report_says_what_it_could_not_look_at() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("clusterversion.yaml"),
+        include_str!("../../examples/snapshot/clusterversion.yaml"),
+    )
+    .unwrap();
+    let out = check(&[
+        "--to",
+        "4.14.12",
+        "--snapshot",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("no Node objects in the cluster data: this check could not look"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -853,7 +853,7 @@ fn a_file_that_is_no_snapshot_is_a_clear_error() {
     std::fs::write(&path, "not a must-gather").unwrap();
     let out = check_cli(&["--snapshot", path.to_str().unwrap(), "--to", "4.9.60"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("nor a .tar, .tar.gz or .tar.xz archive"),
         "{stderr}"
@@ -864,7 +864,7 @@ fn a_file_that_is_no_snapshot_is_a_clear_error() {
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
     let out = check_cli(&["--snapshot", truncated.to_str().unwrap(), "--to", "4.9.60"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("cut.tar.gz is a truncated or corrupt archive"),
         "{stderr}"

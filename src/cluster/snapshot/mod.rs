@@ -82,16 +82,18 @@ pub enum SnapshotError {
     /// short by a copy, or damaged.
     #[error("{path} is a truncated or corrupt archive: it breaks off after {files} entries")]
     Corrupt { path: PathBuf, files: usize },
+    /// A file named or compressed as an archive that holds no tar: a
+    /// report, a log, a single YAML file compressed on its own.
+    #[error("{path} is not a tar archive: {why}")]
+    NotTar { path: PathBuf, why: &'static str },
 }
 
 impl SnapshotError {
-    /// Whether the snapshot given is not one cluster's, or no cluster's: a
-    /// usage error.
-    pub(crate) fn is_mixed(&self) -> bool {
-        matches!(
-            self,
-            Self::Mixed { .. } | Self::Duplicate { .. } | Self::NoClusterVersion { .. }
-        )
+    /// Whether what was given is not the snapshot of one cluster (broken,
+    /// empty, truncated, not an archive, no cluster or two): a usage error,
+    /// never a verdict. Only a file that cannot be read at all is not.
+    pub(crate) fn is_not_a_snapshot(&self) -> bool {
+        !matches!(self, Self::Read { .. })
     }
 }
 
@@ -127,8 +129,7 @@ fn read(path: &Path) -> Result<ClusterView, SnapshotError> {
             let text = std::fs::read_to_string(path).map_err(read_error)?;
             let mut snapshot = Snapshot::default();
             snapshot.add_file(path, &text)?;
-            snapshot.one_capture(path)?;
-            snapshot.finish(path)
+            snapshot.complete(path)
         } else {
             load_archive(path)
         };
@@ -149,8 +150,7 @@ fn read(path: &Path) -> Result<ClusterView, SnapshotError> {
         })?;
         snapshot.add_file(file, &text)?;
     }
-    snapshot.one_capture(path)?;
-    snapshot.finish(path)
+    snapshot.complete(path)
 }
 
 /// Loads a must-gather archive, one entry at a time: `.tar`, `.tar.gz`
@@ -168,6 +168,11 @@ fn load_archive(path: &Path) -> Result<ClusterView, SnapshotError> {
         Box::new(xz2::bufread::XzDecoder::new_multi_decoder(file))
     } else if magic.len() > 262 && &magic[257..262] == b"ustar" {
         Box::new(file)
+    } else if named_as_archive(path) {
+        return Err(SnapshotError::NotTar {
+            path: path.to_owned(),
+            why: "it is neither a tar nor gzip- or xz-compressed",
+        });
     } else {
         return Err(SnapshotError::Parse {
             path: path.to_owned(),
@@ -176,8 +181,6 @@ fn load_archive(path: &Path) -> Result<ClusterView, SnapshotError> {
                     .to_owned(),
         });
     };
-    let mut archive = tar::Archive::new(stream);
-    let mut snapshot = Snapshot::default();
     // Past the first bytes, a read that fails is the archive's fault: the
     // decompressor's or tar's words ("incomplete deflate stream") tell a
     // person less than this.
@@ -185,6 +188,27 @@ fn load_archive(path: &Path) -> Result<ClusterView, SnapshotError> {
         path: path.to_owned(),
         files,
     };
+    // A compressed file is a tar only if it decompresses to one: its first
+    // header names the `ustar` format (POSIX and GNU tar, and Go's, which
+    // `oc` uses, all write it). A whole stream shorter than a header is no
+    // tar either; one that breaks off before it is truncated.
+    let mut head = Vec::with_capacity(TAR_HEADER);
+    let stream = {
+        let mut stream = stream;
+        (&mut stream)
+            .take(TAR_HEADER as u64)
+            .read_to_end(&mut head)
+            .map_err(|_| corrupt(0))?;
+        if head.len() < TAR_HEADER || &head[257..262] != b"ustar" {
+            return Err(SnapshotError::NotTar {
+                path: path.to_owned(),
+                why: "it decompresses to something else",
+            });
+        }
+        std::io::Cursor::new(head).chain(stream)
+    };
+    let mut archive = tar::Archive::new(stream);
+    let mut snapshot = Snapshot::default();
     let entries = archive.entries().map_err(|_| corrupt(0))?;
     let mut lists_read = HashSet::new();
     for (files, entry) in entries.enumerate() {
@@ -213,8 +237,7 @@ fn load_archive(path: &Path) -> Result<ClusterView, SnapshotError> {
         })?;
         snapshot.add_file(&inner, &text)?;
     }
-    snapshot.one_capture(path)?;
-    snapshot.finish(path)
+    snapshot.complete(path)
 }
 
 /// Loads a snapshot held in memory as `(file name, text)` pairs, such as
@@ -250,6 +273,20 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The view of a snapshot read from `source`, or the first thing that
+    /// makes it none: no object at all, no ClusterVersion (a directory of
+    /// manifests is that before it is two captures), one object in two
+    /// captures, two must-gathers.
+    fn complete(self, source: &Path) -> Result<ClusterView, SnapshotError> {
+        if self.kept > 0 && self.view.cluster_version.is_none() {
+            return Err(SnapshotError::NoClusterVersion {
+                path: source.to_owned(),
+            });
+        }
+        self.one_capture(source)?;
+        self.finish(source)
+    }
+
     /// The view, or an error naming `source` if it holds no object at all
     /// or more than one must-gather.
     pub fn finish(mut self, source: &Path) -> Result<ClusterView, SnapshotError> {
@@ -451,6 +488,21 @@ fn describe(cv: &crate::model::ClusterVersion) -> String {
             &cv.status.desired.version
         }
     )
+}
+
+/// The size of a tar header block.
+const TAR_HEADER: usize = 512;
+
+/// Whether a file's name says it is a tar archive, compressed or not.
+fn named_as_archive(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    [".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz"]
+        .iter()
+        .any(|ext| name.ends_with(ext))
 }
 
 /// Whether a file may hold objects, alerts or the must-gather's time.
