@@ -210,11 +210,10 @@ fn related(note: &EventNote) -> Option<ObjectReference> {
 /// that only the very same words are folded into one series.
 fn action(note: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, note.as_bytes());
-    let hex: String = digest.as_ref()[..4]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("Admission-{hex}")
+    format!(
+        "Admission-{}",
+        crate::model::text::hex(&digest.as_ref()[..4])
+    )
 }
 
 fn truncate(mut s: String, max: usize) -> String {

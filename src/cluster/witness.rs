@@ -267,23 +267,29 @@ impl Witness {
             return;
         };
         let requester = record.requester();
-        let regarding = (record.name.as_str(), record.uid.as_str());
-        let mut claim = Claim::First;
-        for (i, note) in record.stored.notes.iter().enumerate() {
+        let publish = |i: usize, note| {
             let once = Once {
                 name: format!("{}-{i}", record.key),
                 note,
-                regarding,
+                regarding: (record.name.as_str(), record.uid.as_str()),
                 requester: &requester,
             };
-            match ledger.publish_once(once).await {
-                // The first Event decides who records the rest.
-                Ok(found) if i == 0 => claim = found,
-                Ok(_) => {}
-                Err(e) => warn!(error = %e, reason = note.reason, "cannot publish Event"),
+            async move {
+                ledger.publish_once(once).await.unwrap_or_else(|e| {
+                    warn!(error = %e, reason = note.reason, "cannot publish Event");
+                    // Recorded here, as without a ledger.
+                    Claim::First
+                })
             }
-            if claim != Claim::First {
-                break;
+        };
+        // The first Event decides who records the rest.
+        let mut claim = Claim::First;
+        if let Some((first, rest)) = record.stored.notes.split_first() {
+            claim = publish(0, first).await;
+            if claim == Claim::First {
+                for (i, note) in rest.iter().enumerate() {
+                    publish(i + 1, note).await;
+                }
             }
         }
         if claim == Claim::First {
@@ -426,10 +432,7 @@ fn record_key(name: &str, uid: &str, resource_version: &str) -> String {
         &ring::digest::SHA256,
         format!("{uid}/{resource_version}").as_bytes(),
     );
-    let hex: String = digest.as_ref()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex = crate::model::text::hex(&digest.as_ref()[..8]);
     format!("{name}.record-{hex}")
 }
 

@@ -89,7 +89,7 @@ impl ReleaseKey {
             }
             KeyedBy::Pullspec => {
                 let sha = ring::digest::digest(&ring::digest::SHA256, self.text.as_bytes());
-                let hex: String = sha.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+                let hex = super::text::hex(sha.as_ref());
                 let hash = &hex[..TAG_HASH];
                 let part = cut(&readable, max - PREFIX.len() - "--".len() - TAG_HASH);
                 if part.is_empty() {

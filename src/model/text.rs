@@ -127,6 +127,11 @@ pub fn http_link(text: &str) -> Result<String, String> {
     Ok(parsed.into())
 }
 
+/// Bytes in lower-case hex, two digits each (digests, signatures).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Lists names for a message: `a, b, c and 4 more`. A finding that says
 /// so keeps the whole list too (`Finding::with_items`), for programs.
 pub fn list(names: &[String], max: usize) -> String {

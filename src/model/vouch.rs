@@ -301,8 +301,7 @@ impl ResultKey {
     /// aside), e.g. `v1:3f9a…`.
     pub fn sign(&self, object: &UpdatePreflight) -> String {
         let tag = self.mac(object).finalize().into_bytes();
-        let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{SIGNATURE_PREFIX}{hex}")
+        format!("{SIGNATURE_PREFIX}{}", super::text::hex(&tag))
     }
 
     /// Whether `object`'s `status.signature` is this key's signature of it,

@@ -292,22 +292,7 @@ mod tests {
         let key = ReleaseKey::from_image(image);
         assert!(source.lookup(&key).result.is_none());
         assert!(!source.runs_checks());
-        let review = crate::admission::review::parse(
-            serde_json::json!({
-                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                "request": {
-                    "uid": "u", "name": "version", "operation": "UPDATE",
-                    "resource": {"group": "config.openshift.io", "version": "v1", "resource": "clusterversions"},
-                    "userInfo": {"username": "alice"},
-                    "object": {"metadata": {"name": "version"},
-                               "spec": {"desiredUpdate": {"image": image}}},
-                    "oldObject": {"metadata": {"name": "version"}, "spec": {}}
-                }
-            })
-            .to_string()
-            .as_bytes(),
-        )
-        .unwrap();
+        let review = review_to(image);
         let verdict = crate::admission::decide(
             &review,
             &source,

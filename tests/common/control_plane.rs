@@ -282,7 +282,13 @@ impl ControlPlane {
             std::fs::write(&path, spec_only.to_string()).unwrap();
             self.admin(&["create", "-f", path.to_str().unwrap()]);
         }
-        let status = json!({"status": cv["status"]}).to_string();
+        self.patch_cluster_version_status(&cv["status"]);
+    }
+
+    /// Merges `status` into the ClusterVersion's, through the /status
+    /// subresource, as the CVO writes it.
+    pub fn patch_cluster_version_status(&self, status: &Value) {
+        let patch = json!({ "status": status }).to_string();
         self.admin(&[
             "patch",
             "clusterversion",
@@ -290,7 +296,7 @@ impl ControlPlane {
             "--subresource=status",
             "--type=merge",
             "-p",
-            &status,
+            &patch,
         ]);
     }
 

@@ -504,6 +504,11 @@ impl World {
             .put_cluster_version(&control_plane::example_cluster_version());
     }
 
+    /// Merges `status` into the ClusterVersion's, as the CVO writes it.
+    pub fn patch_cluster_version_status(&self, status: &Value) {
+        self.plane.patch_cluster_version_status(status);
+    }
+
     /// Serves the gate in-process on a thread of its own, as `preflight-gate
     /// serve` with the admin kubeconfig (for access reviews and Events), and
     /// returns the CA bundle of its serving certificate.

@@ -33,18 +33,6 @@ fn status_at(current: &str, example: &Value) -> Value {
     })
 }
 
-fn patch_status(world: &World, status: &Value) {
-    world.admin(&[
-        "patch",
-        "clusterversion",
-        "version",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        &json!({ "status": status }).to_string(),
-    ]);
-}
-
 /// Puts the ClusterVersion's changed status fields back when the test ends,
 /// passed or not, and removes the results the controller may have made for
 /// the targets offered meanwhile: the next test finds the example cluster.
@@ -67,7 +55,7 @@ impl Restore<'_> {
 
 impl Drop for Restore<'_> {
     fn drop(&mut self) {
-        patch_status(self.world, &self.status);
+        self.world.patch_cluster_version_status(&self.status);
         for image in [TO_5_0, TO_5_1] {
             let name = preflight_gate::model::release::ReleaseKey::from_image(image).object_name();
             let _ = self.world.kubectl(
@@ -91,7 +79,7 @@ fn serve_snapshot_of(world: &World, restore: &Restore, current: &str) {
         cv["status"][field] = status[field].clone();
     }
     std::fs::write(dir.join("clusterversion.json"), cv.to_string()).unwrap();
-    patch_status(world, &status);
+    world.patch_cluster_version_status(&status);
     world.switch_to_gate_with(&["--snapshot", dir.to_str().unwrap()]);
 }
 

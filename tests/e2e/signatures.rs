@@ -166,15 +166,7 @@ fn trusted(world: &World, image: &str) -> Result<String, String> {
 
 /// The update graph's answer, as the ClusterVersion's status holds it.
 pub(crate) fn set_available_updates(world: &World, updates: &Value) {
-    world.admin(&[
-        "patch",
-        "clusterversion",
-        "version",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        &json!({"status": {"availableUpdates": updates}}).to_string(),
-    ]);
+    world.patch_cluster_version_status(&json!({ "availableUpdates": updates }));
 }
 
 fn set_offered(world: &World, images: &[String]) {
