@@ -722,6 +722,12 @@ impl Fresh<'_> {
             message: message::first_line(&denied.message).to_owned(),
             related: Some(target.key.object_name()),
         }));
+        // An accept that no longer covers what a check finds says so first
+        // (after the Event, which names the failure).
+        for (check, unseen) in blocking.outgrown(results).iter().rev() {
+            let note = message::accept_outgrown(check, unseen.as_deref());
+            message::lead_with(&mut denied.message, &note);
+        }
         if !f.blocking.is_empty() {
             return (denied, None);
         }
@@ -791,7 +797,7 @@ fn gate(
     };
     let (accepted, unbound) = overrides::accepted_checks(cv, target, now, max);
     // An accept by annotation gives its reason; acceptRisks has none.
-    let accept_reason = (!accepted.in_annotation.is_empty())
+    let accept_reason = (!accepted.in_annotation.names.is_empty())
         .then(|| overrides::accept_reason(cv))
         .flatten();
     let (accepted, mut ignored) = approval.accepted(accepted);
@@ -855,7 +861,7 @@ impl Case<'_> {
     fn on_results<'r>(
         &self,
         lookup: &'r Lookup,
-        accepted: BTreeSet<String>,
+        accepted: overrides::Accepted,
         accept_reason: Option<&str>,
         window: Option<&Result<Timestamp, String>>,
         approval: &Approval,
@@ -892,7 +898,8 @@ impl Case<'_> {
         };
         let exemptions = Exemptions {
             fail_open: policy.fail_open_checks.clone(),
-            accepted,
+            accepted: accepted.in_spec,
+            bound: accepted.in_annotation,
         };
         let plan = result.status.as_ref().and_then(|s| s.plan.as_ref());
         let fit = match (window, plan) {
@@ -999,16 +1006,17 @@ impl<'a> Approval<'a> {
     }
 
     /// The accepted names that count, and why the others do not.
-    fn accepted(&self, accepted: overrides::Accepted) -> (BTreeSet<String>, Vec<String>) {
+    fn accepted(&self, accepted: overrides::Accepted) -> (overrides::Accepted, Vec<String>) {
         if !self.required {
-            return (accepted.all(), Vec::new());
+            return (accepted, Vec::new());
         }
         let mut ignored = Vec::new();
         if !accepted.in_spec.is_empty() {
             ignored.push(message::four_eyes_spec_accept(&accepted.in_spec));
         }
-        if accepted.in_annotation.is_empty() {
-            return (BTreeSet::new(), ignored);
+        let none = overrides::Accepted::default();
+        if accepted.in_annotation.names.is_empty() {
+            return (none, ignored);
         }
         if !self.distinct() {
             ignored.push(message::four_eyes_same_writer(
@@ -1016,13 +1024,19 @@ impl<'a> Approval<'a> {
                 self.writer,
                 self.requester,
             ));
-            return (BTreeSet::new(), ignored);
+            return (none, ignored);
         }
         match self.unspent(overrides::ACCEPT) {
-            Ok(()) => (accepted.in_annotation, ignored),
+            Ok(()) => {
+                let only_claimed = overrides::Accepted {
+                    in_spec: BTreeSet::new(),
+                    ..accepted
+                };
+                (only_claimed, ignored)
+            }
             Err(why) => {
                 ignored.push(why);
-                (BTreeSet::new(), ignored)
+                (none, ignored)
             }
         }
     }

@@ -6,18 +6,18 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use crate::model::cluster_version::Target;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
 
 use crate::model::results::{PlanSummary, check_name, duration_words, shown_check_name};
 use crate::model::standing::{WINDOW_END, WindowFit};
 pub use crate::model::text::clean;
-use crate::model::text::{is_format, shell_list, shell_word};
+use crate::model::text::{is_format, shell_json, shell_list, shell_word};
 
 use super::overrides::{
-    ACCEPT, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL, CLAIMED_BY, CLAIMED_GENERATION, OVERRIDE,
-    OVERRIDE_REASON, OVERRIDE_UNTIL,
+    ACCEPT, ACCEPT_FINDINGS, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL, CLAIMED_BY,
+    CLAIMED_GENERATION, OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL,
 };
 use crate::model::{CheckResult, Outcome, UpdatePreflight};
 
@@ -77,6 +77,23 @@ pub(crate) fn unknown_accepts(names: &[String]) -> String {
         crate::model::text::list(&names, 10),
         if one { "s" } else { "" },
         if one { "s" } else { "" },
+    )
+}
+
+/// Why `preflight.dev/accept` does not accept `check`: it finds
+/// `unseen`, which the claim did not record, or (`None`) the claim
+/// recorded nothing for it.
+pub(crate) fn accept_outgrown(check: &CheckResult, unseen: Option<&[&str]>) -> String {
+    let name = shown_check_name(&check.name);
+    let Some(unseen) = unseen else {
+        return format!(
+            "Accept not counted: {ACCEPT_FINDINGS} records nothing for {name}, so the accept was not written against it; accept again with the command below."
+        );
+    };
+    let unseen: Vec<String> = unseen.iter().map(|f| clean(f, 80)).collect();
+    format!(
+        "Accept not counted: {name} now also finds {}, which {ACCEPT} was not written against; accept again with the command below if that is understood too.",
+        crate::model::text::list(&unseen, MAX_LISTED)
     )
 }
 
@@ -195,6 +212,9 @@ fn override_hint(
     // A check whose name is not one (the gate refuses such names where
     // they enter, so never one of its own results) is never offered.
     let mut unnamed: Vec<String> = Vec::new();
+    // What each check offered finds now: the accept counts only while it
+    // finds nothing more.
+    let mut findings: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for check in failed.iter().chain(&errored) {
         // An error found nothing: only the check's own name accepts it.
         let narrow = if check.outcome == Outcome::Error {
@@ -216,12 +236,14 @@ fn override_hint(
                 names.push(name);
             }
         }
+        findings.insert(&check.name, check.findings());
     }
     if !names.is_empty() {
         let names = shell_list(&names);
+        let findings = shell_json(&findings);
         let _ = writeln!(
             hint,
-            "To accept them: oc annotate --overwrite clusterversion version {ACCEPT}={names} {ACCEPT_FOR}={to} {ACCEPT_REASON}='<why>' {ACCEPT_UNTIL}={until} {attribution}"
+            "To accept them: oc annotate --overwrite clusterversion version {ACCEPT}={names} {ACCEPT_FOR}={to} {ACCEPT_REASON}='<why>' {ACCEPT_UNTIL}={until} {ACCEPT_FINDINGS}={findings} {attribution}"
         );
         // OpenShift's own field takes OpenShift's names (and the gate's).
         // Only where the cluster's ClusterVersion has the field, and with

@@ -3,13 +3,14 @@
 //! written as `preflight.dev/` annotations, and every write of one records
 //! its writer in `preflight.dev/claimed-by`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use std::time::Duration;
 
 use jiff::Timestamp;
 
 use crate::model::cluster_version::{ClusterVersion, Target};
+use crate::model::standing::BoundAccept;
 
 pub(crate) const OVERRIDE: &str = "preflight.dev/override";
 pub(crate) const OVERRIDE_REASON: &str = "preflight.dev/override-reason";
@@ -21,6 +22,11 @@ pub(crate) const ACCEPT_UNTIL: &str = "preflight.dev/accept-until";
 /// Why the checks in `preflight.dev/accept` are accepted: required, as an
 /// override's reason is, and recorded in the audit and the Event.
 pub(crate) const ACCEPT_REASON: &str = "preflight.dev/accept-reason";
+/// What the checks in `preflight.dev/accept` found when it was written, as
+/// a JSON object of check name to findings (trust, third pass, L3): the
+/// accept counts for a result only while it finds nothing more. The
+/// denial's command carries it.
+pub(crate) const ACCEPT_FINDINGS: &str = "preflight.dev/accept-findings";
 /// Who wrote the claims beside it. Every write that adds or changes a
 /// `preflight.dev/` annotation must set it to the writer's own name, so it
 /// always names whoever last wrote a claim.
@@ -111,7 +117,14 @@ pub(crate) fn unbounded_claim(
             return Some(why);
         }
     }
-    if present(ACCEPT) && touches(&[ACCEPT, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL]) {
+    let accept_keys = [
+        ACCEPT,
+        ACCEPT_FOR,
+        ACCEPT_REASON,
+        ACCEPT_UNTIL,
+        ACCEPT_FINDINGS,
+    ];
+    if present(ACCEPT) && touches(&accept_keys) {
         if !present(ACCEPT_FOR) {
             return Some(format!(
                 "{ACCEPT} needs the target it is for in {ACCEPT_FOR}"
@@ -121,6 +134,9 @@ pub(crate) fn unbounded_claim(
             return Some(why);
         }
         if let Err(why) = claim_until(cv, ACCEPT_UNTIL, now, max) {
+            return Some(why);
+        }
+        if let Err(why) = accept_findings(cv) {
             return Some(why);
         }
     }
@@ -200,18 +216,13 @@ pub(crate) fn force_claim(
 /// Check names accepted as risks, by where they were written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Accepted {
-    /// `spec.desiredUpdate.acceptRisks[].name`, written with the target.
+    /// `spec.desiredUpdate.acceptRisks[].name`, written with the target:
+    /// OpenShift's own field, which has no place to say what it saw.
     pub in_spec: BTreeSet<String>,
     /// The comma-separated `preflight.dev/accept` annotation, a claim whose
-    /// writer is recorded.
-    pub in_annotation: BTreeSet<String>,
-}
-
-impl Accepted {
-    /// Every accepted name.
-    pub fn all(&self) -> BTreeSet<String> {
-        self.in_spec.union(&self.in_annotation).cloned().collect()
-    }
+    /// writer is recorded, bound to the findings in
+    /// `preflight.dev/accept-findings`.
+    pub in_annotation: BoundAccept,
 }
 
 /// The check names `cv` accepts as risks for `target`. The annotation
@@ -225,7 +236,7 @@ pub(crate) fn accepted_checks(
     max: Duration,
 ) -> (Accepted, Option<String>) {
     let mut accepted = accepted_names(cv);
-    if accepted.in_annotation.is_empty() {
+    if accepted.in_annotation.names.is_empty() {
         return (accepted, None);
     }
     let bound = match cv.annotation(ACCEPT_FOR) {
@@ -237,15 +248,34 @@ pub(crate) fn accepted_checks(
             target.display()
         )),
         Some(_) => reason_in(cv, ACCEPT, ACCEPT_REASON)
-            .and_then(|_| claim_until(cv, ACCEPT_UNTIL, now, max).map(|_| ())),
+            .and_then(|_| claim_until(cv, ACCEPT_UNTIL, now, max))
+            .and_then(|_| accept_findings(cv)),
     };
     match bound {
-        Ok(()) => (accepted, None),
+        Ok(findings) => {
+            accepted.in_annotation.findings = findings;
+            (accepted, None)
+        }
         Err(why) => {
-            accepted.in_annotation.clear();
+            accepted.in_annotation = BoundAccept::default();
             (accepted, Some(why))
         }
     }
+}
+
+/// The findings `preflight.dev/accept` was written against, by check, or
+/// why there are none to go by.
+fn accept_findings(cv: &ClusterVersion) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
+    let Some(text) = cv.annotation(ACCEPT_FINDINGS) else {
+        return Err(format!(
+            "{ACCEPT} needs the findings it was written against in {ACCEPT_FINDINGS} (the denial's command carries them), so that it asks again when a check finds more"
+        ));
+    };
+    serde_json::from_str(text).map_err(|e| {
+        format!(
+            "{ACCEPT_FINDINGS} is not a JSON object of check names to lists of findings ({e}); copy it from the denial's command"
+        )
+    })
 }
 
 /// Why `preflight.dev/accept`'s checks are accepted, if a reason is given.
@@ -330,7 +360,10 @@ fn accepted_names(cv: &ClusterVersion) -> Accepted {
                 .iter()
                 .flat_map(|u| u.accept_risks.iter().map(|r| r.name.as_str())),
         ),
-        in_annotation: names(&mut cv.annotation(ACCEPT).into_iter().flat_map(|v| v.split(','))),
+        in_annotation: BoundAccept {
+            names: names(&mut cv.annotation(ACCEPT).into_iter().flat_map(|v| v.split(','))),
+            findings: BTreeMap::new(),
+        },
     }
 }
 

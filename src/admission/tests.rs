@@ -562,6 +562,111 @@ fn an_errored_check_counts_as_failed_unless_fail_open(
     }
 }
 
+/// The accept the denial's command writes, for 4.15.16, as a person pastes
+/// it with a reason: every `preflight.dev/accept…` word of its line.
+fn pasted_accept(denial: &str) -> Review {
+    let line = denial
+        .lines()
+        .find(|l| l.starts_with("To accept them: "))
+        .expect("the denial offers an accept");
+    let words = shlex::split(line.trim_start_matches("To accept them: ")).unwrap();
+    let mut review = Review::new().version("4.15.16");
+    for word in words
+        .iter()
+        .filter(|w| w.starts_with("preflight.dev/accept"))
+    {
+        let (key, value) = word.split_once('=').unwrap();
+        let value = if value == "<why>" {
+            "node replaced, ticket 4711"
+        } else {
+            value
+        };
+        review = review.annotate(key, value);
+    }
+    review
+}
+
+/// NodesReady failing on `nodes`, for 4.15.16.
+fn nodes_failing(nodes: &[&str]) -> TestSource {
+    let s = source();
+    let mut nodes_ready = check("NodesReady", "Blocking", "Fail");
+    nodes_ready["subjects"] = json!(nodes);
+    s.cache.apply(result(
+        IMG_COND,
+        "Failed",
+        "2026-11-30T11:00:00Z",
+        json!([nodes_ready]),
+    ));
+    s
+}
+
+/// Trust, third pass, L3: an accept counts for what it was written
+/// against; when the check finds more, it asks again.
+#[test]
+fn an_accept_asks_again_when_a_check_finds_more_than_it_was_written_against() {
+    let one = nodes_failing(&["worker-1 NotReady"]);
+    let denial = decide_with(&Review::new().version("4.15.16"), &one, &Policy::default())
+        .into_final()
+        .unwrap();
+    assert!(
+        denial
+            .message
+            .contains(r#"preflight.dev/accept-findings='{"NodesReady":["worker-1 NotReady"]}'"#),
+        "{}",
+        denial.message
+    );
+    let accept = pasted_accept(&denial.message);
+    let Decision::NeedsAuthorization(p) = decide_with(&accept, &one, &Policy::default()) else {
+        panic!("the pasted accept covers what it saw");
+    };
+    assert!(p.resolve(Authorization::Allowed).allowed);
+
+    // A second node fails: the same accept no longer counts.
+    let two = nodes_failing(&["worker-1 NotReady", "worker-3 NotReady"]);
+    let v = decide_with(&accept, &two, &Policy::default())
+        .into_final()
+        .expect("nothing to authorize");
+    assert!(!v.allowed);
+    assert_eq!(v.reason, Reason::Failed);
+    assert!(
+        v.message.starts_with("Accept not counted: NodesReady now also finds worker-3 NotReady, which preflight.dev/accept was not written against"),
+        "{}",
+        v.message
+    );
+    // Its own command records both, and then counts.
+    let again = pasted_accept(&v.message);
+    assert!(matches!(
+        decide_with(&again, &two, &Policy::default()),
+        Decision::NeedsAuthorization(_)
+    ));
+
+    // An accept that recorded nothing for the check does not count for it.
+    let elsewhere = accept.annotate("preflight.dev/accept-findings", r#"{"EtcdHealthy":[]}"#);
+    let v = decide_with(&elsewhere, &one, &Policy::default())
+        .into_final()
+        .expect("nothing to authorize");
+    assert!(
+        v.message.starts_with(
+            "Accept not counted: preflight.dev/accept-findings records nothing for NodesReady"
+        ),
+        "{}",
+        v.message
+    );
+}
+
+/// OpenShift's own field has no place to say what it saw: a name in
+/// `acceptRisks` accepts by name alone, as the CVO reads it.
+#[test]
+fn accept_risks_stays_bound_by_its_names() {
+    let two = nodes_failing(&["worker-1 NotReady", "worker-3 NotReady"]);
+    let review =
+        Review::new().to(json!({"version": "4.15.16", "acceptRisks": [{"name": "NodesReady"}]}));
+    assert!(matches!(
+        decide_with(&review, &two, &Policy::default()),
+        Decision::NeedsAuthorization(_)
+    ));
+}
+
 #[test]
 fn an_errored_check_is_offered_for_acceptance_by_its_name_beside_a_failed_one() {
     // NodesReady here carries no OpenShift name: its own is offered.
@@ -590,6 +695,10 @@ fn an_errored_check_is_offered_for_acceptance_by_its_name_beside_a_failed_one() 
     let review = Review::new()
         .version("4.15.16")
         .annotate("preflight.dev/accept", "NodesReady,Flaky")
+        .annotate(
+            "preflight.dev/accept-findings",
+            r#"{"NodesReady":[],"Flaky":[]}"#,
+        )
         .annotate("preflight.dev/accept-for", "4.15.16")
         .annotate("preflight.dev/accept-until", UNTIL)
         .annotate(
@@ -643,6 +752,25 @@ fn pending_override(review: Review, policy: &Policy) -> PendingOverride {
     }
 }
 
+/// `preflight.dev/accept-findings` for checks as they fail in
+/// [`source`]: each finds the one name it carries there, any other
+/// nothing.
+fn seen(checks: &str) -> String {
+    let map: serde_json::Map<String, serde_json::Value> = checks
+        .split(',')
+        .map(str::trim)
+        .map(|c| {
+            let found = match c {
+                "ClusterOperatorsHealthy" => json!(["ClusterOperatorDown"]),
+                "NodesReady" => json!(["KubeNodeNotReady"]),
+                _ => json!([]),
+            };
+            (c.to_owned(), found)
+        })
+        .collect();
+    serde_json::Value::Object(map).to_string()
+}
+
 /// Four hours after `now()`: within the default 24 hours.
 const UNTIL: &str = "2026-11-30T16:00:00Z";
 
@@ -656,10 +784,12 @@ fn forced(review: Review) -> Review {
         .annotate("preflight.dev/override-until", UNTIL)
 }
 
-/// An accept claim for 4.15.3, within its time limit.
+/// An accept claim for 4.15.3, within its time limit, written against
+/// what the named checks find in [`source`].
 fn accepting(review: Review, names: &str) -> Review {
     review
         .annotate("preflight.dev/accept", names)
+        .annotate("preflight.dev/accept-findings", &seen(names))
         .annotate("preflight.dev/accept-for", "4.15.3")
         .annotate("preflight.dev/accept-until", UNTIL)
         .annotate("preflight.dev/accept-reason", "known issue, tracked")
@@ -835,6 +965,7 @@ fn accepting_some_failing_checks_still_denies_the_rest() {
         Review::new()
             .version("4.15.3")
             .annotate("preflight.dev/accept", "NodesReady")
+            .annotate("preflight.dev/accept-findings", &seen("NodesReady"))
             .annotate("preflight.dev/accept-for", "4.15.3")
             .annotate("preflight.dev/accept-until", UNTIL)
             .annotate("preflight.dev/accept-reason", "known issue, tracked"),
@@ -1041,6 +1172,10 @@ fn a_claim_written_with_the_target_is_one_question_for_both() {
     let review = Review::new()
         .version("4.15.3")
         .write("preflight.dev/accept", "NodesReady,ClusterOperatorsHealthy")
+        .write(
+            "preflight.dev/accept-findings",
+            &seen("NodesReady,ClusterOperatorsHealthy"),
+        )
         .write("preflight.dev/accept-for", "4.15.3")
         .write("preflight.dev/accept-until", UNTIL)
         .write("preflight.dev/accept-reason", "known issue, tracked")
@@ -1133,6 +1268,10 @@ fn four_eyes_counts_accept_annotations_by_another_identity_only() {
         Review::new()
             .version("4.15.3")
             .annotate("preflight.dev/accept", "NodesReady,ClusterOperatorsHealthy")
+            .annotate(
+                "preflight.dev/accept-findings",
+                &seen("NodesReady,ClusterOperatorsHealthy"),
+            )
             .annotate("preflight.dev/accept-for", "4.15.3")
             .annotate("preflight.dev/accept-until", UNTIL)
             .annotate("preflight.dev/accept-reason", "known issue, tracked")
@@ -1539,6 +1678,8 @@ fn a_leftover_accept_weakens_no_later_update(#[case] bounds: &[(&str, &str)], #[
 #[case::accept_without_until(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "known issue")], "preflight.dev/accept-until is required")]
 #[case::accept_with_a_placeholder(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "<why>"), ("preflight.dev/accept-until", UNTIL)], "preflight.dev/accept-reason \"<why>\" is not a reason: say why this update goes ahead")]
 #[case::override_with_a_placeholder(&[("preflight.dev/override", "4.15.3"), ("preflight.dev/override-reason", "TODO"), ("preflight.dev/override-until", UNTIL)], "preflight.dev/override-reason \"TODO\" is not a reason")]
+#[case::accept_without_findings(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "known issue"), ("preflight.dev/accept-until", UNTIL)], "preflight.dev/accept needs the findings it was written against in preflight.dev/accept-findings")]
+#[case::accept_with_findings_not_json(&[("preflight.dev/accept", "NodesReady"), ("preflight.dev/accept-for", "4.15.3"), ("preflight.dev/accept-reason", "known issue"), ("preflight.dev/accept-until", UNTIL), ("preflight.dev/accept-findings", "NodesReady=worker-1")], "preflight.dev/accept-findings is not a JSON object of check names to lists of findings")]
 fn a_claim_is_refused_as_written_when_its_bounds_are_wrong(
     #[case] written: &[(&str, &str)],
     #[case] says: &str,
@@ -1557,7 +1698,7 @@ fn a_claim_is_refused_as_written_when_its_bounds_are_wrong(
 fn the_denial_gives_commands_with_a_time_limit_to_copy() {
     let v = verdict(Review::new().version("4.15.3"));
     assert!(
-        v.message.contains("preflight.dev/accept=ClusterOperatorDown,KubeNodeNotReady preflight.dev/accept-for=4.15.3 preflight.dev/accept-reason='<why>' preflight.dev/accept-until=2026-11-30T16:00:00Z preflight.dev/claimed-by=\"$(oc whoami)\""),
+        v.message.contains("preflight.dev/accept=ClusterOperatorDown,KubeNodeNotReady preflight.dev/accept-for=4.15.3 preflight.dev/accept-reason='<why>' preflight.dev/accept-until=2026-11-30T16:00:00Z preflight.dev/accept-findings='{\"ClusterOperatorsHealthy\":[\"ClusterOperatorDown\"],\"NodesReady\":[\"KubeNodeNotReady\"]}' preflight.dev/claimed-by=\"$(oc whoami)\""),
         "{}",
         v.message
     );

@@ -43,11 +43,14 @@ impl Check for ClusterOperatorsHealthy {
         let mut problems = Vec::new();
         let mut settling = Vec::new();
         let mut alerts = Vec::new();
+        // Each operator's state, by name, for an accept to record.
+        let mut subjects = Vec::new();
         for co in operators {
             let name = &co.metadata.name;
             let conditions = &co.status.conditions;
             let Some(available) = condition(conditions, "Available") else {
                 problems.push(format!("{name} has not reported Available"));
+                subjects.push(format!("{name} not Available"));
                 continue;
             };
             let unavailable = Some(available).filter(|c| c.status != "True");
@@ -83,6 +86,7 @@ impl Check for ClusterOperatorsHealthy {
                     alerts.push(alert);
                 }
                 problems.push(said);
+                subjects.push(format!("{name} {state}"));
             }
         }
         let settling_note = (!settling.is_empty()).then(|| {
@@ -108,6 +112,7 @@ impl Check for ClusterOperatorsHealthy {
                 problems.extend(settling);
                 Finding::fail(message)
                     .with_items(&problems, 5)
+                    .with_subjects(subjects)
                     .with_url(URL)
                     .with_risks(alerts)
             }

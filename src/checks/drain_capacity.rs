@@ -82,12 +82,15 @@ impl Check for DrainCapacity {
             }
         }
         let mut short = Vec::new();
+        // Each pool short of room, by name, for an accept to record.
+        let mut subjects = Vec::new();
         let mut single = Vec::new();
         for (pool, nodes) in &pools {
             if let [node] = &nodes[..] {
                 single.push(format!("{pool} ({})", node.name()));
             } else if let Some(problem) = pool_shortfall(pool, nodes, &load) {
                 short.push(problem);
+                subjects.push(pool.clone());
             }
         }
         if short.is_empty() {
@@ -119,7 +122,10 @@ impl Check for DrainCapacity {
             Finding::pass(message)
         } else {
             let message = list(&short, 5) + if inferred { INFERRED } else { "" };
-            Finding::fail(message).with_items(&short, 5).with_url(URL)
+            Finding::fail(message)
+                .with_items(&short, 5)
+                .with_subjects(subjects)
+                .with_url(URL)
         }
     }
 }

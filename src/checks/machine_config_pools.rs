@@ -54,12 +54,15 @@ impl Check for MachineConfigPoolsHealthy {
         let mut paused = Vec::new();
         // Pools whose state the data does not give.
         let mut unknown = Vec::new();
+        // Each pool's state, by name, for an accept to record.
+        let mut subjects = Vec::new();
         for pool in pools {
             let name = &pool.metadata.name;
             let status = &pool.status;
             if let Some(c) =
                 condition(&status.conditions, "Degraded").filter(|c| c.status == "True")
             {
+                subjects.push(format!("{name} Degraded"));
                 problems.push(format!(
                     "{name} is Degraded for {} ({} of {} machines degraded): {}",
                     since(c.last_transition_time, ctx.now),
@@ -82,6 +85,7 @@ impl Check for MachineConfigPoolsHealthy {
                 } else if settles {
                     to_settle.push(updating);
                 } else {
+                    subjects.push(format!("{name} Updating"));
                     problems.push(updating);
                 }
             }
@@ -131,6 +135,7 @@ impl Check for MachineConfigPoolsHealthy {
                 }
                 Finding::fail(message)
                     .with_items(&problems, 5)
+                    .with_subjects(subjects)
                     .with_url(HEALTH_URL)
             }
         }

@@ -215,6 +215,7 @@ pub(crate) fn result_of(check: &dyn Check, ctx: &Context) -> CheckResult {
         message: finding.message,
         risks: finding.risks,
         items: finding.items,
+        subjects: finding.subjects.into_vec(),
         remediation_url: finding.url,
         duration: None,
         failure_policy: None,

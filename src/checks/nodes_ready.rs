@@ -41,6 +41,8 @@ impl Check for NodesReady {
         let mut rolling = Vec::new();
         let settles = ctx.rollout_settles();
         let mut cordoned = false;
+        // Each node's state, by name, for an accept to record.
+        let mut subjects = Vec::new();
         for node in nodes {
             let problems = if ctx.retarget_within_minor && node.drained_by_mco() {
                 &mut by_update
@@ -48,6 +50,7 @@ impl Check for NodesReady {
                 &mut problems
             };
             if !node.ready() {
+                subjects.push(format!("{} NotReady", node.name()));
                 let ready = condition(&node.status.conditions, "Ready");
                 problems.push(format!(
                     "{} is not Ready for {} ({})",
@@ -59,6 +62,7 @@ impl Check for NodesReady {
                 ));
             }
             if node.spec.unschedulable {
+                subjects.push(format!("{} unschedulable", node.name()));
                 let by = if node.drained_by_mco() {
                     "cordoned by the machine-config daemon for an update"
                 } else {
@@ -98,6 +102,7 @@ impl Check for NodesReady {
             problems.extend(rolling);
             Finding::fail(list(&problems, 5))
                 .with_items(&problems, 5)
+                .with_subjects(subjects)
                 .with_url(URL)
                 .with_risks((!cordoned).then_some("KubeNodeNotReady"))
         }
@@ -159,6 +164,25 @@ mod tests {
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
         assert_eq!(finding.risks, risks, "{}", finding.message);
+    }
+
+    /// What an accept records (trust, third pass, L3): each node's state by
+    /// name, without the time the message gives, so a second run finds
+    /// the same subjects and a second node a new one.
+    #[test]
+    fn its_subjects_name_each_node_and_state_and_not_how_long() {
+        let judge = |nodes: Vec<serde_json::Value>| {
+            let mut objects = vec![fixture::cluster_version("4.15.3")];
+            objects.extend(nodes);
+            fixture::evaluate(&NodesReady, &fixture::view(objects), "4.15.4")
+        };
+        let one = judge(vec![node("w1", "False", false, "")]);
+        assert_eq!(&*one.subjects, ["w1 NotReady"]);
+        let two = judge(vec![
+            node("w1", "False", false, ""),
+            node("w3", "True", true, "uncordon-rendered-worker-1"),
+        ]);
+        assert_eq!(&*two.subjects, ["w1 NotReady", "w3 unschedulable"]);
     }
 
     #[test]

@@ -88,6 +88,8 @@ impl Check for OlmOperatorsCompatible {
         let line = target.line();
         let mut incompatible = Vec::new();
         let mut unreadable = Vec::new();
+        // Each operator found, by name, for an accept to record.
+        let mut subjects = Vec::new();
         for csv in &ctx.view.cluster_service_versions {
             let who = qualified(&csv.namespace, &csv.name);
             match limit(csv) {
@@ -95,6 +97,9 @@ impl Check for OlmOperatorsCompatible {
                 Limit::AtMost(max) if max.at_least(line) => {}
                 Limit::AtMost(max) => incompatible.push(format!("{who} (at most {max})")),
                 Limit::Unreadable(why) => unreadable.push(format!("{who} ({why})")),
+            }
+            if incompatible.len() + unreadable.len() > subjects.len() {
+                subjects.push(who);
             }
         }
         if incompatible.is_empty() && unreadable.is_empty() {
@@ -119,6 +124,7 @@ impl Check for OlmOperatorsCompatible {
         let items: Vec<String> = incompatible.into_iter().chain(unreadable).collect();
         Finding::fail(said.join("; "))
             .with_items(&items, 5)
+            .with_subjects(subjects)
             .with_url(URL)
     }
 }

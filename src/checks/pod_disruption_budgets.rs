@@ -71,6 +71,8 @@ impl Check for PodDisruptionBudgetsAllowDrain {
         let mut blocking = Vec::new();
         let mut rolling = Vec::new();
         let mut alerts = Vec::new();
+        // Each blocking budget, by name, for an accept to record.
+        let mut subjects = Vec::new();
         // The alert OpenShift raises for a PDB at zero allowed disruptions.
         let alert = |pdb: &crate::view::k8s::PodDisruptionBudget| {
             if pdb.status.current_healthy < pdb.status.desired_healthy {
@@ -90,6 +92,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
             if !have_pods {
                 if pdb.status.expected_pods > 0 {
                     alerts.push(alert(pdb));
+                    subjects.push(name.clone());
                     blocking.push(format!(
                         "{name} allows no disruption of its {} pods",
                         pdb.status.expected_pods
@@ -118,6 +121,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
                 ));
             } else if !nodes.is_empty() {
                 alerts.push(alert(pdb));
+                subjects.push(name.clone());
                 let nodes: Vec<String> = nodes.into_iter().map(str::to_owned).collect();
                 blocking.push(format!(
                     "{name} allows no disruption and protects pods on {}",
@@ -144,6 +148,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
                 list(&blocking, 5)
             ))
             .with_items(&blocking, 5)
+            .with_subjects(subjects)
             .with_url(URL)
             .with_risks(alerts)
         }

@@ -140,6 +140,7 @@ impl Check for RemovedApisInUse {
             list(&described, 3)
         ))
         .with_items(&described, 3)
+        .with_subjects(in_use.iter().map(|(a, _)| a.name.clone()))
         .with_url(URL)
     }
 }

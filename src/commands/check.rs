@@ -158,6 +158,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
             .filter(|n| !n.is_empty())
             .map(str::to_owned)
             .collect(),
+        ..Exemptions::default()
     };
     // The plan alone runs no check.
     let mut results = if args.plan_only {

@@ -19,6 +19,12 @@ pub struct Finding {
     /// The whole list the message shortens ("a, b and 4 more"), for the
     /// JSON and YAML report and the status; empty when nothing was cut.
     pub items: Vec<String>,
+    /// What the finding is about, by name (a node, an operator, a pool, a
+    /// PodDisruptionBudget): the same from run to run, where the message
+    /// and items say for how long. An accept records them and asks again
+    /// when one is new. Boxed: most findings have none, and a finding is
+    /// returned as an error throughout the checks.
+    pub subjects: Box<[String]>,
 }
 
 impl Finding {
@@ -30,6 +36,7 @@ impl Finding {
             severity: None,
             risks: Vec::new(),
             items: Vec::new(),
+            subjects: Box::default(),
         }
     }
     pub fn fail(message: impl Into<String>) -> Self {
@@ -40,6 +47,7 @@ impl Finding {
             severity: None,
             risks: Vec::new(),
             items: Vec::new(),
+            subjects: Box::default(),
         }
     }
     /// The check could not decide, e.g. for want of data.
@@ -51,6 +59,7 @@ impl Finding {
             severity: None,
             risks: Vec::new(),
             items: Vec::new(),
+            subjects: Box::default(),
         }
     }
     pub fn skipped(message: impl Into<String>) -> Self {
@@ -61,6 +70,7 @@ impl Finding {
             severity: None,
             risks: Vec::new(),
             items: Vec::new(),
+            subjects: Box::default(),
         }
     }
     /// A failure that only warns, whatever the check's severity.
@@ -80,6 +90,19 @@ impl Finding {
         if items.len() > shown {
             self.items = items.to_vec();
         }
+        self
+    }
+
+    /// The finding about `subjects`, by name, each kept once, sorted.
+    pub(crate) fn with_subjects<S: Into<String>>(
+        mut self,
+        subjects: impl IntoIterator<Item = S>,
+    ) -> Self {
+        let mut all = std::mem::take(&mut self.subjects).into_vec();
+        all.extend(subjects.into_iter().map(Into::into));
+        all.sort();
+        all.dedup();
+        self.subjects = all.into_boxed_slice();
         self
     }
 

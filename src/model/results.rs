@@ -292,6 +292,11 @@ pub struct CheckResult {
     /// programs see every item; empty when the message names them all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<String>,
+    /// What the result is about, by name (a node, an operator, a pool),
+    /// the same from run to run: with `risks`, its findings, which an
+    /// accept records ([`super::standing::BoundAccept`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subjects: Vec<String>,
     #[serde(
         default,
         rename = "remediationURL",
@@ -307,6 +312,17 @@ pub struct CheckResult {
 }
 
 impl CheckResult {
+    /// What the result found: the names it carries and what it is about.
+    /// An accept records them, and asks again when one is new
+    /// ([`super::standing::BoundAccept`]).
+    pub fn findings(&self) -> std::collections::BTreeSet<&str> {
+        self.risks
+            .iter()
+            .chain(&self.subjects)
+            .map(String::as_str)
+            .collect()
+    }
+
     /// The result as it is stored, cleaned where it enters (trust, third
     /// pass, L4): its message, risks and items lose control and format
     /// characters (a message keeps its line breaks) and are bounded; its
@@ -317,7 +333,12 @@ impl CheckResult {
     pub fn entered(mut self) -> Self {
         use super::text;
         self.message = text::entered(&self.message, MAX_MESSAGE_CHARS);
-        for name in self.risks.iter_mut().chain(self.items.iter_mut()) {
+        for name in self
+            .risks
+            .iter_mut()
+            .chain(self.items.iter_mut())
+            .chain(self.subjects.iter_mut())
+        {
             *name = text::clean(name, MAX_NAME_CHARS);
         }
         if let Some(url) = self.remediation_url.take() {
@@ -349,6 +370,7 @@ impl CheckResult {
             message: message.into(),
             risks: Vec::new(),
             items: Vec::new(),
+            subjects: Vec::new(),
             remediation_url: None,
             duration: None,
             failure_policy: None,

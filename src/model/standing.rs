@@ -5,8 +5,10 @@
 //! verdict all read [`Exemptions::standing`], so they cannot disagree. A name
 //! accepts a result when it is the check's, or when the names OpenShift
 //! gives what the result is about are all accepted ([`super::risks`]).
+//! An accept that recorded what it saw ([`BoundAccept`]) accepts a result
+//! only while the result finds nothing more.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::results::{CheckResult, FailurePolicy, Outcome, Severity, Summary};
 use super::risks;
@@ -40,9 +42,46 @@ pub struct Exemptions {
     /// Checks whose errors do not block (`--fail-open-checks`), besides
     /// those whose own `failurePolicy` is `FailOpen`.
     pub fail_open: BTreeSet<String>,
-    /// Names accepted for this update (`acceptRisks`, `preflight.dev/accept`,
-    /// `check --accept`): checks' names and the names OpenShift gives risks.
+    /// Names accepted for this update (`acceptRisks`, `check --accept`):
+    /// checks' names and the names OpenShift gives risks.
     pub accepted: BTreeSet<String>,
+    /// Names accepted by a claim bound to the findings it was written
+    /// against (`preflight.dev/accept`).
+    pub bound: BoundAccept,
+}
+
+/// Accepted names bound to what their writer saw: a result they accept
+/// counts as accepted only while each of its findings is one the claim
+/// recorded for its check, so an accept written when one node failed asks
+/// again when a second one does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BoundAccept {
+    /// Checks' names and the names OpenShift gives risks, as in
+    /// [`Exemptions::accepted`].
+    pub names: BTreeSet<String>,
+    /// For each check the claim was written against, its findings then
+    /// ([`CheckResult::findings`]).
+    pub findings: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl BoundAccept {
+    /// What `result` finds beyond what the claim recorded for its check;
+    /// `None` when the claim recorded nothing for it.
+    pub fn unseen<'r>(&self, result: &'r CheckResult) -> Option<Vec<&'r str>> {
+        let seen = self.findings.get(&result.name)?;
+        Some(
+            result
+                .findings()
+                .into_iter()
+                .filter(|f| !seen.contains(*f))
+                .collect(),
+        )
+    }
+
+    /// Whether the claim was written against `result` as it is now.
+    fn saw(&self, result: &CheckResult) -> bool {
+        self.unseen(result).is_some_and(|unseen| unseen.is_empty())
+    }
 }
 
 /// How one result counts.
@@ -73,7 +112,7 @@ impl Exemptions {
     pub fn fail_open(names: impl IntoIterator<Item = String>) -> Self {
         Self {
             fail_open: names.into_iter().collect(),
-            accepted: BTreeSet::new(),
+            ..Self::default()
         }
     }
 
@@ -101,18 +140,34 @@ impl Exemptions {
     }
 
     /// Whether the accepted names accept `result`: its check's name, or
-    /// every OpenShift name it carries (or oc's name for the whole concern).
+    /// every OpenShift name it carries (or oc's name for the whole concern);
+    /// the bound claim's names only while it saw what `result` finds.
     fn accepts(&self, result: &CheckResult) -> bool {
         acceptable(result)
-            && (self.accepted.contains(&result.name)
-                || risks::all_accepted(&result.risks, &self.accepted))
+            && (names_accept(&self.accepted, result)
+                || (names_accept(&self.bound.names, result) && self.bound.saw(result)))
+    }
+
+    /// The blocking results the bound claim's names would accept but for
+    /// what they find beyond what it recorded, with those findings (`None`
+    /// when it recorded nothing for the check).
+    pub(crate) fn outgrown<'r>(
+        &self,
+        results: &'r [CheckResult],
+    ) -> Vec<(&'r CheckResult, Option<Vec<&'r str>>)> {
+        results
+            .iter()
+            .filter(|r| self.standing(r) == Standing::Blocks)
+            .filter(|r| acceptable(r) && names_accept(&self.bound.names, r))
+            .map(|r| (r, self.bound.unseen(r)))
+            .collect()
     }
 
     /// The accepted names that name nothing here: no check of `results`,
     /// no name one of them carries, and no name OpenShift is known to use.
     pub fn names_nothing(&self, results: &[CheckResult]) -> Vec<String> {
         self.accepted
-            .iter()
+            .union(&self.bound.names)
             .filter(|name| !known(name, results))
             .cloned()
             .collect()
@@ -149,6 +204,12 @@ impl Exemptions {
             }
         }
     }
+}
+
+/// Whether `names` accept `result`: its check's name, or every OpenShift
+/// name it carries.
+fn names_accept(names: &BTreeSet<String>, result: &CheckResult) -> bool {
+    names.contains(&result.name) || risks::all_accepted(&result.risks, names)
 }
 
 /// Whether `name` is a check of `results`, a name one of them carries, or
@@ -268,6 +329,7 @@ mod tests {
         let policy = Exemptions {
             fail_open: names(fail_open),
             accepted: names(accepted),
+            ..Exemptions::default()
         };
         assert_eq!(policy.standing(&result("A", outcome, severity)), expected);
     }
@@ -292,8 +354,8 @@ mod tests {
         #[case] expected: Standing,
     ) {
         let policy = Exemptions {
-            fail_open: BTreeSet::new(),
             accepted: names(accepted),
+            ..Exemptions::default()
         };
         assert_eq!(policy.standing(&carrying(risks)), expected);
     }
@@ -312,8 +374,8 @@ mod tests {
         let mut r = carrying(risks);
         r.name = check.to_owned();
         let policy = Exemptions {
-            fail_open: BTreeSet::new(),
             accepted: names(accepted),
+            ..Exemptions::default()
         };
         assert!(!acceptable(&r));
         assert_eq!(policy.standing(&r), Standing::Blocks);
@@ -328,12 +390,53 @@ mod tests {
         assert_eq!(policy.standing(&other), Standing::Accepted);
     }
 
+    /// Trust, third pass, L3.
+    #[test]
+    fn a_bound_accept_counts_only_while_the_result_finds_nothing_new() {
+        let mut r = carrying(&["KubeNodeNotReady"]);
+        r.subjects = names(&["worker-1 NotReady"]).into_iter().collect();
+        let bound = |findings: &[&str]| Exemptions {
+            bound: BoundAccept {
+                names: names(&["Check"]),
+                findings: [("Check".to_owned(), names(findings))].into(),
+            },
+            ..Exemptions::default()
+        };
+        let saw_it = bound(&["KubeNodeNotReady", "worker-1 NotReady"]);
+        assert_eq!(saw_it.standing(&r), Standing::Accepted);
+        assert!(saw_it.outgrown(std::slice::from_ref(&r)).is_empty());
+
+        r.subjects.push("worker-3 NotReady".to_owned());
+        assert_eq!(saw_it.standing(&r), Standing::Blocks);
+        let outgrown = saw_it.outgrown(std::slice::from_ref(&r));
+        assert_eq!(outgrown[0].1, Some(vec!["worker-3 NotReady"]));
+
+        // Recorded for another check only: not written against this one.
+        let elsewhere = Exemptions {
+            bound: BoundAccept {
+                names: names(&["Check"]),
+                findings: [("Other".to_owned(), BTreeSet::new())].into(),
+            },
+            ..Exemptions::default()
+        };
+        assert_eq!(elsewhere.standing(&r), Standing::Blocks);
+        assert_eq!(elsewhere.outgrown(std::slice::from_ref(&r))[0].1, None);
+
+        // The same name unbound (acceptRisks, --accept) accepts it whatever it finds.
+        let unbound = Exemptions {
+            accepted: names(&["Check"]),
+            ..Exemptions::default()
+        };
+        assert_eq!(unbound.standing(&r), Standing::Accepted);
+    }
+
     #[test]
     fn a_maintenance_window_is_never_accepted() {
         let r = result(MAINTENANCE_WINDOW, Outcome::Fail, Severity::Blocking);
         let policy = Exemptions {
             fail_open: BTreeSet::new(),
             accepted: names(&[MAINTENANCE_WINDOW]),
+            ..Exemptions::default()
         };
         assert!(!acceptable(&r));
         assert_eq!(policy.standing(&r), Standing::Blocks);
@@ -344,6 +447,7 @@ mod tests {
         let policy = Exemptions {
             fail_open: BTreeSet::new(),
             accepted: names(&["Failing"]),
+            ..Exemptions::default()
         };
         let mut warning = carrying(&["Failing"]);
         warning.severity = Severity::Warning;
@@ -365,6 +469,7 @@ mod tests {
                 "ClusterOperatorUpgradeable-dns",
                 "NoSuchName",
             ]),
+            ..Exemptions::default()
         };
         assert_eq!(policy.names_nothing(&results), ["NoSuchName"]);
     }
@@ -390,6 +495,7 @@ mod tests {
         let policy = Exemptions {
             fail_open: names(&["ErrsOpen"]),
             accepted: names(&["Accepted"]),
+            ..Exemptions::default()
         };
         let s = policy.summarize(&results);
         assert_eq!(

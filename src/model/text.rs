@@ -183,6 +183,14 @@ pub fn shell_word(value: &str) -> String {
     shlex::try_quote(&value).map_or_else(|_| "''".to_owned(), |q| q.into_owned())
 }
 
+/// `value` as JSON, one word of a shell command: cleaned and quoted as
+/// [`shell_word`], but never cut, which would leave no JSON.
+pub fn shell_json(value: &impl serde::Serialize) -> String {
+    let json = serde_json::to_string(value).unwrap_or_default();
+    let json = clean(&json, json.chars().count());
+    shlex::try_quote(&json).map_or_else(|_| "''".to_owned(), |q| q.into_owned())
+}
+
 /// Names as one word of a shell command, comma-separated (`A,B,'C;D'`):
 /// each quoted as [`shell_word`] quotes it, so plain names stay readable.
 /// A comma outside braces is no special character, and `shlex` quotes any

@@ -182,6 +182,7 @@ fn report(fail_open: &BTreeSet<String>, accepted: &BTreeSet<String>) -> Report {
         &Exemptions {
             fail_open: fail_open.clone(),
             accepted: accepted.clone(),
+            ..Exemptions::default()
         },
     )
 }

@@ -175,6 +175,13 @@ fn the_suggested_commands_pass_each_value_as_one_argument_and_run_nothing_else(
         format!("preflight.dev/accept-for={version}"),
         "preflight.dev/accept-reason=<why>".to_owned(),
         format!("preflight.dev/accept-until={until}"),
+        // What the accept was written against, as JSON, one argument too.
+        format!(
+            "preflight.dev/accept-findings={}",
+            serde_json::json!({
+                "NodesReady": risks.iter().collect::<std::collections::BTreeSet<_>>()
+            })
+        ),
         "preflight.dev/claimed-by=alice".to_owned(),
     ]);
     assert_eq!(

@@ -102,6 +102,7 @@ pub(super) fn parse_result(exit_code: i32, message: &str) -> Finding {
         severity: None,
         risks: Vec::new(),
         items: Vec::new(),
+        subjects: Box::default(),
     };
     match url {
         Some(url) => finding.with_url(&url),
@@ -279,6 +280,7 @@ pub(super) fn result(check: &PreflightCheck, finding: Finding, took: Duration) -
         message: finding.message,
         risks: finding.risks,
         items: finding.items,
+        subjects: finding.subjects.into_vec(),
         remediation_url: finding.url,
         duration: Some(format!("{:.3}s", took.as_secs_f64())),
         failure_policy: Some(check.spec.failure_policy),
