@@ -118,10 +118,16 @@ pub fn table(report: &Report, color: bool) -> String {
 /// A result's message, with the names OpenShift gives what it found.
 fn message(r: &CheckResult) -> String {
     let message = clean(&r.message, MAX_TABLE_CELL);
-    if r.risks.is_empty() {
+    // The gate's own marks are not OpenShift's names.
+    let risks: Vec<String> = r
+        .risks
+        .iter()
+        .filter(|n| !crate::model::risks::is_gate_mark(n))
+        .map(|n| clean(n, 120))
+        .collect();
+    if risks.is_empty() {
         return message;
     }
-    let risks: Vec<String> = r.risks.iter().map(|n| clean(n, 120)).collect();
     format!("{message} [OpenShift: {}]", risks.join(", "))
 }
 

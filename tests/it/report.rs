@@ -189,7 +189,9 @@ fn the_gate_blocks_on_every_issue_oc_names_until_accepted_by_ocs_names(
             .unwrap();
         assert!(blocking_failures(&plain).contains("TargetRecommended"));
         assert!(
-            r.risks.is_empty(),
+            r.risks
+                .iter()
+                .all(|n| preflight_gate::model::risks::is_gate_mark(n)),
             "no OpenShift name accepts an unknown version: {r:?}"
         );
     }
@@ -216,6 +218,34 @@ fn the_gate_blocks_on_every_issue_oc_names_until_accepted_by_ocs_names(
         "{name}: what still blocks with oc's names {:?} accepted",
         oc.names
     );
+}
+
+/// A version the cluster cannot resolve to an image is refused by the
+/// cluster itself (oc: "no update to 4.12.51"): accepting the check by its
+/// name, with oc's names, leaves it blocking, and the summary says it
+/// cannot be accepted.
+#[test]
+fn an_unresolvable_version_cannot_be_accepted_away() {
+    let (name, version) = ("4.14.1-all-recommended", "4.12.51");
+    assert!(oc_verdict(name, version).refused);
+    let mut accepted = oc_verdict(name, version).names;
+    accepted.insert("TargetRecommended".to_owned());
+    let report = report_accepting(name, version, &accepted);
+    assert!(
+        blocking_failures(&report).contains("TargetRecommended"),
+        "{}",
+        report.summary_line()
+    );
+    assert!(!report.accepted.contains(&"TargetRecommended".to_owned()));
+    assert_eq!(report.exit_code(), 3);
+    let line = report.summary_line();
+    assert!(
+        line.contains("TargetRecommended cannot be accepted: its message says how"),
+        "{line}"
+    );
+    // The gate's mark is not shown as one of OpenShift's names.
+    let table = report.render(Format::Table, false);
+    assert!(!table.contains("UnresolvableTarget"), "{table}");
 }
 
 #[test]
@@ -305,3 +335,4 @@ fn the_update_under_way_is_still_judged_for_any_other_target() {
     assert_ne!(desired(name), "4.16.0-ec.4");
     assert!(!report.summary_line().contains("No change"));
 }
+
