@@ -194,7 +194,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[serde(rename_all = "camelCase")]
 struct Document<'a> {
     schema_version: u32,
-    /// `Blocked`, `AllowedWithWarnings` or `Allowed`: what the exit code says.
+    /// `Blocked`, `AllowedWithWarnings`, `Allowed`, `NoChange` or
+    /// `Migrating`: what the exit code says.
     verdict: &'static str,
     #[serde(flatten)]
     report: &'a Report,
