@@ -10,7 +10,8 @@
 //! - a cluster still being installed;
 //! - a release the CVO refused when it was last asked for;
 //! - a move from the multi-architecture payload back to a single
-//!   architecture, which OpenShift does not support.
+//!   architecture, which OpenShift does not support, and a move that
+//!   abandons a migration to it under way.
 //!
 //! The update in progress, asked for again, changes nothing and passes.
 
@@ -45,10 +46,18 @@ impl Check for ClusterVersionState {
         };
         let conditions = &cv.status.conditions;
         if ctx.target.architecture == Some(ArchitectureChange::FromMulti) {
-            return Finding::fail(format!(
-                "the cluster runs the multi-architecture payload, and {} is a single-architecture one: moving back from multi-architecture is unsupported",
-                ctx.target_name()
-            ))
+            return Finding::fail(match cv.multi_migration() {
+                Some(migration) => format!(
+                    "the cluster is migrating to multi-architecture ({}, {}), and {} is not its multi-architecture payload: it abandons the migration, which OpenShift does not support. Let the migration complete; ask for its payload, or for a multi-architecture release after it",
+                    migration.version,
+                    migration.progress(),
+                    ctx.target.image
+                ),
+                None => format!(
+                    "the cluster runs the multi-architecture payload, and {} is a single-architecture one: moving back from multi-architecture is unsupported",
+                    ctx.target_name()
+                ),
+            })
             .with_url(MULTI_URL);
         }
         let update = cv.update_in_progress();

@@ -47,10 +47,11 @@ impl Check for DrainCapacity {
         let view = ctx.view;
         // Nothing to drain onto, and nothing keeps serving: an outage the
         // administrator plans for, whatever the pods.
-        if view.single_node() {
-            return Finding::warn(
-                "a single-node cluster (Infrastructure topology SingleReplica): its API and every workload are down while its one node reboots; nothing is drained onto another node. Plan the update for a maintenance window",
-            )
+        if let Some(by) = view.single_node_by() {
+            return Finding::warn(format!(
+                "a single-node cluster ({}): its API and every workload are down while its one node reboots; nothing is drained onto another node. Plan the update for a maintenance window",
+                by.evidence()
+            ))
             .with_url(SINGLE_NODE_URL);
         }
         if let Err(skip) = require(ctx.view, &["Node", "Pod"]) {
@@ -273,6 +274,88 @@ mod tests {
         all.extend(pods);
         let finding = fixture::evaluate(&DrainCapacity, &fixture::view(all), "4.15.4");
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
+    }
+
+    /// The node of the single-node must-gather (4.13): master and worker.
+    fn sno_node() -> Value {
+        let mut node: Value = serde_saphyr::from_str(include_str!(
+            "../../tests/data/must-gathers/single-node-4.13/must-gather.local.3391850027364410582/quay-io-openshift-release-dev-ocp-v4-0-art-dev-sha256-5b3fa9c1d0e2f4a6b8c0d2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4/cluster-scoped-resources/core/nodes/sno-0.yaml"
+        ))
+        .unwrap();
+        node["kind"] = json!("Node");
+        node
+    }
+
+    fn etcd_operator(members: &str) -> Value {
+        json!({"kind": "ClusterOperator", "metadata": {"name": "etcd"},
+               "status": {"conditions": [fixture::condition("Available", "True",
+                   &format!("StaticPodsAvailable: {members} nodes are active\nEtcdMembersAvailable: {members} members are available"))]}})
+    }
+
+    fn etcd_pod(node: &str) -> Value {
+        json!({"kind": "Pod", "metadata": {"name": format!("etcd-{node}"), "namespace": "openshift-etcd",
+               "labels": {"app": "etcd", "etcd": "true"}},
+               "spec": {"nodeName": node}})
+    }
+
+    /// Without the Infrastructure object (a partial capture), the nodes say
+    /// it: one node, both roles, one etcd member where the data counts them.
+    #[rstest]
+    #[case::the_node_alone(vec![], true)]
+    #[case::one_etcd_member(vec![etcd_operator("1")], true)]
+    #[case::one_etcd_pod(vec![etcd_pod("sno-0")], true)]
+    #[case::three_etcd_members(vec![etcd_operator("3")], false)]
+    #[case::etcd_pods_elsewhere(vec![etcd_pod("sno-0"), etcd_pod("m-1"), etcd_pod("m-2")], false)]
+    fn a_single_node_cluster_is_recognised_from_its_nodes(
+        #[case] more: Vec<Value>,
+        #[case] single: bool,
+    ) {
+        let mut objects = vec![sno_node()];
+        objects.extend(more);
+        let view = fixture::view(objects);
+        assert_eq!(view.single_node(), single);
+        let finding = fixture::evaluate(&DrainCapacity, &view, "4.13.12");
+        assert_eq!(
+            finding.message.starts_with(
+                "a single-node cluster (no Infrastructure object; its one node is both control plane and worker): its API and every workload are down while its one node reboots"
+            ),
+            single,
+            "{}",
+            finding.message
+        );
+    }
+
+    #[rstest]
+    #[case::a_worker_only(&["worker"])]
+    #[case::a_master_only(&["master"])]
+    fn one_node_without_both_roles_is_not_a_single_node_cluster(#[case] roles: &[&str]) {
+        let mut node = sno_node();
+        node["metadata"]["labels"] = roles
+            .iter()
+            .map(|r| (format!("node-role.kubernetes.io/{r}"), json!("")))
+            .collect();
+        assert!(!fixture::view(vec![node]).single_node());
+    }
+
+    #[test]
+    fn the_infrastructure_object_decides_where_there_is_one() {
+        let infrastructure = json!({"kind": "Infrastructure", "metadata": {"name": "cluster"},
+            "status": {"controlPlaneTopology": "HighlyAvailable", "infrastructureTopology": "HighlyAvailable"}});
+        assert!(!fixture::view(vec![infrastructure, sno_node()]).single_node());
+    }
+
+    #[test]
+    fn the_plan_says_the_outage_of_a_single_node_found_by_its_nodes() {
+        let view = fixture::view(vec![sno_node(), etcd_operator("1")]);
+        let now = fixture::NOW.parse().unwrap();
+        let plan = crate::plan::plan(&view, Some(crate::model::UpdateKind::Patch), now);
+        assert!(
+            plan.warnings
+                .iter()
+                .any(|w| w.starts_with("a single-node cluster: its one node reboots")),
+            "{:?}",
+            plan.warnings
+        );
     }
 
     #[test]

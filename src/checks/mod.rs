@@ -151,6 +151,15 @@ impl<'a> Context<'a> {
     pub fn move_name(&self) -> Option<&'static str> {
         match self.target.architecture {
             Some(ArchitectureChange::ToMulti) => Some("multi-architecture migration"),
+            Some(ArchitectureChange::FromMulti)
+                if self
+                    .view
+                    .cluster_version
+                    .as_ref()
+                    .is_some_and(|cv| cv.multi_migration().is_some()) =>
+            {
+                Some("migration abandoned")
+            }
             Some(ArchitectureChange::FromMulti) => Some("single-architecture move"),
             None => {
                 let (current, target) = self.current.as_ref().zip(self.target_version.as_ref())?;

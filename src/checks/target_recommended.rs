@@ -88,7 +88,9 @@ impl Check for TargetRecommended {
             return Finding::fail(format!(
                 "{name} is not offered in {graph}{unread}, so the cluster cannot find its release image and refuses it; give the release image to check an explicit update"
             ))
-            .with_url(URL);
+            .with_url(URL)
+            // The CVO refuses it: no accepted name clears it.
+            .with_risks(vec![risks::UNRESOLVABLE_TARGET]);
         }
         Finding::warn(format!(
             "{name} is not offered in {graph}{unread}: an explicit update the update service does not know"
@@ -265,6 +267,43 @@ mod tests {
         );
     }
 
+    /// The cluster refuses a version it cannot resolve to an image, so an
+    /// accept of the check's name (or any other) leaves it blocking; an
+    /// image the graph does not know only warns, and is accepted as any
+    /// warning is.
+    #[test]
+    fn an_unresolvable_version_is_not_accepted_by_the_checks_name() {
+        use crate::model::standing::{Exemptions, Standing};
+        let view = fixture::view(vec![graph()]);
+        let target = Target::version_only("4.16.9");
+        let now = fixture::NOW.parse().unwrap();
+        let result =
+            crate::checks::result_of(&TargetRecommended, &Context::new(&view, &target, now));
+        assert_eq!(result.risks, [risks::UNRESOLVABLE_TARGET]);
+        let accepting = |names: &[&str]| Exemptions {
+            accepted: names.iter().map(|n| n.to_string()).collect(),
+            ..Exemptions::default()
+        };
+        for names in [
+            &["TargetRecommended"][..],
+            &[risks::UNRESOLVABLE_TARGET],
+            &["TargetRecommended", risks::UNRESOLVABLE_TARGET, "Invalid"],
+        ] {
+            assert_eq!(
+                accepting(names).standing(&result),
+                Standing::Blocks,
+                "{names:?}"
+            );
+        }
+        // Any other failure of the check is accepted by its name.
+        let mut other = result.clone();
+        other.risks.clear();
+        assert_eq!(
+            accepting(&["TargetRecommended"]).standing(&other),
+            Standing::Accepted
+        );
+    }
+
     #[rstest]
     #[case::no_channel(json!({}), "not offered in the update graph: no channel is set, so the cluster has none")]
     #[case::graph_unread(
@@ -406,11 +445,15 @@ mod tests {
         assert_eq!(finding.risks, ["ConditionalUpdateRisk", "HighLoad"]);
     }
 
+    /// No OpenShift name accepts a version the graph does not offer: the
+    /// finding carries only the gate's own mark, which nothing accepts.
     #[test]
-    fn a_target_the_graph_does_not_offer_carries_no_risk_name() {
+    fn a_target_the_graph_does_not_offer_carries_no_openshift_name() {
         let view = fixture::view(vec![graph()]);
         let finding =
             fixture::evaluate_for(&TargetRecommended, &view, &Target::version_only("4.16.9"));
-        assert!(finding.risks.is_empty(), "{:?}", finding.risks);
+        assert_eq!(finding.risks, [risks::UNRESOLVABLE_TARGET]);
+        assert!(finding.risks.iter().all(|r| risks::is_gate_mark(r)));
+        assert!(!risks::well_known(risks::UNRESOLVABLE_TARGET));
     }
 }

@@ -202,6 +202,60 @@ pub struct Target {
     pub architecture: Option<ArchitectureChange>,
 }
 
+/// How far an update has got, from the CVO's `Progressing` message: its
+/// `(P% complete)`, else `N of M done`.
+fn progress_of(message: &str) -> Option<u8> {
+    let said = message.split('(').find_map(|part| {
+        part.split_once("% complete")
+            .and_then(|(n, _)| n.trim().parse::<u8>().ok())
+    });
+    if said.is_some() {
+        return said.map(|p| p.min(100));
+    }
+    let (before, after) = message.split_once(" done")?.0.rsplit_once(" of ")?;
+    let done: u64 = before.rsplit(' ').next()?.parse().ok()?;
+    let total: u64 = after.trim().parse().ok()?;
+    (total > 0).then(|| u8::try_from((done.min(total) * 100) / total).unwrap_or(100))
+}
+
+/// A migration to the multi-architecture payload under way
+/// ([`ClusterVersion::multi_migration`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Migration {
+    /// The version migrated, the one the cluster runs.
+    pub version: String,
+    /// The multi-architecture payload, once the CVO has taken the
+    /// migration up.
+    pub payload: Option<ReleaseKey>,
+    /// How far it has got, when the CVO says.
+    pub percent: Option<u8>,
+}
+
+impl Migration {
+    /// How far it has got, in words: `47% done`.
+    pub fn progress(&self) -> String {
+        match (&self.payload, self.percent) {
+            (None, _) => "asked for, not yet taken up by the CVO".to_owned(),
+            (Some(_), Some(p)) => format!("{p}% done"),
+            (Some(_), None) => "progress not reported".to_owned(),
+        }
+    }
+
+    /// Whether asking for `target` asks for this migration again: its
+    /// payload, or, before the CVO has one, its version on any payload
+    /// that is not tagged for one architecture.
+    pub fn is_asked_by(&self, target: &Target) -> bool {
+        match &self.payload {
+            Some(payload) => *payload == target.key && target.architecture.is_none(),
+            None => {
+                target.version.as_deref() == Some(self.version.as_str())
+                    && target.architecture != Some(ArchitectureChange::FromMulti)
+                    && tagged_multi(&target.image) != Some(false)
+            }
+        }
+    }
+}
+
 /// A move between a single-architecture payload and the multi-architecture
 /// one: a whole payload change, even at the same version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,10 +387,71 @@ impl ClusterVersion {
     }
 
     /// Whether the cluster runs (or is moving to) the multi-architecture
-    /// payload.
+    /// payload, as the CVO says: `status.desired` is Multi (its
+    /// `architecture`, or a `-multi` tag), or the release it accepted was
+    /// (`ReleaseAccepted`: `Payload loaded version="…" image="…"
+    /// architecture="Multi"`). What the spec asks for is not enough: the
+    /// CVO may not have taken it up.
     pub fn is_multi(&self) -> bool {
         let desired = &self.status.desired;
-        desired.architecture == MULTI || tagged_multi(&desired.image) == Some(true)
+        desired.architecture == MULTI
+            || tagged_multi(&desired.image) == Some(true)
+            || self.accepted_multi()
+    }
+
+    /// The CVO's `ReleaseAccepted=True` names the multi-architecture
+    /// payload.
+    fn accepted_multi(&self) -> bool {
+        super::meta::condition(&self.status.conditions, "ReleaseAccepted").is_some_and(|c| {
+            c.status == "True"
+                && c.message
+                    .as_deref()
+                    .is_some_and(|m| m.contains(&format!("architecture=\"{MULTI}\"")))
+        })
+    }
+
+    /// How far the update the CVO applies has got, in percent, as its
+    /// `Progressing` message says it (`Working towards 4.14.1: 106 of 863
+    /// done (12% complete)`, or only `106 of 863 done`).
+    pub fn update_progress(&self) -> Option<u8> {
+        let c = super::meta::condition(&self.status.conditions, "Progressing")
+            .filter(|c| c.status == "True")?;
+        progress_of(c.message.as_deref()?)
+    }
+
+    /// The migration to the multi-architecture payload under way, if any:
+    /// asked for (`spec.desiredUpdate.architecture: Multi`) or taken up by
+    /// the CVO ([`Self::is_multi`]) and not complete. The migration keeps
+    /// the version (`oc adm upgrade --to-multi-arch` asks for the one the
+    /// cluster runs): its history entry is `Partial`, at the version last
+    /// completed, on another image. Asked for and not yet taken up, it
+    /// has no payload yet.
+    pub fn multi_migration(&self) -> Option<Migration> {
+        let asks = self
+            .spec
+            .desired_update
+            .as_ref()
+            .is_some_and(|u| non_empty(&u.architecture) == Some(MULTI));
+        let multi = self.is_multi();
+        if !asks && !multi {
+            return None;
+        }
+        let (newest, older) = self.status.history.split_first()?;
+        if newest.state == "Partial" {
+            let previous = older.iter().find(|h| h.state == "Completed")?;
+            let moved = previous.version == newest.version
+                && ReleaseKey::from_image(&previous.image) != ReleaseKey::from_image(&newest.image);
+            return moved.then(|| Migration {
+                version: newest.version.clone(),
+                payload: Some(ReleaseKey::from_image(&newest.image)),
+                percent: self.update_progress(),
+            });
+        }
+        (asks && !multi).then(|| Migration {
+            version: newest.version.clone(),
+            payload: None,
+            percent: None,
+        })
     }
 
     /// Whether the cluster is still being installed: its history holds no
@@ -447,13 +562,26 @@ impl ClusterVersion {
         let multi = non_empty(&update.architecture) == Some(MULTI)
             || graph_says_multi
             || tagged_multi(&target.image) == Some(true);
-        match (self.is_multi(), multi) {
-            (false, true) => Some(ArchitectureChange::ToMulti),
-            (true, false) if tagged_multi(&target.image) == Some(false) => {
-                Some(ArchitectureChange::FromMulti)
-            }
-            _ => None,
+        // Only the CVO's word makes the cluster Multi: a review's spec
+        // asking for Multi is the change being judged.
+        let runs_multi = self.is_multi();
+        if !runs_multi && multi {
+            return Some(ArchitectureChange::ToMulti);
         }
+        if multi {
+            return None;
+        }
+        let migration = self.multi_migration();
+        // A payload tagged for one architecture, or, while a migration is
+        // under way, an image that is not its multi-architecture payload,
+        // leaves Multi (or the migration) behind.
+        let single = tagged_multi(&target.image) == Some(false);
+        let not_the_payload = migration
+            .as_ref()
+            .and_then(|m| m.payload.as_ref())
+            .is_some_and(|p| target.key.is_digest() && *p != target.key);
+        ((runs_multi || migration.is_some()) && (single || not_the_payload))
+            .then_some(ArchitectureChange::FromMulti)
     }
 
     fn resolve_release(&self, update: &DesiredUpdate) -> Resolution {
@@ -603,6 +731,106 @@ mod tests {
             }
         }))
         .unwrap()
+    }
+
+    #[rstest]
+    #[case::percent("Working towards 4.14.1: 412 of 863 done (47% complete)", Some(47))]
+    #[case::counts_only("Working towards 4.14.1: 700 of 859 done", Some(81))]
+    #[case::with_a_wait(
+        "Working towards 4.14.1: 106 of 863 done (12% complete), waiting on etcd",
+        Some(12)
+    )]
+    #[case::nothing("Cluster version is 4.14.1", None)]
+    #[case::zero_total("Working towards 4.14.1: 0 of 0 done", None)]
+    fn progress_is_read_from_the_cvos_words(#[case] message: &str, #[case] percent: Option<u8>) {
+        assert_eq!(progress_of(message), percent);
+    }
+
+    const SINGLE: &str = "quay.io/openshift-release-dev/ocp-release@sha256:05ba8e63f8a76e568afe87f182334504a01d47342b6ad5b4c3ff83a2463018bd";
+    const MULTI_PAYLOAD: &str = "quay.io/openshift-release-dev/ocp-release@sha256:8f3c1d0e2f4a6b8c0d2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c";
+
+    /// A cluster at 4.14.1 (as the `not-upgrading` capture), its
+    /// migration to Multi asked for and, when `taken`, taken up by the CVO
+    /// and 47% done.
+    fn migrating(taken: bool) -> ClusterVersion {
+        let completed =
+            json!({"state": "Completed", "version": "4.14.1", "image": SINGLE, "verified": false});
+        let mut cv = json!({
+            "spec": {"desiredUpdate": {"version": "4.14.1", "architecture": "Multi"}},
+            "status": {
+                "desired": {"version": "4.14.1", "image": SINGLE},
+                "history": [completed],
+                "conditions": [
+                    {"type": "ReleaseAccepted", "status": "True", "reason": "PayloadLoaded",
+                     "message": format!("Payload loaded version=\"4.14.1\" image=\"{SINGLE}\" architecture=\"amd64\"")},
+                    {"type": "Progressing", "status": "False", "message": "Cluster version is 4.14.1"}]
+            }
+        });
+        if taken {
+            cv["status"]["desired"] = json!({"version": "4.14.1", "image": MULTI_PAYLOAD});
+            cv["status"]["history"] = json!([
+                {"state": "Partial", "version": "4.14.1", "image": MULTI_PAYLOAD, "verified": true},
+                completed]);
+            cv["status"]["conditions"] = json!([
+                {"type": "ReleaseAccepted", "status": "True", "reason": "PayloadLoaded",
+                 "message": format!("Payload loaded version=\"4.14.1\" image=\"{MULTI_PAYLOAD}\" architecture=\"Multi\"")},
+                {"type": "Progressing", "status": "True", "message": "Working towards 4.14.1: 412 of 863 done (47% complete)"}]);
+        }
+        serde_json::from_value(cv).unwrap()
+    }
+
+    #[test]
+    fn a_migration_under_way_is_found_with_its_payload_and_progress() {
+        let cv = migrating(true);
+        assert!(cv.is_multi(), "ReleaseAccepted names Multi");
+        let m = cv.multi_migration().unwrap();
+        assert_eq!(m.payload, Some(ReleaseKey::from_image(MULTI_PAYLOAD)));
+        assert_eq!(m.progress(), "47% done");
+        // Asked for and not taken up yet: no payload.
+        let asked = migrating(false).multi_migration().unwrap();
+        assert_eq!((asked.payload, asked.percent), (None, None));
+        // Done: the newest entry completed on the multi payload.
+        let mut done = migrating(true);
+        done.status.history[0].state = "Completed".into();
+        assert_eq!(done.multi_migration(), None);
+        // An update of a Multi cluster to another version is no migration.
+        let mut update = migrating(true);
+        update.status.history[0].version = "4.14.5".into();
+        assert_eq!(update.multi_migration(), None);
+    }
+
+    #[rstest]
+    #[case::its_payload(MULTI_PAYLOAD, None)]
+    #[case::a_single_architecture_tag(
+        "quay.io/openshift-release-dev/ocp-release:4.14.1-x86_64",
+        Some(ArchitectureChange::FromMulti)
+    )]
+    #[case::the_single_payload_it_left(SINGLE, Some(ArchitectureChange::FromMulti))]
+    #[case::another_digest(
+        "quay.io/openshift-release-dev/ocp-release@sha256:1111",
+        Some(ArchitectureChange::FromMulti)
+    )]
+    #[case::a_multi_tag("quay.io/openshift-release-dev/ocp-release:4.14.1-multi", None)]
+    fn leaving_the_migrations_payload_abandons_it(
+        #[case] image: &str,
+        #[case] change: Option<ArchitectureChange>,
+    ) {
+        let Resolution::Target(target) = migrating(true).resolve_named(image) else {
+            panic!()
+        };
+        assert_eq!(target.architecture, change);
+    }
+
+    /// A review's spec asking for Multi is the change judged, not the
+    /// cluster's state: the target is a migration, never "no change".
+    #[test]
+    fn asking_for_multi_is_a_migration_until_the_cvo_takes_it() {
+        let cv = migrating(false);
+        let Resolution::Target(target) = cv.resolve_target() else {
+            panic!()
+        };
+        assert_eq!(target.architecture, Some(ArchitectureChange::ToMulti));
+        assert!(!cv.is_desired(&target));
     }
 
     #[test]

@@ -39,6 +39,19 @@ pub const ADMIN_ACK: &str = "AdminAck";
 /// `ClusterOperatorUpgradeable-<operator>`.
 pub const CLUSTER_OPERATOR_UPGRADEABLE: &str = "ClusterOperatorUpgradeable";
 
+/// The gate's own mark, not OpenShift's, on a target the cluster cannot
+/// resolve to a release image: a version its update graph does not offer
+/// (no channel, or not in the graph). The CVO refuses such a target
+/// itself, so no accepted name may clear it (`standing::acceptable`): the
+/// way on is the release image, an explicit update.
+pub const UNRESOLVABLE_TARGET: &str = "UnresolvableTarget";
+
+/// Whether `name` is a mark of the gate's own, never one of OpenShift's
+/// names (the report does not show it as one).
+pub fn is_gate_mark(name: &str) -> bool {
+    name == UNRESOLVABLE_TARGET
+}
+
 /// The CVO's name for the admin gate `gate` (`ack-4.12-kube-1.26-...`)
 /// that has no ack.
 pub fn admin_ack(gate: &str) -> String {

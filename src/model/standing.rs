@@ -28,11 +28,16 @@ pub const MAINTENANCE_WINDOW: &str = "MaintenanceWindow";
 /// any OpenShift name it carries (`AdminAck-<gate>`, `ConditionalUpdateRisk`)
 /// accepts it; its finding says how to give the ack.
 /// Nor may any name accept a maintenance window the update does not fit
-/// ([`MAINTENANCE_WINDOW`]).
+/// ([`MAINTENANCE_WINDOW`]), nor a target the cluster cannot resolve to a
+/// release image ([`risks::UNRESOLVABLE_TARGET`]), which the CVO refuses
+/// itself.
 pub fn acceptable(result: &CheckResult) -> bool {
     result.name != ADMIN_ACKS_MISSING
         && result.name != MAINTENANCE_WINDOW
-        && !result.risks.iter().any(|r| risks::is_admin_ack(r))
+        && !result
+            .risks
+            .iter()
+            .any(|r| risks::is_admin_ack(r) || r == risks::UNRESOLVABLE_TARGET)
 }
 
 /// What, besides a result itself, keeps a failure from blocking: the

@@ -45,12 +45,16 @@ pub enum Clearance {
     /// planned and what fails is the cluster's own problem, shown as a
     /// warning: exit 0.
     NoChange,
+    /// The cluster is migrating to the multi-architecture payload, and the
+    /// target is that migration's own payload: no change either (exit 0),
+    /// said as the migration it is, with how far it has got.
+    Migrating,
 }
 
 impl Clearance {
     pub fn exit_code(self) -> u8 {
         match self {
-            Self::Clear | Self::NoChange => 0,
+            Self::Clear | Self::NoChange | Self::Migrating => 0,
             Self::Blocked => 3,
             Self::ClearWithWarnings => 4,
         }
@@ -63,6 +67,7 @@ impl Clearance {
             Self::ClearWithWarnings => "AllowedWithWarnings",
             Self::Blocked => "Blocked",
             Self::NoChange => "NoChange",
+            Self::Migrating => "Migrating",
         }
     }
 }
@@ -84,19 +89,37 @@ pub fn plan_clearance(plan: &crate::plan::Plan) -> Clearance {
 const RUNS: &str = "the release it runs";
 const UNDER_WAY: &str = "the update under way";
 
+const MIGRATION: &str = "the migration to multi-architecture under way";
+
 /// Whether the target changes nothing: it is the ClusterVersion's
 /// `status.desired`, the release it runs or the one it is updating to (the
-/// CVO has it already), on the same architecture.
-fn no_change(ctx: &Context) -> Option<&'static str> {
+/// CVO has it already), on the same architecture; or the payload of the
+/// migration to multi-architecture under way, with how far it has got.
+fn no_change(ctx: &Context) -> Option<(&'static str, Option<String>)> {
     let cv = ctx.view.cluster_version.as_ref()?;
+    if let Some(migration) = cv
+        .multi_migration()
+        .filter(|m| m.is_asked_by(ctx.target) || (m.payload.is_none() && cv.is_desired(ctx.target)))
+    {
+        return Some((
+            MIGRATION,
+            Some(format!(
+                "migrating to multi-architecture, {}",
+                migration.progress()
+            )),
+        ));
+    }
     if !cv.is_desired(ctx.target) {
         return None;
     }
-    Some(if cv.update_in_progress().is_some() {
-        UNDER_WAY
-    } else {
-        RUNS
-    })
+    Some((
+        if cv.update_in_progress().is_some() {
+            UNDER_WAY
+        } else {
+            RUNS
+        },
+        None,
+    ))
 }
 
 /// How the report is printed.
@@ -149,10 +172,16 @@ pub struct Report {
     /// target changes nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<crate::plan::Plan>,
-    /// Set when the target changes nothing: `the release it runs`, or `the
-    /// update under way`.
+    /// Set when the target changes nothing: `the release it runs`, `the
+    /// update under way`, or `the migration to multi-architecture under
+    /// way`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_change: Option<&'static str>,
+    /// Set when the cluster is migrating to the multi-architecture payload
+    /// and the target is that migration's: `migrating to
+    /// multi-architecture, 47% done`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migration: Option<String>,
 }
 
 /// The version of the JSON and YAML report's shape; a change that removes
@@ -165,7 +194,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[serde(rename_all = "camelCase")]
 struct Document<'a> {
     schema_version: u32,
-    /// `Blocked`, `AllowedWithWarnings` or `Allowed`: what the exit code says.
+    /// `Blocked`, `AllowedWithWarnings`, `Allowed`, `NoChange` or
+    /// `Migrating`: what the exit code says.
     verdict: &'static str,
     #[serde(flatten)]
     report: &'a Report,
@@ -187,7 +217,8 @@ impl Report {
     /// webhook, and errors of its fail-open checks do not block.
     pub fn new(ctx: &Context, mut results: Vec<CheckResult>, blocking: &Exemptions) -> Self {
         blocking.stamp(&mut results);
-        let no_change = no_change(ctx);
+        let (no_change, migration) = no_change(ctx).unzip();
+        let migration = migration.flatten();
         let standings: Vec<Standing> = results
             .iter()
             .map(|r| match blocking.standing(r) {
@@ -221,6 +252,7 @@ impl Report {
                 .is_none()
                 .then(|| crate::plan::plan(ctx.view, ctx.kind, ctx.now)),
             no_change,
+            migration,
         }
     }
 
@@ -243,13 +275,16 @@ impl Report {
             results,
             plan: None,
             no_change: None,
+            migration: None,
         }
     }
 
     /// Whether the update may go ahead: blocked by a blocking failure
     /// (errors of blocking checks included), clear with warnings, or clear.
     pub fn clearance(&self) -> Clearance {
-        if self.no_change.is_some() {
+        if self.migration.is_some() {
+            Clearance::Migrating
+        } else if self.no_change.is_some() {
             Clearance::NoChange
         } else if self.summary.failing > 0 {
             Clearance::Blocked
@@ -306,6 +341,19 @@ impl Report {
                 self.target
             ),
             Clearance::Clear => format!("{counts}. The update to {} may go ahead.", self.target),
+            Clearance::Migrating => {
+                let problems = if s.warnings + s.errored > 0 {
+                    " What fails is the cluster's own, shown as warnings: fix it for the migration's sake."
+                } else {
+                    ""
+                };
+                format!(
+                    "{counts}. Migration: the cluster is {}; asking for its payload again changes nothing, and nothing is planned. Let it complete before asking for another release.{problems}",
+                    self.migration
+                        .as_deref()
+                        .unwrap_or("migrating to multi-architecture")
+                )
+            }
             Clearance::NoChange => {
                 let already = match self.no_change {
                     Some(UNDER_WAY) => {

@@ -69,6 +69,10 @@ pub fn table(report: &Report, color: bool) -> String {
         header.push_str(&format!(" from {current}"));
     }
     match report.update_kind.as_deref() {
+        _ if report.migration.is_some() => header.push_str(&format!(
+            ", {}: no change",
+            report.migration.as_deref().unwrap_or_default()
+        )),
         _ if report.no_change.is_some() => header.push_str(&format!(
             ", {}: no change",
             report.no_change.unwrap_or_default()
@@ -78,6 +82,9 @@ pub fn table(report: &Report, color: bool) -> String {
         Some("pre-release step") => header.push_str(", a pre-release step"),
         Some("multi-architecture migration") => {
             header.push_str(", a migration to the multi-architecture payload")
+        }
+        Some("migration abandoned") => {
+            header.push_str(", which abandons the migration to multi-architecture under way")
         }
         Some("single-architecture move") => {
             header.push_str(", a move back to a single architecture")
@@ -105,6 +112,7 @@ pub fn table(report: &Report, color: bool) -> String {
         (true, Clearance::ClearWithWarnings) => summary.yellow().bold().to_string(),
         (true, Clearance::Clear) => summary.green().bold().to_string(),
         (true, Clearance::NoChange) => summary.bold().to_string(),
+        (true, Clearance::Migrating) => summary.cyan().bold().to_string(),
     };
     // The update plan follows the checks.
     let plan = report
@@ -118,10 +126,16 @@ pub fn table(report: &Report, color: bool) -> String {
 /// A result's message, with the names OpenShift gives what it found.
 fn message(r: &CheckResult) -> String {
     let message = clean(&r.message, MAX_TABLE_CELL);
-    if r.risks.is_empty() {
+    // The gate's own marks are not OpenShift's names.
+    let risks: Vec<String> = r
+        .risks
+        .iter()
+        .filter(|n| !crate::model::risks::is_gate_mark(n))
+        .map(|n| clean(n, 120))
+        .collect();
+    if risks.is_empty() {
         return message;
     }
-    let risks: Vec<String> = r.risks.iter().map(|n| clean(n, 120)).collect();
     format!("{message} [OpenShift: {}]", risks.join(", "))
 }
 

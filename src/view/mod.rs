@@ -26,6 +26,29 @@ use openshift::{
     read_cluster_service_version,
 };
 
+/// How the data shows a single-node cluster
+/// ([`ClusterView::single_node_by`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SingleNode {
+    /// The Infrastructure `cluster`: both topologies `SingleReplica`.
+    Topology,
+    /// No Infrastructure object: one node with both roles (and one etcd
+    /// member where the data counts them).
+    Nodes,
+}
+
+impl SingleNode {
+    /// How it was found, in words for a person.
+    pub fn evidence(self) -> &'static str {
+        match self {
+            Self::Topology => "Infrastructure topology SingleReplica",
+            Self::Nodes => {
+                "no Infrastructure object; its one node is both control plane and worker"
+            }
+        }
+    }
+}
+
 /// Why the certificate checks have no data when TLS Secrets are not read
 /// (`withheld`).
 pub const TLS_SECRETS_WITHHELD: &str = "TLS Secrets are not read: the gate runs without --read-tls-secrets (docs/install.md, \"The sensitive grant: Secrets\")";
@@ -320,12 +343,63 @@ impl ClusterView {
         !self.cluster_operators.is_empty() || self.infrastructure.is_some()
     }
 
-    /// Whether the cluster runs on a single node, as its Infrastructure
-    /// says.
+    /// Whether the cluster runs on a single node ([`Self::single_node_by`]).
     pub fn single_node(&self) -> bool {
-        self.infrastructure
-            .as_ref()
-            .is_some_and(Infrastructure::single_node)
+        self.single_node_by().is_some()
+    }
+
+    /// How the data shows a single-node cluster, if it does. The
+    /// Infrastructure `cluster` decides where there is one (both topologies
+    /// `SingleReplica`); without it, the nodes: exactly one, carrying both
+    /// the control-plane (`master` or `control-plane`) and the `worker`
+    /// role, with one etcd member where the data counts them (the etcd
+    /// operator's `EtcdMembersAvailable`, else the etcd pods' nodes).
+    pub fn single_node_by(&self) -> Option<SingleNode> {
+        if let Some(infrastructure) = &self.infrastructure {
+            return infrastructure.single_node().then_some(SingleNode::Topology);
+        }
+        let [node] = &self.nodes[..] else {
+            return None;
+        };
+        let has = |role: &str| {
+            node.metadata
+                .labels
+                .contains_key(&format!("node-role.kubernetes.io/{role}"))
+        };
+        let both_roles = (has("master") || has("control-plane")) && has("worker");
+        (both_roles && self.etcd_members().is_none_or(|n| n == 1)).then_some(SingleNode::Nodes)
+    }
+
+    /// How many etcd members the data shows: the etcd operator's count
+    /// (`EtcdMembersAvailable: 1 members are available`), else the nodes
+    /// the etcd pods of `openshift-etcd` run on; none when it shows
+    /// neither.
+    pub fn etcd_members(&self) -> Option<usize> {
+        let said = self
+            .cluster_operators
+            .iter()
+            .find(|co| co.metadata.name == "etcd")
+            .and_then(|co| crate::model::meta::condition(&co.status.conditions, "Available"))
+            .and_then(|c| c.message.as_deref())
+            .and_then(|m| {
+                m.lines()
+                    .find_map(|l| l.trim().strip_prefix("EtcdMembersAvailable:"))
+            })
+            .and_then(|l| l.split_whitespace().next()?.parse().ok());
+        if said.is_some() {
+            return said;
+        }
+        let nodes: BTreeSet<&str> = self
+            .pods
+            .iter()
+            .filter(|p| {
+                p.namespace == "openshift-etcd"
+                    && p.labels.get("app").map(String::as_str) == Some("etcd")
+                    && !p.node_name.is_empty()
+            })
+            .map(|p| p.node_name.as_str())
+            .collect();
+        (!nodes.is_empty()).then_some(nodes.len())
     }
 
     /// Records that `kind` was loaded, e.g. from an empty List.

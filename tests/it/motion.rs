@@ -152,13 +152,15 @@ const X86_4_14_5: &str = "quay.io/openshift-release-dev/ocp-release:4.14.5-x86_6
     None,
     "moving back from multi-architecture is unsupported"
 )]
+// A cluster that runs an engineering candidate has no supported update
+// path, whatever the target: a pre-release step blocks too.
 #[case::an_engineering_candidate(
     Snapshot::Real("4.16.0-ec2-control-plane-updated-pdb-prohibits-draining"),
     "4.16.0-ec.4",
     "UpdatePath",
     Outcome::Fail,
-    Some(Severity::Warning),
-    "a pre-release step from 4.16.0-ec.3 to 4.16.0-ec.4, which is an engineering candidate"
+    None,
+    "the cluster runs 4.16.0-ec.3, an engineering candidate: a cluster on a pre-release has no supported update path, to a release or to another pre-release; reinstall on a release for a cluster to keep (a pre-release step from 4.16.0-ec.3 to 4.16.0-ec.4"
 )]
 fn clusters_in_motion_are_judged_as_oc_judges_them(
     #[case] snapshot: Snapshot,

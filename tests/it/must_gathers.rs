@@ -702,6 +702,68 @@ fn must_gathers_read_as_an_engineer_reads_them(
     assert!(message.contains(says), "{case} {check}: {message}");
 }
 
+/// The single-node must-gather gathered without the Infrastructure object
+/// (a partial gather): its one node, master and worker, says what the
+/// topology would, and the report and the plan say the outage of its
+/// reboot.
+#[test]
+fn a_single_node_cluster_is_recognised_from_its_nodes() {
+    let mut files = BTreeMap::new();
+    let source = data_dir().join("single-node-4.13");
+    files_under(&source, &source, &mut files);
+    let dir = tempfile::tempdir().unwrap();
+    let mut left_out = 0;
+    for (path, text) in &files {
+        if path.contains("config.openshift.io/infrastructures/") {
+            left_out += 1;
+            continue;
+        }
+        let to = dir.path().join(path);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(to, text).unwrap();
+    }
+    assert_eq!(left_out, 1);
+    let view = snapshot::load(dir.path()).unwrap();
+    assert!(view.infrastructure.is_none());
+    assert_eq!(
+        view.single_node_by(),
+        Some(preflight_gate::view::SingleNode::Nodes)
+    );
+    let target = Target::image(
+        "quay.io/openshift-release-dev/ocp-release:4.13.35-x86_64",
+        Some("4.13.35".to_owned()),
+    );
+    let view = Arc::new(view);
+    let results = suite::run(
+        view.clone(),
+        &target,
+        Timestamp::now(),
+        None,
+        Limits::default(),
+    );
+    let drain = results.iter().find(|r| r.name == "DrainCapacity").unwrap();
+    assert_eq!(drain.outcome, Outcome::Fail);
+    assert!(
+        drain.message.starts_with(
+            "a single-node cluster (no Infrastructure object; its one node is both control plane and worker): its API and every workload are down while its one node reboots"
+        ),
+        "{}",
+        drain.message
+    );
+    let plan = preflight_gate::plan::plan(
+        &view,
+        Some(preflight_gate::model::UpdateKind::Patch),
+        Timestamp::now(),
+    );
+    assert!(
+        plan.warnings
+            .iter()
+            .any(|w| w.starts_with("a single-node cluster: its one node reboots")),
+        "{:?}",
+        plan.warnings
+    );
+}
+
 #[test]
 fn the_config_node_is_skipped_and_counted() {
     let (view, _) = run("config-node-4.12", "4.12.45");

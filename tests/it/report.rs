@@ -189,7 +189,9 @@ fn the_gate_blocks_on_every_issue_oc_names_until_accepted_by_ocs_names(
             .unwrap();
         assert!(blocking_failures(&plain).contains("TargetRecommended"));
         assert!(
-            r.risks.is_empty(),
+            r.risks
+                .iter()
+                .all(|n| preflight_gate::model::risks::is_gate_mark(n)),
             "no OpenShift name accepts an unknown version: {r:?}"
         );
     }
@@ -216,6 +218,34 @@ fn the_gate_blocks_on_every_issue_oc_names_until_accepted_by_ocs_names(
         "{name}: what still blocks with oc's names {:?} accepted",
         oc.names
     );
+}
+
+/// A version the cluster cannot resolve to an image is refused by the
+/// cluster itself (oc: "no update to 4.12.51"): accepting the check by its
+/// name, with oc's names, leaves it blocking, and the summary says it
+/// cannot be accepted.
+#[test]
+fn an_unresolvable_version_cannot_be_accepted_away() {
+    let (name, version) = ("4.14.1-all-recommended", "4.12.51");
+    assert!(oc_verdict(name, version).refused);
+    let mut accepted = oc_verdict(name, version).names;
+    accepted.insert("TargetRecommended".to_owned());
+    let report = report_accepting(name, version, &accepted);
+    assert!(
+        blocking_failures(&report).contains("TargetRecommended"),
+        "{}",
+        report.summary_line()
+    );
+    assert!(!report.accepted.contains(&"TargetRecommended".to_owned()));
+    assert_eq!(report.exit_code(), 3);
+    let line = report.summary_line();
+    assert!(
+        line.contains("TargetRecommended cannot be accepted: its message says how"),
+        "{line}"
+    );
+    // The gate's mark is not shown as one of OpenShift's names.
+    let table = report.render(Format::Table, false);
+    assert!(!table.contains("UnresolvableTarget"), "{table}");
 }
 
 #[test]
@@ -304,4 +334,185 @@ fn the_update_under_way_is_still_judged_for_any_other_target() {
     assert!(report.plan.is_some());
     assert_ne!(desired(name), "4.16.0-ec.4");
     assert!(!report.summary_line().contains("No change"));
+}
+
+/// The `not-upgrading` capture (4.14.1, at rest), its ClusterVersion
+/// edited as the CVO writes it once `oc adm upgrade --to-multi-arch` is
+/// taken up: the migration's payload `Partial` in the history, desired and
+/// accepted as Multi, 47% done. `asked`: asked for only; `done`: the
+/// migration completed.
+fn migrating_capture(stage: &str) -> (tempfile::TempDir, String, String) {
+    let source = capture("not-upgrading");
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["co.yaml", "mcp.yaml", "node.yaml"] {
+        std::fs::copy(source.join(file), dir.path().join(file)).unwrap();
+    }
+    let mut cv: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(source.join("cv.yaml")).unwrap()).unwrap();
+    let single = cv["status"]["desired"]["image"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let multi = "registry.build05.ci.openshift.org/ci-ln-b1s4wtb/release@sha256:8f3c1d0e2f4a6b8c0d2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c".to_owned();
+    cv["spec"]["desiredUpdate"] =
+        serde_json::json!({"version": "4.14.1", "architecture": "Multi", "force": false});
+    if stage != "asked" {
+        let status = &mut cv["status"];
+        status["desired"]["image"] = multi.clone().into();
+        status["desired"]["architecture"] = "Multi".into();
+        let mut partial = status["history"][0].clone();
+        partial["state"] = "Partial".into();
+        partial["image"] = multi.clone().into();
+        partial["startedTime"] = "2023-11-02T14:00:00Z".into();
+        partial["completionTime"] = serde_json::Value::Null;
+        if stage == "done" {
+            partial["state"] = "Completed".into();
+            partial["completionTime"] = "2023-11-02T15:00:00Z".into();
+        }
+        status["history"].as_array_mut().unwrap().insert(0, partial);
+        for c in status["conditions"].as_array_mut().unwrap() {
+            match c["type"].as_str().unwrap() {
+                "ReleaseAccepted" => {
+                    c["message"] = format!(
+                        "Payload loaded version=\"4.14.1\" image=\"{multi}\" architecture=\"Multi\""
+                    )
+                    .into();
+                }
+                "Progressing" if stage != "done" => {
+                    c["status"] = "True".into();
+                    c["message"] = "Working towards 4.14.1: 412 of 863 done (47% complete)".into();
+                    c["lastTransitionTime"] = "2023-11-02T14:00:00Z".into();
+                }
+                _ => {}
+            }
+        }
+    }
+    std::fs::write(dir.path().join("cv.json"), cv.to_string()).unwrap();
+    (dir, single, multi)
+}
+
+fn report_of(dir: &Path, to: &str) -> Report {
+    let view = snapshot::load(dir).unwrap();
+    let target = view.target(to);
+    let (view, now) = (Arc::new(view), NOW.parse::<Timestamp>().unwrap());
+    let results = suite::run_accepting(
+        view.clone(),
+        &target,
+        now,
+        &BTreeSet::new(),
+        Limits::default(),
+    );
+    Report::new(
+        &Context::new(&view, &target, now),
+        results,
+        &Exemptions::default(),
+    )
+}
+
+/// Verdicts, third pass: a migration to multi-architecture is tracked.
+/// Asking for its own payload again (by version or by digest) is the
+/// migration, with how far it got, never "the release it runs"; moving to
+/// a single-architecture payload abandons it and is blocked.
+#[test]
+fn a_migration_to_multi_architecture_is_tracked_and_never_abandoned() {
+    let (dir, single, multi) = migrating_capture("taken");
+    for to in ["4.14.1", multi.as_str()] {
+        let report = report_of(dir.path(), to);
+        assert_eq!(
+            report.clearance(),
+            preflight_gate::report::Clearance::Migrating
+        );
+        assert_eq!(report.exit_code(), 0);
+        assert!(report.plan.is_none(), "nothing is planned");
+        let line = report.summary_line();
+        assert!(
+            line.contains("Migration: the cluster is migrating to multi-architecture, 47% done; asking for its payload again changes nothing"),
+            "{line}"
+        );
+        let table = report.render(Format::Table, false);
+        assert!(
+            table
+                .lines()
+                .next()
+                .unwrap()
+                .ends_with(", migrating to multi-architecture, 47% done: no change"),
+            "{table}"
+        );
+        assert!(!table.contains("the release it runs"), "{table}");
+        let json: serde_json::Value =
+            serde_json::from_str(&report.render(Format::Json, false)).unwrap();
+        assert_eq!(json["verdict"], "Migrating");
+        assert_eq!(
+            json["migration"],
+            "migrating to multi-architecture, 47% done"
+        );
+    }
+    let arch_tag = "registry.build05.ci.openshift.org/ci-ln-b1s4wtb/release:4.14.1-x86_64";
+    for to in [arch_tag, single.as_str()] {
+        let report = report_of(dir.path(), to);
+        assert_eq!(
+            report.clearance(),
+            preflight_gate::report::Clearance::Blocked,
+            "{to}"
+        );
+        let state = report
+            .results
+            .iter()
+            .find(|r| r.name == "ClusterVersionState")
+            .unwrap();
+        assert_eq!(state.outcome, Outcome::Fail);
+        assert!(
+            state.message.starts_with(
+                "the cluster is migrating to multi-architecture (4.14.1, 47% done), and "
+            ) && state.message.contains("it abandons the migration"),
+            "{}",
+            state.message
+        );
+        let table = report.render(Format::Table, false);
+        assert!(
+            table
+                .lines()
+                .next()
+                .unwrap()
+                .ends_with(", which abandons the migration to multi-architecture under way"),
+            "{table}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&report.render(Format::Json, false)).unwrap();
+        assert_eq!(json["verdict"], "Blocked");
+    }
+}
+
+/// Asked for and not yet taken up by the CVO, the migration is still the
+/// migration, not the release the cluster runs; once complete, asking for
+/// its payload is plain no change.
+#[test]
+fn a_migration_asked_for_is_a_migration_and_one_done_is_no_change() {
+    let (asked, _, _) = migrating_capture("asked");
+    let report = report_of(asked.path(), "4.14.1");
+    assert_eq!(
+        report.clearance(),
+        preflight_gate::report::Clearance::Migrating
+    );
+    assert!(
+        report
+            .summary_line()
+            .contains("migrating to multi-architecture, asked for, not yet taken up by the CVO"),
+        "{}",
+        report.summary_line()
+    );
+    let (done, _, multi) = migrating_capture("done");
+    for to in ["4.14.1", multi.as_str()] {
+        let report = report_of(done.path(), to);
+        assert_eq!(
+            report.clearance(),
+            preflight_gate::report::Clearance::NoChange
+        );
+        assert!(report.migration.is_none());
+        assert!(
+            report.summary_line().contains("the cluster already runs"),
+            "{}",
+            report.summary_line()
+        );
+    }
 }
