@@ -24,10 +24,15 @@ fn now() -> f64 {
     jiff::Timestamp::now().as_millisecond() as f64 / 1000.0
 }
 
-/// The claim that accepts 4.15.3's two failing checks for four hours.
-fn accept_4153() -> [String; 4] {
+/// What 4.15.3's two failing checks find in the sample result.
+const FOUND_4153: &str = r#"{"ClusterOperatorsHealthy":["machine-config Degraded"],"MachineConfigPoolsHealthy":["worker Degraded"]}"#;
+
+/// The claim that accepts 4.15.3's two failing checks for four hours, as
+/// they fail in the sample result.
+fn accept_4153() -> [String; 5] {
     [
         "preflight.dev/accept=ClusterOperatorsHealthy,MachineConfigPoolsHealthy".to_owned(),
+        format!("preflight.dev/accept-findings={FOUND_4153}"),
         "preflight.dev/accept-for=4.15.3".to_owned(),
         "preflight.dev/accept-reason=machine-config degradation understood".to_owned(),
         format!("preflight.dev/accept-until={}", crate::flows::in_hours(4)),
@@ -47,6 +52,11 @@ fn annotate(world: &World, user: User, pairs: &[&str]) {
 /// The sample result for 4.15.3 (two blocking checks fail), completed just
 /// now, as the world seeds it: another test may have had it rerun.
 fn reseed_4153(world: &World) {
+    reseed_4153_with(world, |_| {});
+}
+
+/// [`reseed_4153`], with its status changed by `change` before it is signed.
+fn reseed_4153_with(world: &World, change: impl FnOnce(&mut Value)) {
     let text =
         std::fs::read_to_string(Path::new(ROOT).join("examples/results/4.15.3-failing.yaml"))
             .unwrap();
@@ -64,6 +74,7 @@ fn reseed_4153(world: &World) {
     status["startTime"] = json!(now);
     status["completionTime"] = json!(now);
     status["observedGeneration"] = json!(generation.trim().parse::<i64>().unwrap());
+    change(&mut status);
     // Signed as the gate signs its results (docs/security.md, 3d), with
     // nothing of a later write left beside it.
     status["signature"] = json!(world.sign_as_the_gate(&object, &status));
@@ -94,10 +105,67 @@ impl Drop for Tidy {
                 "preflight.dev/accept-for-",
                 "preflight.dev/accept-reason-",
                 "preflight.dev/accept-until-",
+                "preflight.dev/accept-findings-",
                 "preflight.dev/claimed-by-",
             ],
         );
     }
+}
+
+/// Trust, third pass, L3: an accept counts for what it was written
+/// against. bob accepts 4.15.3's two failing checks as they fail; then the
+/// machine-config pools check also finds the master pool degraded, and the
+/// same accept no longer lets the update through: it says what is new.
+#[test]
+fn an_accept_asks_again_when_a_check_finds_more_than_it_was_written_against() {
+    let (_turn, world) = lock();
+    let _tidy = Tidy(world);
+    reseed_4153(world);
+    annotate(
+        world,
+        User::Bob,
+        &accept_4153().each_ref().map(String::as_str),
+    );
+    let dry_run = || {
+        world.kubectl(
+            User::Bob,
+            &merge_patch_args("4.15.3", &["--dry-run=server"]),
+        )
+    };
+    let as_written = dry_run();
+    assert!(as_written.ok, "{}", as_written.stderr);
+
+    reseed_4153_with(world, |status| {
+        let pools = status["results"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|r| r["name"] == "MachineConfigPoolsHealthy")
+            .unwrap();
+        pools["subjects"] = json!(["master Degraded", "worker Degraded"]);
+    });
+    // The gate answers from the result its watch has seen: wait for it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let denied = loop {
+        let out = dry_run();
+        if !out.ok || Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(!denied.ok, "the accept still counted: {}", denied.stderr);
+    assert!(
+        denied.stderr.contains("Accept not counted: MachineConfigPoolsHealthy now also finds master Degraded, which preflight.dev/accept was not written against"),
+        "{}",
+        denied.stderr
+    );
+    // The denial's own command records what the checks find now.
+    assert!(
+        denied.stderr.contains(r#"preflight.dev/accept-findings='{"ClusterOperatorsHealthy":["machine-config Degraded"],"MachineConfigPoolsHealthy":["master Degraded","worker Degraded"]}'"#),
+        "{}",
+        denied.stderr
+    );
+    reseed_4153(world);
 }
 
 /// Waits for an Event with `reason` whose note contains `text`, seen since

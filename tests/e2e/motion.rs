@@ -135,6 +135,7 @@ fn a_new_target_mid_update_is_denied_naming_progressing_until_it_is_accepted() {
         "clusterversion",
         "version",
         "preflight.dev/accept=Progressing",
+        r#"preflight.dev/accept-findings={"ClusterVersionState":["ClusterVersionUpdating","Progressing"]}"#,
         &format!("preflight.dev/accept-for={RETARGET}"),
         "preflight.dev/accept-reason=leave the stuck 4.14.12 for a fixed release",
         &format!("preflight.dev/accept-until={}", crate::flows::in_hours(2)),
@@ -164,6 +165,7 @@ fn a_new_target_mid_update_is_denied_naming_progressing_until_it_is_accepted() {
         "preflight.dev/accept-for-",
         "preflight.dev/accept-reason-",
         "preflight.dev/accept-until-",
+        "preflight.dev/accept-findings-",
         "preflight.dev/claimed-by-",
     ]);
 
