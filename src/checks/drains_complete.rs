@@ -29,7 +29,7 @@ impl Check for DrainsComplete {
         if let Err(skip) = require(ctx.view, &["Node", "Pod", "PodDisruptionBudget"]) {
             return skip;
         }
-        let plan = crate::plan::plan(ctx.view, ctx.kind, ctx.now);
+        let plan = crate::plan::plan_to(ctx.view, ctx.target, ctx.kind, ctx.now);
         let batches: usize = plan
             .pools
             .iter()
