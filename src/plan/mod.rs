@@ -103,8 +103,8 @@ pub struct PoolPlan {
     pub batches: Vec<Batch>,
     /// The pool's rollout, each node starting as soon as one returns.
     pub seconds: u64,
-    /// The same with each node at its P90 (its pods' whole grace periods,
-    /// the phases' P90).
+    /// Its P90: the rollout with its slowest node's worst case (its pods'
+    /// whole grace periods, the phases' P90) added.
     pub p90_seconds: u64,
     /// Some batch can never drain.
     pub blocked: bool,
@@ -653,11 +653,19 @@ fn pool_plan<'a>(
     }
     // The rolling window: each node starts as soon as a slot returns; a
     // node failing to drain keeps its own slot (outside the batch size)
-    // and ends no sooner than its own time.
+    // and ends no sooner than its own time. The P90: the rollout with
+    // one node at its worst case (its pods' whole grace periods, the
+    // phases' P90), the largest such spread; nodes' worst cases are
+    // independent, and all of them at once is no P90 of the whole.
     let stuck_p50 = stuck_times.iter().map(|t| t.0).max().unwrap_or(0);
-    let stuck_p90 = stuck_times.iter().map(|t| t.1).max().unwrap_or(0);
+    let spread = order
+        .iter()
+        .chain(&stuck_times)
+        .map(|(p50, p90)| p90.saturating_sub(*p50))
+        .max()
+        .unwrap_or(0);
     pool.seconds = duration::rollout(order.iter().map(|t| t.0), pool.batch_size).max(stuck_p50);
-    pool.p90_seconds = duration::rollout(order.iter().map(|t| t.1), pool.batch_size).max(stuck_p90);
+    pool.p90_seconds = pool.seconds.saturating_add(spread);
     pool
 }
 

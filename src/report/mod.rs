@@ -228,9 +228,12 @@ impl Report {
             summary: crate::model::standing::summary(&results, &standings),
             results,
             standings,
-            plan: no_change
-                .is_none()
-                .then(|| crate::plan::plan_to(ctx.view, ctx.target, ctx.kind, ctx.now)),
+            // A target the cluster runs or updates to plans what is left
+            // of it, when anything is (pools still rolling), else nothing.
+            plan: Some(crate::plan::plan_to(
+                ctx.view, ctx.target, ctx.kind, ctx.now,
+            ))
+            .filter(|p| no_change.is_none() || p.pools.iter().any(|p| !p.batches.is_empty())),
             no_change,
         }
     }
@@ -329,9 +332,12 @@ impl Report {
                 } else {
                     ""
                 };
-                format!(
-                    "{counts}. No change: {already}; nothing to update, and nothing is planned.{problems}"
-                )
+                let planned = if self.plan.is_some() {
+                    "nothing to update; what is left of it, the nodes still to roll, is planned"
+                } else {
+                    "nothing to update, and nothing is planned"
+                };
+                format!("{counts}. No change: {already}; {planned}.{problems}")
             }
         }
     }
