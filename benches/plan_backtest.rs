@@ -197,7 +197,7 @@ fn main() {
         rows.push((name.to_owned(), completed_updates(&history, far)));
     }
     println!(
-        "| history | updates predicted | plan (P50 of the last 5 of the kind) MdAPE | oc (last update) MdAPE | P90 (last 10 of the kind) coverage | P90 of the whole history's coverage |"
+        "| history | updates predicted | plan (P50 of the last 5 of the kind) MdAPE | oc (last update) MdAPE | P90 (last 20 of the kind) coverage | P90 of the whole history's coverage |"
     );
     println!("|---|---|---|---|---|---|");
     let mut all = Scores::default();

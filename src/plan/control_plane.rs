@@ -22,7 +22,7 @@ pub const RECENT: usize = 5;
 /// window shut, enough of them that a slow update is in it
 /// (`cargo bench --bench plan_backtest` measured its coverage,
 /// docs/benchmarks.md).
-pub const RECENT_P90: usize = 10;
+pub const RECENT_P90: usize = 20;
 
 /// One completed update of the history.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -341,11 +341,11 @@ mod tests {
     /// updates no longer hold it up.
     #[test]
     fn the_p90_is_the_recent_updates() {
-        // Newest first: ten patch updates of 60 minutes, then ten of 600.
-        let mut h: Vec<UpdateHistory> = (0..20)
+        // Newest first: twenty patch updates of 60 minutes, then ten of 600.
+        let mut h: Vec<UpdateHistory> = (0..30)
             .map(|i| {
-                let minutes = if i < 10 { 60 } else { 600 };
-                entry(&format!("4.15.{}", 30 - i), 1 + i as i64 * 10, minutes)
+                let minutes = if i < 20 { 60 } else { 600 };
+                entry(&format!("4.15.{}", 40 - i), 1 + i as i64 * 10, minutes)
             })
             .collect();
         h.push(entry("4.15.0", 400, 60));
@@ -353,13 +353,13 @@ mod tests {
         let cp = estimate(&done, Some(UpdateKind::Patch));
         assert_eq!(
             (cp.samples, cp.p50_seconds, cp.p90_seconds),
-            (20, 3600, 3600),
+            (30, 3600, 3600),
             "{}",
             cp.basis
         );
         assert_eq!(
             cp.basis,
-            "this cluster's 20 completed patch updates (the P50 of the last 5, the P90 of the last 10)"
+            "this cluster's 30 completed patch updates (the P50 of the last 5, the P90 of the last 20)"
         );
     }
 
