@@ -227,3 +227,123 @@ fn the_json_report_carries_the_plan_with_its_own_schema_version() {
     assert_eq!(report["schemaVersion"], 1);
     assert_eq!(report["plan"]["schemaVersion"], 1);
 }
+
+/// The healthy 3-master, 3-worker capture with a workload added as a
+/// cluster has one: a router on each worker (its grace period the
+/// default router's hour) and a database of three replicas whose PDB
+/// allows one eviction at a time, its pods on the first worker; the
+/// `healthy` flag says whether its replicas are all healthy.
+fn healthy_3_plus_3_with(healthy: bool) -> Plan {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/real-clusters/not-upgrading");
+    let mut view = snapshot::load(&dir).unwrap();
+    let workers: Vec<String> = view
+        .nodes
+        .iter()
+        .filter(|n| {
+            n.metadata
+                .labels
+                .contains_key("node-role.kubernetes.io/worker")
+        })
+        .map(|n| n.metadata.name.clone())
+        .collect();
+    assert_eq!(workers.len(), 3);
+    // The capture keeps no allocatable: a worker's of an m5.xlarge.
+    for node in &mut view.nodes {
+        node.status.allocatable = preflight_gate::view::quantity::Resources {
+            cpu_millis: 3500,
+            memory_bytes: 14 << 30,
+        };
+    }
+    let pod = |name: &str, ns: &str, node: &str, app: &str, grace: u64| {
+        serde_json::json!({"kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": {"app": app},
+                "ownerReferences": [{"kind": "ReplicaSet", "controller": true}]},
+               "spec": {"nodeName": node, "terminationGracePeriodSeconds": grace,
+                        "containers": [{"resources": {"requests": {"cpu": "10m"}}}]}})
+    };
+    for (i, worker) in workers.iter().enumerate() {
+        view.add(
+            "Pod",
+            pod(
+                &format!("router-default-{i}"),
+                "openshift-ingress",
+                worker,
+                "router",
+                3600,
+            ),
+        )
+        .unwrap();
+    }
+    for i in 0..2 {
+        view.add(
+            "Pod",
+            pod(&format!("db-{i}"), "shop", &workers[0], "db", 30),
+        )
+        .unwrap();
+    }
+    view.add("Pod", pod("db-2", "shop", &workers[1], "db", 30))
+        .unwrap();
+    let current = if healthy { 3 } else { 2 };
+    view.add(
+        "PodDisruptionBudget",
+        serde_json::json!({"kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": "shop"},
+            "spec": {"selector": {"matchLabels": {"app": "db"}}},
+            "status": {"expectedPods": 3, "currentHealthy": current, "desiredHealthy": 2}}),
+    )
+    .unwrap();
+    let target = view.target("4.14.2");
+    let ctx = Context::new(&view, &target, NOW.parse::<Timestamp>().unwrap());
+    preflight_gate::plan::plan_to(&view, &target, ctx.kind, ctx.now)
+}
+
+/// An engineer's figure for a healthy 3+3 cluster is 1h15m to 1h45m, and
+/// it fits a 4-hour window: the routers' hour of grace is the P90's, not
+/// every worker's. The routine wait for the database's PDB is counted,
+/// and holds nothing: `--plan-only` exits 0.
+#[test]
+fn a_healthy_3_plus_3_cluster_is_what_an_engineer_says_and_fits_four_hours() {
+    let plan = healthy_3_plus_3_with(true);
+    assert!(
+        (75 * 60..=105 * 60).contains(&plan.p50_seconds),
+        "P50 {}",
+        plan.p50_seconds
+    );
+    assert!(plan.p90_seconds < 4 * 3600, "P90 {}", plan.p90_seconds);
+    assert_eq!(plan.waits.len(), 1, "{:?} {:?}", plan.waits, plan.unknowns);
+    assert!(
+        plan.waits[0].contains("waits about 2m for PDB shop/db"),
+        "{}",
+        plan.waits[0]
+    );
+    assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
+    assert_eq!(preflight_gate::report::plan_clearance(&plan).exit_code(), 0);
+    let said = plan
+        .unknowns
+        .iter()
+        .find(|u| u.starts_with("a pod's shutdown"))
+        .unwrap();
+    assert!(
+        said.contains("openshift-ingress/router-default-0 (1h00m)"),
+        "{said}"
+    );
+    // The worker pool's P90: its rollout, with one router at its hour.
+    let worker = plan.pools.iter().find(|p| p.name == "worker").unwrap();
+    assert_eq!(
+        worker.p90_seconds - worker.seconds,
+        3600 - duration::TYPICAL_SHUTDOWN
+    );
+}
+
+/// The same PDB with a replica unhealthy: its evictions wait for a
+/// recovery the plan cannot time, which holds the update up (exit 4).
+#[test]
+fn a_wait_the_plan_cannot_count_holds() {
+    let plan = healthy_3_plus_3_with(false);
+    assert!(
+        plan.waits
+            .iter()
+            .any(|w| w.contains("which the plan cannot know")),
+        "{:?}",
+        plan.waits
+    );
+    assert_eq!(preflight_gate::report::plan_clearance(&plan).exit_code(), 4);
+}
