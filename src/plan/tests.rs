@@ -528,3 +528,45 @@ fn a_nodes_update_and_reboot_come_from_its_machine_config_nodes(
     );
     assert!(said.len() <= 1, "{said:?}");
 }
+
+/// A migration to the multi-architecture payload, asked for or under way,
+/// gets no control-plane estimate, as oc says N/A; a pre-release target
+/// is estimated from pre-release steps.
+#[test]
+fn what_the_target_is_to_the_cluster() {
+    use crate::model::cluster_version::{ArchitectureChange, Target};
+    let cv = json!({"kind": "ClusterVersion", "metadata": {"name": "version"},
+        "status": {"desired": {"version": "4.15.3", "image": "quay.io/r/release@sha256:multi"},
+                   "history": [
+            {"state": "Partial", "version": "4.15.3", "image": "quay.io/r/release@sha256:multi", "startedTime": "2026-11-30T10:00:00Z"},
+            {"state": "Completed", "version": "4.15.3", "image": "quay.io/r/release@sha256:amd64",
+             "startedTime": "2026-11-01T10:00:00Z", "completionTime": "2026-11-01T11:00:00Z"}]}});
+    let view = view(vec![cv]);
+    let mut to_multi = Target::image("quay.io/r/release@sha256:amd64", Some("4.15.3".into()));
+    to_multi.architecture = Some(ArchitectureChange::ToMulti);
+    let asked = Sought::of(&view, &to_multi, Some(UpdateKind::Patch));
+    assert!(asked.migration && !asked.remaining, "{asked:?}");
+    // The migration under way: the target is the desired release.
+    let under_way = Sought::of(
+        &view,
+        &Target::image("quay.io/r/release@sha256:multi", Some("4.15.3".into())),
+        None,
+    );
+    assert!(under_way.migration && under_way.remaining, "{under_way:?}");
+    let plan = plan_of_view(&view, under_way);
+    assert_eq!(plan.control_plane.source, "none");
+    assert!(
+        plan.unknowns
+            .iter()
+            .any(|u| u
+                .starts_with("control plane: N/A: a migration to the multi-architecture payload")),
+        "{:?}",
+        plan.unknowns
+    );
+    let rc = Sought::of(
+        &view,
+        &Target::image("quay.io/r/release@sha256:rc", Some("4.16.0-rc.1".into())),
+        None,
+    );
+    assert!(rc.pre_release && !rc.migration && !rc.remaining, "{rc:?}");
+}
