@@ -156,7 +156,7 @@ fn plan_summary(
     clock: Timestamp,
 ) -> preflight_gate::model::results::PlanSummary {
     let ctx = checks::Context::new(view, target, clock);
-    let plan = preflight_gate::plan::plan(view, ctx.kind, ctx.now);
+    let plan = preflight_gate::plan::plan_to(view, target, ctx.kind, ctx.now);
     assert!(
         plan.pools
             .iter()

@@ -2,7 +2,9 @@
 //! drain. A batch whose drain a PodDisruptionBudget can never let through
 //! (it needs every one of its pods healthy, or its pods' replacements have
 //! no room on the pool's other nodes) blocks, naming the PDB and the node;
-//! one that must wait for replacements warns with the expected wait.
+//! one that must wait for a PDB's unhealthy pods to recover warns; rounds
+//! of replacements becoming healthy are routine, counted in the plan's
+//! duration, and pass saying so.
 //! PodDisruptionBudgetsAllowDrain looks at one PDB's allowed disruptions
 //! now; this check follows the plan's batches, where several of a PDB's
 //! pods may drain at once.
@@ -29,7 +31,7 @@ impl Check for DrainsComplete {
         if let Err(skip) = require(ctx.view, &["Node", "Pod", "PodDisruptionBudget"]) {
             return skip;
         }
-        let plan = crate::plan::plan(ctx.view, ctx.kind, ctx.now);
+        let plan = crate::plan::plan_to(ctx.view, ctx.target, ctx.kind, ctx.now);
         let batches: usize = plan
             .pools
             .iter()
@@ -45,12 +47,33 @@ impl Check for DrainsComplete {
             ))
             .with_items(&plan.blockers, 5)
             .with_url(URL)
-        } else if !plan.waits.is_empty() {
+        } else if plan
+            .pools
+            .iter()
+            .flat_map(|p| &p.batches)
+            .flat_map(|b| &b.holds)
+            .any(|h| h.outcome == crate::plan::Outcome::Waits && h.wait_seconds.is_none())
+        {
+            // A wait for unhealthy pods to recover: how long, the plan
+            // cannot know.
             Finding::warn(format!(
                 "every batch drains, some after a wait: {}",
                 list(&plan.waits, 3)
             ))
             .with_items(&plan.waits, 5)
+        } else if !plan.waits.is_empty() {
+            // Rounds of replacements becoming healthy: routine, and in the
+            // plan's figures.
+            Finding::pass(format!(
+                "every one of the plan's {batches} batches drains; {} {} for replacements to become healthy, counted in the plan's duration: {}",
+                plan.waits.len(),
+                if plan.waits.len() == 1 {
+                    "waits"
+                } else {
+                    "wait"
+                },
+                list(&plan.waits, 3)
+            ))
         } else {
             Finding::pass(format!(
                 "every one of the plan's {batches} batches drains without waiting for a PodDisruptionBudget"
@@ -130,9 +153,19 @@ mod tests {
         None,
         "2 batches of the update plan can never drain: worker batch 1 (a) cannot drain: PDB shop/db needs all 2"
     )]
-    #[case::waits_when_both_drain_at_once(
+    // Both pods drain at once and the PDB allows one: a round of
+    // replacements, counted in the plan, routine.
+    #[case::a_counted_wait_when_both_drain_at_once(
         pool(2),
         pdb(2, 1),
+        Outcome::Pass,
+        None,
+        "1 waits for replacements to become healthy, counted in the plan's duration: worker batch 1 (a, b) waits about 2m for PDB shop/db"
+    )]
+    // One of its two pods unhealthy: a wait the plan cannot count.
+    #[case::a_wait_for_unhealthy_pods(
+        pool(2),
+        pdb(1, 1),
         Outcome::Fail,
         Some(Severity::Warning),
         "every batch drains, some after a wait"

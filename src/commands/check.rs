@@ -175,7 +175,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
     progress.finish_and_clear();
     let ctx = Context::new(&view, &target, clock);
     let fit = window.map(|end| {
-        let plan = crate::plan::plan(ctx.view, ctx.kind, ctx.now);
+        let plan = crate::plan::plan_to(ctx.view, ctx.target, ctx.kind, ctx.now);
         decision::window_fit(end, start, plan.p90_seconds)
     });
     // The plan alone carries the window in the plan, and its exit code.

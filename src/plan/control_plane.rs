@@ -14,16 +14,30 @@ use crate::model::release::{UpdateKind, Version};
 pub const MIN_SAMPLES: usize = 3;
 
 /// How many of the most recent completed updates of the kind the P50 is
-/// read from (the P90 is read from all of them).
+/// read from.
 pub const RECENT: usize = 5;
+
+/// How many of the most recent completed updates of the kind the P90 is
+/// read from: recent enough that a cluster's slow years do not hold every
+/// window shut, enough of them that a slow update is in it
+/// (`cargo bench --bench plan_backtest` measured its coverage,
+/// docs/benchmarks.md).
+pub const RECENT_P90: usize = 20;
 
 /// One completed update of the history.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Completed {
     pub version: String,
     /// Patch, minor or major, from the version before it; `None` when
-    /// either version cannot be read.
+    /// either version cannot be read, for a pre-release step and for a
+    /// migration of the payload's architecture.
     pub kind: Option<UpdateKind>,
+    /// To or from an engineering candidate, release candidate or nightly:
+    /// no patch, whatever its numbers.
+    pub pre_release: bool,
+    /// The same version on another payload (a migration to the
+    /// multi-architecture one): no patch either.
+    pub migration: bool,
     pub seconds: u64,
     pub completed_at: Timestamp,
 }
@@ -34,12 +48,63 @@ pub struct Completed {
 pub struct ControlPlane {
     pub p50_seconds: u64,
     pub p90_seconds: u64,
-    /// `history` or `documented`.
+    /// `history`, `documented`, `done` (it has updated: only the pools
+    /// are left) or `none` (a migration of the payload's architecture,
+    /// which nobody estimates: oc says N/A).
     pub source: &'static str,
     /// How many completed updates it was computed from.
     pub samples: usize,
     /// What it was computed from, in words.
     pub basis: String,
+}
+
+impl ControlPlane {
+    /// The control plane has updated: nothing of it is left.
+    pub fn done() -> Self {
+        Self {
+            p50_seconds: 0,
+            p90_seconds: 0,
+            source: "done",
+            samples: 0,
+            basis:
+                "it has updated (the history's newest entry is Completed): only the pools are left"
+                    .to_owned(),
+        }
+    }
+
+    /// A migration to the multi-architecture payload: no estimate, as
+    /// `oc adm upgrade status` gives none (N/A); the documented range is
+    /// kept so that a window can still be judged, and said to be no
+    /// estimate.
+    pub fn migration() -> Self {
+        let (p50, p90) = CONTROL_PLANE_DOCUMENTED;
+        Self {
+            p50_seconds: p50,
+            p90_seconds: p90,
+            source: "none",
+            samples: 0,
+            basis: "N/A: a migration to the multi-architecture payload replaces every image, and neither the history nor oc adm upgrade status estimates it (oc says N/A); the documented 60 to 120 minutes stand in for it".to_owned(),
+        }
+    }
+}
+
+/// Whether `history[0]` is a migration of the payload's architecture
+/// under way: not completed, at the version the entry before it
+/// completed, on another image.
+pub fn migration_under_way(history: &[UpdateHistory]) -> bool {
+    match (history.first(), history.get(1)) {
+        (Some(now), Some(before)) => now.state != "Completed" && is_migration(before, now),
+        _ => false,
+    }
+}
+
+/// The same version, another image: the payload's architecture changed.
+fn is_migration(before: &UpdateHistory, entry: &UpdateHistory) -> bool {
+    !entry.version.is_empty()
+        && entry.version == before.version
+        && !entry.image.is_empty()
+        && !before.image.is_empty()
+        && entry.image != before.image
 }
 
 /// The completed updates of `history` (newest first, as the CVO writes
@@ -59,12 +124,19 @@ pub fn completed_updates(history: &[UpdateHistory], now: Timestamp) -> Vec<Compl
         if done > now || done < started {
             continue;
         }
-        let kind = Version::parse(&before.version)
-            .zip(Version::parse(&entry.version))
+        let versions = Version::parse(&before.version).zip(Version::parse(&entry.version));
+        let pre_release = versions
+            .as_ref()
+            .is_some_and(|(from, to)| from.pre.is_some() || to.pre.is_some());
+        let migration = is_migration(before, entry);
+        let kind = versions
+            .filter(|_| !pre_release && !migration)
             .map(|(from, to)| UpdateKind::between(&from, &to));
         completed.push(Completed {
             version: entry.version.clone(),
             kind,
+            pre_release,
+            migration,
             seconds: done.duration_since(started).as_secs().unsigned_abs(),
             completed_at: done,
         });
@@ -74,21 +146,38 @@ pub fn completed_updates(history: &[UpdateHistory], now: Timestamp) -> Vec<Compl
 }
 
 /// The P50 and P90 of the completed updates of `kind` (every completed
-/// update when the kind is not known), else the documented range.
+/// update but migrations when the kind is not known), else the documented
+/// range.
 pub fn estimate(completed: &[Completed], kind: Option<UpdateKind>) -> ControlPlane {
-    let mut seconds: Vec<u64> = completed
+    let seconds: Vec<u64> = completed
         .iter()
-        .filter(|c| kind.is_none() || c.kind == kind)
+        .filter(|c| match kind {
+            Some(_) => c.kind == kind,
+            None => !c.migration,
+        })
         .map(|c| c.seconds)
         .collect();
-    // The typical update is the recent ones' (a cluster's durations drift
-    // as it grows); how long one can take is the whole history's.
-    let mut recent = seconds[seconds.len().saturating_sub(RECENT)..].to_vec();
-    recent.sort_unstable();
     let what = match kind {
         Some(kind) => format!("{kind:?} updates").to_lowercase(),
         None => "updates (the update's kind is not known)".to_owned(),
     };
+    of(&seconds, &what)
+}
+
+/// The P50 and P90 of the completed pre-release steps (to or from an
+/// engineering candidate, release candidate or nightly), for a target
+/// that is one, else the documented range.
+pub fn estimate_pre_release(completed: &[Completed]) -> ControlPlane {
+    let seconds: Vec<u64> = completed
+        .iter()
+        .filter(|c| c.pre_release && !c.migration)
+        .map(|c| c.seconds)
+        .collect();
+    of(&seconds, "pre-release steps")
+}
+
+/// The estimate from `seconds`, oldest first, of updates of `what`.
+fn of(seconds: &[u64], what: &str) -> ControlPlane {
     if seconds.len() < MIN_SAMPLES {
         let (p50, p90) = CONTROL_PLANE_DOCUMENTED;
         return ControlPlane {
@@ -102,18 +191,26 @@ pub fn estimate(completed: &[Completed], kind: Option<UpdateKind>) -> ControlPla
             ),
         };
     }
-    seconds.sort_unstable();
-    let p90 = percentile(&seconds, 90);
-    let p50 = percentile(&recent, 50).min(p90);
+    // The typical update, and how long one can take, are the recent
+    // ones' (a cluster's durations drift as it grows).
+    let recent = |n: usize| {
+        let mut last = seconds[seconds.len().saturating_sub(n)..].to_vec();
+        last.sort_unstable();
+        last
+    };
+    let (p50s, p90s) = (recent(RECENT), recent(RECENT_P90));
+    let p90 = percentile(&p90s, 90);
+    let p50 = percentile(&p50s, 50).min(p90);
     ControlPlane {
         p50_seconds: p50,
         p90_seconds: p90,
         source: "history",
         samples: seconds.len(),
         basis: format!(
-            "this cluster's {} completed {what} (the P50 of the last {})",
+            "this cluster's {} completed {what} (the P50 of the last {}, the P90 of the last {})",
             seconds.len(),
-            recent.len(),
+            p50s.len(),
+            p90s.len(),
         ),
     }
 }
@@ -190,6 +287,80 @@ mod tests {
             ]
         );
         assert_eq!(estimate(&done, Some(UpdateKind::Minor)).samples, 1);
+    }
+
+    /// Steps between engineering candidates, release candidates and
+    /// nightlies are no patch updates, nor is a migration to the
+    /// multi-architecture payload at the same version.
+    #[test]
+    fn pre_release_steps_and_migrations_are_no_patches() {
+        let mut h = vec![
+            entry("4.16.2", 1, 200),
+            entry("4.16.2", 5, 60),
+            entry("4.16.1", 10, 50),
+            entry("4.16.0-rc.1", 20, 30),
+            entry("4.16.0-ec.3", 30, 20),
+            entry("4.16.0-0.nightly-2024-02-01-000000", 40, 25),
+            entry("4.15.0", 50, 40),
+        ];
+        h[0].image = "quay.io/r/release@sha256:multi".into();
+        h[1].image = "quay.io/r/release@sha256:amd64".into();
+        let done = completed_updates(&h, NOW.parse().unwrap());
+        let said: Vec<_> = done
+            .iter()
+            .map(|c| (c.version.as_str(), c.kind, c.pre_release, c.migration))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                ("4.16.0-0.nightly-2024-02-01-000000", None, true, false),
+                ("4.16.0-ec.3", None, true, false),
+                ("4.16.0-rc.1", None, true, false),
+                ("4.16.1", None, true, false),
+                ("4.16.2", Some(UpdateKind::Patch), false, false),
+                ("4.16.2", None, false, true),
+            ]
+        );
+        assert_eq!(estimate(&done, Some(UpdateKind::Patch)).samples, 1);
+        let pre = estimate_pre_release(&done);
+        // 20, 25, 30 and 50 minutes (4.16.1 is a step from a release candidate).
+        assert_eq!(
+            (pre.samples, pre.p50_seconds),
+            (4, 25 * 60),
+            "{}",
+            pre.basis
+        );
+        // A migration under way: no estimate, as oc says N/A.
+        h[0].state = "Partial".into();
+        assert!(migration_under_way(&h));
+        assert!(!migration_under_way(&h[1..]));
+        assert_eq!(ControlPlane::migration().source, "none");
+    }
+
+    /// The P90 is the recent updates', as the P50 is: years-old slow
+    /// updates no longer hold it up.
+    #[test]
+    fn the_p90_is_the_recent_updates() {
+        // Newest first: twenty patch updates of 60 minutes, then ten of 600.
+        let mut h: Vec<UpdateHistory> = (0..30)
+            .map(|i| {
+                let minutes = if i < 20 { 60 } else { 600 };
+                entry(&format!("4.15.{}", 40 - i), 1 + i as i64 * 10, minutes)
+            })
+            .collect();
+        h.push(entry("4.15.0", 400, 60));
+        let done = completed_updates(&h, NOW.parse().unwrap());
+        let cp = estimate(&done, Some(UpdateKind::Patch));
+        assert_eq!(
+            (cp.samples, cp.p50_seconds, cp.p90_seconds),
+            (30, 3600, 3600),
+            "{}",
+            cp.basis
+        );
+        assert_eq!(
+            cp.basis,
+            "this cluster's 30 completed patch updates (the P50 of the last 5, the P90 of the last 20)"
+        );
     }
 
     #[test]

@@ -26,7 +26,8 @@ pub use control_plane::ControlPlane;
 pub use drains::{Hold, Outcome};
 pub use nodes::NodePhases;
 
-use crate::model::release::UpdateKind;
+use crate::model::cluster_version::Target;
+use crate::model::release::{UpdateKind, Version};
 use crate::view::ClusterView;
 use crate::view::k8s::Node;
 use duration::words;
@@ -44,7 +45,8 @@ pub struct Plan {
     /// The master pool first, then by name.
     pub pools: Vec<PoolPlan>,
     /// The whole update, until every node of a pool that updates runs the
-    /// target: the control plane, then the slowest other pool.
+    /// target: the control plane, then the slowest other pool (never less
+    /// than a pool's own rollout); P90 from each part's own worst cases.
     pub p50_seconds: u64,
     pub p90_seconds: u64,
     /// Batches that can never drain, each naming its PDB and node.
@@ -55,6 +57,10 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// What the plan cannot know from the data, and what it took instead.
     pub unknowns: Vec<String>,
+    /// The outage the update is (a single node's update and reboot),
+    /// counted in the figures: no hold, a fact to plan for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub downtime: Vec<String>,
     /// The maintenance window the update must fit in, when one is given
     /// (`check --window-end`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -85,14 +91,21 @@ pub struct PoolPlan {
     /// Its nodes already unavailable (not Ready, cordoned, or as the
     /// pool's status counts them).
     pub unavailable: usize,
-    /// Nodes updated at once.
+    /// Its nodes already on the pool's target configuration, state Done,
+    /// when the target is the update under way: not planned again.
+    pub done: usize,
+    /// Nodes updated at once (the MCO starts the next as soon as one
+    /// returns).
     pub batch_size: usize,
     /// How long each node takes to update and to reboot once drained,
     /// and where those figures come from.
     pub node_phases: NodePhases,
     pub batches: Vec<Batch>,
-    /// The pool's rollout, batch after batch.
+    /// The pool's rollout, each node starting as soon as one returns.
     pub seconds: u64,
+    /// Its P90: the rollout with its slowest node's worst case (its pods'
+    /// whole grace periods, the phases' P90) added.
+    pub p90_seconds: u64,
     /// Some batch can never drain.
     pub blocked: bool,
 }
@@ -107,8 +120,14 @@ pub struct Batch {
     /// Pods the batch's drains evict; `None` without Pod data.
     pub evictions: Option<usize>,
     pub holds: Vec<Hold>,
+    /// Its nodes whose drain is failing now, each with the machine-config
+    /// daemon's message: the batch holds on them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failing: Vec<String>,
     /// Its slowest node.
     pub seconds: u64,
+    /// Its slowest node at P90.
+    pub p90_seconds: u64,
 }
 
 /// One node's update.
@@ -118,11 +137,59 @@ pub struct NodeStep {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evictions: Option<usize>,
-    /// Its drain: the longest grace period of its evictions plus the PDB
-    /// waits, else `oc adm upgrade status`' estimate.
+    /// Its drain: its evictions at once, each pod's shutdown the typical
+    /// one bounded by its grace period, plus the PDB waits; else
+    /// `oc adm upgrade status`' estimate.
     pub drain_seconds: u64,
+    /// Its drain's worst case: the longest grace period of its
+    /// evictions, plus the PDB waits.
+    pub drain_p90_seconds: u64,
+    /// The evicted pod whose grace period makes the worst case, when it
+    /// is longer than the typical shutdown: `namespace/name (grace)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub longest_grace: Option<String>,
     /// Drain, update and reboot (the pool's `nodePhases`).
     pub seconds: u64,
+    /// The same at P90.
+    pub p90_seconds: u64,
+}
+
+/// What the plan is of: the update's kind, and what the target is to the
+/// cluster.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sought {
+    /// Patch, minor or major, when known.
+    pub kind: Option<UpdateKind>,
+    /// The target is an engineering candidate, release candidate or
+    /// nightly: its control plane is estimated from pre-release steps.
+    pub pre_release: bool,
+    /// The target migrates the payload to another architecture: no
+    /// estimate of the control plane (oc says N/A).
+    pub migration: bool,
+    /// The target is the update under way or the release the cluster
+    /// runs: only what is left of it is planned (nodes already on their
+    /// pool's target configuration are done).
+    pub remaining: bool,
+}
+
+impl Sought {
+    /// What an update to `target` is, for the cluster `view` holds.
+    pub fn of(view: &ClusterView, target: &Target, kind: Option<UpdateKind>) -> Self {
+        let cv = view.cluster_version.as_ref();
+        let remaining = cv.is_some_and(|cv| cv.is_desired(target));
+        let history = cv.map_or(&[][..], |cv| &cv.status.history[..]);
+        Self {
+            kind,
+            pre_release: target
+                .version
+                .as_deref()
+                .and_then(Version::parse)
+                .is_some_and(|v| v.pre.is_some()),
+            migration: target.architecture.is_some()
+                || (remaining && control_plane::migration_under_way(history)),
+            remaining,
+        }
+    }
 }
 
 /// `namespace/name`.
@@ -135,14 +202,45 @@ pub(crate) fn qualified(namespace: &str, name: &str) -> String {
 }
 
 /// The plan of an update of `kind` (when known) for the cluster `view`
-/// holds, at `now`, the time of the data.
+/// holds, at `now`, the time of the data: every node updates.
 pub fn plan(view: &ClusterView, kind: Option<UpdateKind>, now: Timestamp) -> Plan {
+    plan_of(
+        view,
+        Sought {
+            kind,
+            ..Sought::default()
+        },
+        now,
+    )
+}
+
+/// The plan of the update to `target`: a target the cluster runs or is
+/// updating to plans only what is left of it.
+pub fn plan_to(
+    view: &ClusterView,
+    target: &Target,
+    kind: Option<UpdateKind>,
+    now: Timestamp,
+) -> Plan {
+    plan_of(view, Sought::of(view, target, kind), now)
+}
+
+/// The plan of the update `sought` says, at `now`.
+pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
     let history = view
         .cluster_version
         .as_ref()
         .map_or(&[][..], |cv| &cv.status.history[..]);
-    let control_plane =
-        control_plane::estimate(&control_plane::completed_updates(history, now), kind);
+    let completed = control_plane::completed_updates(history, now);
+    let control_plane = if sought.migration {
+        ControlPlane::migration()
+    } else if sought.remaining && history.first().is_some_and(|h| h.state == "Completed") {
+        ControlPlane::done()
+    } else if sought.pre_release {
+        control_plane::estimate_pre_release(&completed)
+    } else {
+        control_plane::estimate(&completed, sought.kind)
+    };
     let mut plan = Plan {
         schema_version: SCHEMA_VERSION,
         p50_seconds: 0,
@@ -152,10 +250,11 @@ pub fn plan(view: &ClusterView, kind: Option<UpdateKind>, now: Timestamp) -> Pla
         waits: Vec::new(),
         warnings: Vec::new(),
         unknowns: Vec::new(),
+        downtime: Vec::new(),
         window: None,
         control_plane,
     };
-    if plan.control_plane.source == "documented" {
+    if matches!(plan.control_plane.source, "documented" | "none") {
         plan.unknowns
             .push(format!("control plane: {}", plan.control_plane.basis));
     }
@@ -176,11 +275,6 @@ pub fn plan(view: &ClusterView, kind: Option<UpdateKind>, now: Timestamp) -> Pla
         );
     }
     let single_node = view.single_node();
-    if single_node {
-        plan.warnings.push(
-            "a single-node cluster: its one node reboots with every workload on it; no pod has another node to go to, and no PodDisruptionBudget is judged".to_owned(),
-        );
-    }
     let (members, inferred) = pools::members(view);
     if inferred && !members.is_empty() {
         plan.unknowns.push(
@@ -191,6 +285,7 @@ pub fn plan(view: &ClusterView, kind: Option<UpdateKind>, now: Timestamp) -> Pla
     let operator = pools::operator_node(view);
     let samples = nodes::samples(&view.machine_config_nodes);
     let have_mcns = view.has("MachineConfigNode");
+    let mut graces: Vec<(u64, String)> = Vec::new();
     for (name, nodes) in members {
         let phases = NodePhases::of(&samples, &name, have_mcns);
         let pool = pool_plan(
@@ -200,9 +295,13 @@ pub fn plan(view: &ClusterView, kind: Option<UpdateKind>, now: Timestamp) -> Pla
             phases,
             operator,
             &index,
-            have_pods,
-            single_node,
+            Facts {
+                have_pods,
+                single_node,
+                remaining: sought.remaining,
+            },
             &mut plan,
+            &mut graces,
         );
         plan.pools.push(pool);
     }
@@ -219,16 +318,77 @@ pub fn plan(view: &ClusterView, kind: Option<UpdateKind>, now: Timestamp) -> Pla
             plan.unknowns.push(line);
         }
     }
-    let slowest = plan
-        .pools
-        .iter()
-        .filter(|p| p.updates && p.name != pools::MASTER)
-        .map(|p| p.seconds)
-        .max()
-        .unwrap_or(0);
-    plan.p50_seconds = plan.control_plane.p50_seconds.saturating_add(slowest);
-    plan.p90_seconds = plan.control_plane.p90_seconds.saturating_add(slowest);
+    if have_pods && plan.pools.iter().any(|p| !p.batches.is_empty()) {
+        plan.unknowns.push(shutdowns(graces));
+    }
+    let rolling = plan.pools.iter().filter(|p| p.updates);
+    let others = rolling.clone().filter(|p| p.name != pools::MASTER);
+    let slowest = others.clone().map(|p| p.seconds).max().unwrap_or(0);
+    let slowest_p90 = others.map(|p| p.p90_seconds).max().unwrap_or(0);
+    let longest = rolling.clone().map(|p| p.seconds).max().unwrap_or(0);
+    let longest_p90 = rolling.map(|p| p.p90_seconds).max().unwrap_or(0);
+    let cp = &plan.control_plane;
+    if single_node {
+        // The one node's update and reboot is the outage: in the total,
+        // after the control plane, and named.
+        plan.p50_seconds = cp.p50_seconds.saturating_add(longest);
+        plan.p90_seconds = cp.p90_seconds.saturating_add(longest_p90);
+        if let Some((pool, node)) = plan.pools.iter().filter(|p| p.updates).find_map(|p| {
+            p.batches
+                .first()
+                .and_then(|b| b.nodes.first())
+                .map(|n| (p, n))
+        }) {
+            plan.downtime.push(format!(
+                "a single-node cluster: {} reboots with every workload on it: about {} of downtime (P90 {}), its update and reboot ({}), after its drain; counted in the total. No pod has another node to go to, and no PodDisruptionBudget is judged",
+                node.name,
+                words(pool.node_phases.after_drain()),
+                words(pool.node_phases.after_drain_p90()),
+                if pool.node_phases.update.source == "documented" {
+                    "oc adm upgrade status' estimates"
+                } else {
+                    "from the cluster's MachineConfigNodes"
+                },
+            ));
+        }
+    } else {
+        plan.p50_seconds = cp.p50_seconds.saturating_add(slowest).max(longest);
+        plan.p90_seconds = cp.p90_seconds.saturating_add(slowest_p90).max(longest_p90);
+    }
     plan
+}
+
+/// What every pool's plan is computed with.
+#[derive(Clone, Copy)]
+struct Facts {
+    have_pods: bool,
+    single_node: bool,
+    remaining: bool,
+}
+
+/// The line that says how drains are timed, naming the pods whose grace
+/// periods make the P90.
+fn shutdowns(mut graces: Vec<(u64, String)>) -> String {
+    graces.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    graces.dedup();
+    let mut line = format!(
+        "a pod's shutdown: each drain evicts its pods at once (as oc adm drain and the machine-config daemon do), each pod taken to shut down in {} or its grace period when shorter (an assumption: the P50), and in its whole grace period at the P90",
+        words(duration::TYPICAL_SHUTDOWN)
+    );
+    if !graces.is_empty() {
+        let named: Vec<String> = graces.iter().take(3).map(|(_, pod)| pod.clone()).collect();
+        line.push_str(&format!(
+            "; the grace periods that make the P90: {}",
+            crate::model::text::list(&named, 3)
+        ));
+    }
+    line
+}
+
+/// Whether the machine-config operator is updating the node now (it has
+/// cordoned it, or its daemon is working on it or failed).
+fn updating(node: &Node) -> bool {
+    node.drained_by_mco() || matches!(node.mco_state(), Some("Working" | "Degraded"))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -239,10 +399,15 @@ fn pool_plan<'a>(
     node_phases: NodePhases,
     operator: Option<&str>,
     index: &drains::Index<'a>,
-    have_pods: bool,
-    single_node: bool,
+    facts: Facts,
     plan: &mut Plan,
+    graces: &mut Vec<(u64, String)>,
 ) -> PoolPlan {
+    let Facts {
+        have_pods,
+        single_node,
+        remaining,
+    } = facts;
     let object = view
         .machine_config_pools
         .iter()
@@ -255,16 +420,27 @@ fn pool_plan<'a>(
         .filter(|n| pools::unavailable(n))
         .count()
         .max(usize::try_from(reported).unwrap_or(0));
+    // The work already done: nodes on the pool's target configuration,
+    // state Done, when the target is the update under way.
+    let target = object.and_then(|p| p.target_config());
+    let (done, work): (Vec<&Node>, Vec<&Node>) = nodes.iter().partition(|n| {
+        remaining
+            && target.is_some()
+            && n.current_config() == target
+            && n.mco_state() == Some("Done")
+    });
     let mut pool = PoolPlan {
         name: name.to_owned(),
         nodes: nodes.len(),
         updates: !paused,
         max_unavailable: pools::said(given),
         unavailable,
+        done: done.len(),
         batch_size: 0,
         node_phases,
         batches: Vec::new(),
         seconds: 0,
+        p90_seconds: 0,
         blocked: false,
     };
     if paused {
@@ -289,14 +465,29 @@ fn pool_plan<'a>(
             return pool;
         }
     };
-    pool.batch_size = match max.checked_sub(unavailable).filter(|c| *c > 0) {
+    if work.is_empty() {
+        return pool;
+    }
+    // What holds a slot of maxUnavailable through the whole rollout:
+    // nodes down or cordoned for another reason than the update, and
+    // nodes whose drain is failing now. Nodes the MCO is updating return,
+    // and the MCO starts the next as each one does.
+    let failing: Vec<&Node> = work
+        .iter()
+        .filter(|n| n.drain_failure().is_some())
+        .copied()
+        .collect();
+    let by_hand = nodes
+        .iter()
+        .filter(|n| pools::unavailable(n) && !updating(n))
+        .count();
+    let held = by_hand + failing.len();
+    pool.batch_size = match max.checked_sub(held).filter(|c| *c > 0) {
         Some(capacity) => capacity,
         None => {
-            if !nodes.is_empty() {
-                plan.warnings.push(format!(
-                    "pool {name}: {unavailable} of its nodes are unavailable and maxUnavailable allows {max}: it updates no node until they return, which the plan cannot know; batches of {max} are planned from then"
-                ));
-            }
+            plan.warnings.push(format!(
+                "pool {name}: {held} of its nodes are unavailable (down or cordoned by hand, or failing to drain) and maxUnavailable allows {max}: it updates no other node until they return, which the plan cannot know; {max} at a time are planned from then"
+            ));
             max
         }
     };
@@ -305,25 +496,52 @@ fn pool_plan<'a>(
     let deferred = (name == pools::MASTER && nodes.len() > 1)
         .then_some(operator)
         .flatten()
-        .filter(|op| nodes.iter().any(|n| n.name() == *op));
-    if name == pools::MASTER && nodes.len() > 1 && deferred.is_none() {
+        .filter(|op| work.iter().any(|n| n.name() == *op));
+    if name == pools::MASTER
+        && nodes.len() > 1
+        && operator.is_none_or(|op| !nodes.iter().any(|n| n.name() == op))
+    {
         plan.unknowns.push(
             "the machine-config-operator pod's node is not in the data: the plan cannot know which master the MCO updates last".to_owned(),
         );
     }
-    let ordered = pools::order(nodes.clone(), deferred);
+    // The MCO's order; the nodes it has started on first, those failing
+    // to drain before them.
+    let mut ordered = pools::order(work.clone(), deferred);
+    ordered.sort_by_key(|n| {
+        if Some(n.name()) == deferred {
+            3
+        } else if n.drain_failure().is_some() {
+            0
+        } else if updating(n) && pools::unavailable(n) {
+            1
+        } else {
+            2
+        }
+    });
+    let (stuck, rest): (Vec<&Node>, Vec<&Node>) =
+        ordered.iter().partition(|n| n.drain_failure().is_some());
     let (rest, last): (Vec<&Node>, Vec<&Node>) =
-        ordered.iter().partition(|n| Some(n.name()) != deferred);
+        rest.iter().partition(|n| Some(n.name()) != deferred);
     let mut chunks: Vec<Vec<&Node>> = rest
         .chunks(pool.batch_size.max(1))
         .map(<[&Node]>::to_vec)
         .collect();
+    if !stuck.is_empty() {
+        match chunks.first_mut() {
+            Some(first) => first.splice(0..0, stuck.iter().copied()).for_each(drop),
+            None => chunks.push(stuck.clone()),
+        }
+    }
     if !last.is_empty() {
         chunks.push(last);
     }
     // The room on the pool's nodes, once; each batch leaves its own out.
     let room = drains::Room::new(index, &nodes);
     let after_drain = pool.node_phases.after_drain();
+    let after_drain_p90 = pool.node_phases.after_drain_p90();
+    let mut order: Vec<(u64, u64)> = Vec::new();
+    let mut stuck_times: Vec<(u64, u64)> = Vec::new();
     for (i, batch) in chunks.into_iter().enumerate() {
         let holds = if have_pods && !single_node {
             index.holds(&batch, &room)
@@ -334,27 +552,50 @@ fn pool_plan<'a>(
             .iter()
             .map(|node| {
                 let evicted = index.evictions(node.name());
-                let drain = if have_pods {
-                    let grace = evicted
+                let (drain, drain_p90, longest) = if have_pods {
+                    let typical = evicted
                         .iter()
-                        .map(|p| duration::grace(p.termination_grace_period_seconds))
+                        .map(|p| {
+                            duration::shutdown(duration::grace(p.termination_grace_period_seconds))
+                        })
                         .max()
                         .unwrap_or(0);
+                    let worst = evicted
+                        .iter()
+                        .map(|p| (duration::grace(p.termination_grace_period_seconds), p))
+                        .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.name.cmp(&a.1.name)));
+                    let longest =
+                        worst
+                            .filter(|(g, _)| *g > duration::TYPICAL_SHUTDOWN)
+                            .map(|(g, p)| {
+                                graces.push((
+                                    g,
+                                    format!("{} ({})", qualified(&p.namespace, &p.name), words(g)),
+                                ));
+                                format!("{} ({})", qualified(&p.namespace, &p.name), words(g))
+                            });
                     let wait = holds
                         .iter()
                         .filter(|h| h.nodes.iter().any(|n| n == node.name()))
                         .filter_map(|h| h.wait_seconds)
                         .max()
                         .unwrap_or(0);
-                    grace.saturating_add(wait)
+                    (
+                        typical.saturating_add(wait),
+                        worst.map_or(0, |(g, _)| g).saturating_add(wait),
+                        longest,
+                    )
                 } else {
-                    duration::DRAIN_UNKNOWN
+                    (duration::DRAIN_UNKNOWN, duration::DRAIN_UNKNOWN, None)
                 };
                 NodeStep {
                     name: node.name().to_owned(),
                     evictions: have_pods.then_some(evicted.len()),
                     drain_seconds: drain,
+                    drain_p90_seconds: drain_p90,
+                    longest_grace: longest,
                     seconds: duration::node(drain, after_drain),
+                    p90_seconds: duration::node(drain_p90, after_drain_p90),
                 }
             })
             .collect();
@@ -383,16 +624,48 @@ fn pool_plan<'a>(
                 )),
             }
         }
+        let mut failing = Vec::new();
+        for (node, step) in batch.iter().zip(&steps) {
+            match node.drain_failure() {
+                Some(message) => {
+                    plan.warnings.push(format!(
+                        "{name} batch {number} holds: the drain of {} is failing now; its machine-config daemon reports \"{}\"; the batch waits until it drains, for a time the plan cannot know",
+                        node.name(),
+                        crate::model::text::clean(message, 300)
+                    ));
+                    failing.push(node.name().to_owned());
+                    stuck_times.push((step.seconds, step.p90_seconds));
+                }
+                None => order.push((step.seconds, step.p90_seconds)),
+            }
+        }
         let seconds = steps.iter().map(|s| s.seconds).max().unwrap_or(0);
-        pool.seconds = pool.seconds.saturating_add(seconds);
+        let p90_seconds = steps.iter().map(|s| s.p90_seconds).max().unwrap_or(0);
         pool.batches.push(Batch {
             number,
             evictions: have_pods.then(|| steps.iter().filter_map(|s| s.evictions).sum()),
             nodes: steps,
             holds,
+            failing,
             seconds,
+            p90_seconds,
         });
     }
+    // The rolling window: each node starts as soon as a slot returns; a
+    // node failing to drain keeps its own slot (outside the batch size)
+    // and ends no sooner than its own time. The P90: the rollout with
+    // one node at its worst case (its pods' whole grace periods, the
+    // phases' P90), the largest such spread; nodes' worst cases are
+    // independent, and all of them at once is no P90 of the whole.
+    let stuck_p50 = stuck_times.iter().map(|t| t.0).max().unwrap_or(0);
+    let spread = order
+        .iter()
+        .chain(&stuck_times)
+        .map(|(p50, p90)| p90.saturating_sub(*p50))
+        .max()
+        .unwrap_or(0);
+    pool.seconds = duration::rollout(order.iter().map(|t| t.0), pool.batch_size).max(stuck_p50);
+    pool.p90_seconds = pool.seconds.saturating_add(spread);
     pool
 }
 

@@ -39,6 +39,9 @@ pub struct Sample {
 #[serde(rename_all = "camelCase")]
 pub struct Phase {
     pub seconds: u64,
+    /// Its P90: the nearest-rank P90 of the same nodes' times, the
+    /// documented default when there are none (no spread known).
+    pub p90_seconds: u64,
     /// `machineconfignodes` or `documented`.
     pub source: &'static str,
     /// How many nodes' times it was computed from.
@@ -95,6 +98,13 @@ impl NodePhases {
     /// `update + reboot`, the part of a node's time after its drain.
     pub fn after_drain(&self) -> u64 {
         self.update.seconds.saturating_add(self.reboot.seconds)
+    }
+
+    /// The same at P90: each phase's own worst cases.
+    pub fn after_drain_p90(&self) -> u64 {
+        self.update
+            .p90_seconds
+            .saturating_add(self.reboot.p90_seconds)
     }
 
     /// The phases of `pool`'s nodes from `samples` (every node's, each
@@ -186,6 +196,7 @@ fn phase(samples: &[Sample], pool: &str, loaded: bool, which: Which) -> Phase {
     let what = which.what();
     let from = |times: &[u64], whose: String| Phase {
         seconds: percentile(times, 50),
+        p90_seconds: percentile(times, 90),
         source: "machineconfignodes",
         samples: times.len(),
         basis: format!("the median {what} of {whose}, from their MachineConfigNodes' phase times"),
@@ -214,6 +225,7 @@ fn phase(samples: &[Sample], pool: &str, loaded: bool, which: Which) -> Phase {
         };
         Phase {
             seconds: which.default(),
+            p90_seconds: which.default(),
             source: "documented",
             samples: all.len(),
             basis: format!(

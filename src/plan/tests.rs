@@ -4,7 +4,9 @@
 use rstest::rstest;
 use serde_json::{Value, json};
 
-use super::duration::{DEFAULT_GRACE, DRAIN_UNKNOWN, NODE_REBOOT, NODE_UPDATE, REPLACEMENT_READY};
+use super::duration::{
+    DEFAULT_GRACE, DRAIN_UNKNOWN, NODE_REBOOT, NODE_UPDATE, REPLACEMENT_READY, TYPICAL_SHUTDOWN,
+};
 use super::*;
 
 const NOW: &str = "2026-11-30T12:00:00Z";
@@ -24,6 +26,14 @@ fn plan_of(objects: Vec<Value>) -> Plan {
         Some(UpdateKind::Patch),
         NOW.parse().unwrap(),
     )
+}
+
+fn plan_of_sought(objects: Vec<Value>, sought: Sought) -> Plan {
+    plan_of_view(&view(objects), sought)
+}
+
+fn plan_of_view(view: &ClusterView, sought: Sought) -> Plan {
+    super::plan_of(view, sought, NOW.parse().unwrap())
 }
 
 fn node(name: &str, role: &str, zone: &str, created: &str, ready: bool) -> Value {
@@ -198,10 +208,20 @@ fn a_batch_that_waits_warns_with_its_wait_and_the_wait_counts() {
 }
 
 #[rstest]
-#[case::default_grace(vec![pod("p", "w1", json!({}), None)], DEFAULT_GRACE)]
-#[case::longest_grace(vec![pod("p", "w1", json!({}), Some(90)), pod("q", "w1", json!({}), Some(10))], 90)]
-#[case::nothing_to_evict(vec![], 0)]
-fn a_drain_is_its_longest_grace_period(#[case] pods: Vec<Value>, #[case] drain: u64) {
+#[case::default_grace(vec![pod("p", "w1", json!({}), None)], DEFAULT_GRACE, DEFAULT_GRACE, None)]
+// Pods shut down at once: the drain is the slowest's shutdown, its grace
+// period bounding it; the worst case the longest grace period.
+#[case::a_grace_period_is_a_ceiling(vec![pod("p", "w1", json!({}), Some(90)), pod("q", "w1", json!({}), Some(10))],
+    TYPICAL_SHUTDOWN, 90, Some("shop/p (1m)"))]
+#[case::the_router(vec![pod("router-default-1", "w1", json!({}), Some(3600)), pod("q", "w1", json!({}), None)],
+    TYPICAL_SHUTDOWN, 3600, Some("shop/router-default-1 (1h00m)"))]
+#[case::nothing_to_evict(vec![], 0, 0, None)]
+fn a_drain_is_its_pods_shutting_down_at_once(
+    #[case] pods: Vec<Value>,
+    #[case] drain: u64,
+    #[case] worst: u64,
+    #[case] longest: Option<&str>,
+) {
     let mut objects = vec![
         pool("worker", json!(1), false),
         json!({"kind": "Pod", "metadata": {"name": "x", "namespace": "y"}}),
@@ -209,7 +229,210 @@ fn a_drain_is_its_longest_grace_period(#[case] pods: Vec<Value>, #[case] drain: 
     objects.extend(workers(2));
     objects.extend(pods);
     let plan = plan_of(objects);
-    assert_eq!(plan.pools[0].batches[0].nodes[0].drain_seconds, drain);
+    let step = &plan.pools[0].batches[0].nodes[0];
+    assert_eq!(
+        (
+            step.drain_seconds,
+            step.drain_p90_seconds,
+            step.longest_grace.as_deref()
+        ),
+        (drain, worst, longest),
+        "{step:?}"
+    );
+    assert_eq!(step.p90_seconds, worst + NODE_UPDATE + NODE_REBOOT);
+    let said = plan
+        .unknowns
+        .iter()
+        .find(|u| u.starts_with("a pod's shutdown"))
+        .unwrap();
+    match longest {
+        Some(pod) => assert!(
+            said.ends_with(&format!("the grace periods that make the P90: {pod}")),
+            "{said}"
+        ),
+        None => assert!(!said.contains("make the P90"), "{said}"),
+    }
+}
+
+/// Three workers, each with a router whose grace period is an hour: a
+/// worker is about its update and reboot, not an hour and ten minutes;
+/// the P90 keeps the hour.
+#[test]
+fn a_routers_hour_of_grace_is_the_p90_not_the_plan() {
+    let mut objects = vec![pool("worker", json!(1), false)];
+    objects.extend(workers(3));
+    for i in 0..3 {
+        objects.push(pod(
+            &format!("router-{i}"),
+            &format!("w{i}"),
+            json!({}),
+            Some(3600),
+        ));
+    }
+    let plan = plan_of(objects);
+    let worker = &plan.pools[0];
+    let node = TYPICAL_SHUTDOWN + NODE_UPDATE + NODE_REBOOT;
+    assert_eq!(worker.seconds, 3 * node);
+    // One router at its whole hour of grace.
+    assert_eq!(worker.p90_seconds, 3 * node + 3600 - TYPICAL_SHUTDOWN);
+    // The documented control plane, then the worker pool.
+    assert_eq!(plan.p50_seconds, 3600 + 3 * node);
+    // What an engineer gives a 3-worker cluster: 1h15m to 1h45m.
+    assert!(
+        (75 * 60..=105 * 60).contains(&plan.p50_seconds),
+        "{}",
+        plan.p50_seconds
+    );
+}
+
+/// A worker of the pool `rendered-worker-2` targets, with the daemon's
+/// annotations.
+fn annotated(name: &str, current: &str, state: &str, reason: &str) -> Value {
+    let mut n = node(name, "worker", "a", "2024-01-01T00:00:00Z", true);
+    n["metadata"]["annotations"] = json!({
+        "machineconfiguration.openshift.io/currentConfig": current,
+        "machineconfiguration.openshift.io/state": state,
+        "machineconfiguration.openshift.io/reason": reason});
+    n
+}
+
+fn targeting(max_unavailable: Value) -> Value {
+    let mut p = pool("worker", max_unavailable, false);
+    p["spec"]["configuration"] = json!({"name": "rendered-worker-2"});
+    p
+}
+
+#[test]
+fn nodes_already_on_the_target_are_not_planned_again_for_the_update_under_way() {
+    let objects = vec![
+        targeting(json!(1)),
+        annotated("w0", "rendered-worker-2", "Done", ""),
+        annotated("w1", "rendered-worker-2", "Done", ""),
+        annotated("w2", "rendered-worker-1", "Done", ""),
+        // On the target, still working: not done.
+        annotated("w3", "rendered-worker-2", "Working", ""),
+    ];
+    let under_way = plan_of_sought(
+        objects.clone(),
+        Sought {
+            remaining: true,
+            ..Sought::default()
+        },
+    );
+    let worker = &under_way.pools[0];
+    assert_eq!(worker.done, 2);
+    let planned: Vec<String> = batches(&under_way, "worker").concat();
+    assert_eq!(planned.len(), 2, "{planned:?}");
+    assert!(
+        planned.iter().all(|n| n == "w2" || n == "w3"),
+        "{planned:?}"
+    );
+    // Another target: every node takes its new configuration.
+    let next = plan_of(objects);
+    assert_eq!(
+        (next.pools[0].done, batches(&next, "worker").concat().len()),
+        (0, 4)
+    );
+}
+
+#[test]
+fn nothing_left_plans_nothing() {
+    let plan = plan_of_sought(
+        vec![
+            targeting(json!(1)),
+            annotated("w0", "rendered-worker-2", "Done", ""),
+            annotated("w1", "rendered-worker-2", "Done", ""),
+            json!({"kind": "ClusterVersion", "metadata": {"name": "version"},
+                   "status": {"history": [
+                       {"state": "Completed", "version": "4.15.3", "startedTime": "2026-11-29T10:00:00Z", "completionTime": "2026-11-29T11:00:00Z"},
+                       {"state": "Completed", "version": "4.15.2", "startedTime": "2026-11-01T10:00:00Z", "completionTime": "2026-11-01T11:00:00Z"}]}}),
+        ],
+        Sought {
+            remaining: true,
+            ..Sought::default()
+        },
+    );
+    assert_eq!(plan.control_plane.source, "done");
+    assert!(plan.pools[0].batches.is_empty());
+    assert_eq!((plan.p50_seconds, plan.p90_seconds), (0, 0));
+}
+
+#[test]
+fn a_drain_failing_now_holds_its_batch_naming_the_node_and_the_daemons_message() {
+    let message = "failed to drain node: w1 after 1 hour. Please see machine-config-controller logs for more information";
+    let mut stuck = annotated("w1", "rendered-worker-1", "Degraded", message);
+    stuck["spec"] = json!({"unschedulable": true});
+    let plan = plan_of(vec![
+        targeting(json!(2)),
+        annotated("w0", "rendered-worker-1", "Done", ""),
+        stuck,
+        annotated("w2", "rendered-worker-1", "Done", ""),
+    ]);
+    let worker = &plan.pools[0];
+    // The failing node keeps its slot: one other node at a time.
+    assert_eq!(worker.batch_size, 1);
+    assert_eq!(worker.batches[0].failing, ["w1"]);
+    assert_eq!(batches(&plan, "worker")[0][0], "w1");
+    assert_eq!(
+        plan.warnings,
+        [format!(
+            "worker batch 1 holds: the drain of w1 is failing now; its machine-config daemon reports \"{message}\"; the batch waits until it drains, for a time the plan cannot know"
+        )]
+    );
+    assert!(plan.blockers.is_empty());
+}
+
+#[test]
+fn a_slow_node_does_not_hold_back_the_next_batch() {
+    // maxUnavailable 2: w3 and w1 start, w3 with seven replicas to wait
+    // for, one round each; w2 and w0 start as each slot returns.
+    let mut objects = vec![
+        pool("worker", json!(2), false),
+        json!({"kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": "shop"},
+               "spec": {"selector": {"matchLabels": {"app": "db"}}},
+               "status": {"expectedPods": 9, "currentHealthy": 9, "desiredHealthy": 8}}),
+    ];
+    objects.extend(workers(4));
+    for i in 0..8 {
+        objects.push(pod(
+            &format!("db-{i}"),
+            "w3",
+            json!({"app": "db"}),
+            Some(10),
+        ));
+    }
+    let plan = plan_of(objects);
+    let worker = &plan.pools[0];
+    let node = NODE_UPDATE + NODE_REBOOT;
+    let slow = 10 + 7 * REPLACEMENT_READY + node;
+    assert_eq!(
+        worker.batches.iter().map(|b| b.seconds).collect::<Vec<_>>(),
+        [slow, node]
+    );
+    // Whole batches would take slow + node; the window refills: w1, w2
+    // and w0 go one after the other beside w3.
+    assert_eq!(worker.seconds, 3 * node);
+    assert!(worker.seconds < slow + node, "{worker:?}");
+}
+
+#[test]
+fn a_single_node_says_its_outage_and_counts_it() {
+    let plan = plan_of(vec![
+        pool("master", json!(null), false),
+        node("sno", "master", "a", "2024-01-01T00:00:00Z", true),
+        json!({"kind": "Infrastructure", "metadata": {"name": "cluster"},
+               "status": {"controlPlaneTopology": "SingleReplica", "infrastructureTopology": "SingleReplica"}}),
+    ]);
+    let master = &plan.pools[0];
+    assert!(plan.p50_seconds >= master.seconds, "{plan:?}");
+    assert_eq!(plan.p50_seconds, 3600 + master.seconds);
+    assert_eq!(plan.downtime.len(), 1, "{plan:?}");
+    assert!(
+        plan.downtime[0].starts_with("a single-node cluster: sno reboots with every workload on it: about 10m of downtime (P90 10m)"),
+        "{}",
+        plan.downtime[0]
+    );
+    assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
 }
 
 #[test]
@@ -304,4 +527,46 @@ fn a_nodes_update_and_reboot_come_from_its_machine_config_nodes(
         plan.unknowns
     );
     assert!(said.len() <= 1, "{said:?}");
+}
+
+/// A migration to the multi-architecture payload, asked for or under way,
+/// gets no control-plane estimate, as oc says N/A; a pre-release target
+/// is estimated from pre-release steps.
+#[test]
+fn what_the_target_is_to_the_cluster() {
+    use crate::model::cluster_version::{ArchitectureChange, Target};
+    let cv = json!({"kind": "ClusterVersion", "metadata": {"name": "version"},
+        "status": {"desired": {"version": "4.15.3", "image": "quay.io/r/release@sha256:multi"},
+                   "history": [
+            {"state": "Partial", "version": "4.15.3", "image": "quay.io/r/release@sha256:multi", "startedTime": "2026-11-30T10:00:00Z"},
+            {"state": "Completed", "version": "4.15.3", "image": "quay.io/r/release@sha256:amd64",
+             "startedTime": "2026-11-01T10:00:00Z", "completionTime": "2026-11-01T11:00:00Z"}]}});
+    let view = view(vec![cv]);
+    let mut to_multi = Target::image("quay.io/r/release@sha256:amd64", Some("4.15.3".into()));
+    to_multi.architecture = Some(ArchitectureChange::ToMulti);
+    let asked = Sought::of(&view, &to_multi, Some(UpdateKind::Patch));
+    assert!(asked.migration && !asked.remaining, "{asked:?}");
+    // The migration under way: the target is the desired release.
+    let under_way = Sought::of(
+        &view,
+        &Target::image("quay.io/r/release@sha256:multi", Some("4.15.3".into())),
+        None,
+    );
+    assert!(under_way.migration && under_way.remaining, "{under_way:?}");
+    let plan = plan_of_view(&view, under_way);
+    assert_eq!(plan.control_plane.source, "none");
+    assert!(
+        plan.unknowns
+            .iter()
+            .any(|u| u
+                .starts_with("control plane: N/A: a migration to the multi-architecture payload")),
+        "{:?}",
+        plan.unknowns
+    );
+    let rc = Sought::of(
+        &view,
+        &Target::image("quay.io/r/release@sha256:rc", Some("4.16.0-rc.1".into())),
+        None,
+    );
+    assert!(rc.pre_release && !rc.migration && !rc.remaining, "{rc:?}");
 }

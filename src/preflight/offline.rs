@@ -120,7 +120,7 @@ pub fn evaluate(
 /// are (the snapshot's own time, else `clock`), as the status keeps it.
 fn plan_of(view: &ClusterView, target: &Target, clock: Timestamp) -> PlanSummary {
     let ctx = crate::checks::Context::new(view, target, clock);
-    let plan = crate::plan::plan(view, ctx.kind, ctx.now);
+    let plan = crate::plan::plan_to(view, target, ctx.kind, ctx.now);
     crate::plan::status::summary(&plan, ctx.now)
 }
 

@@ -78,11 +78,22 @@ impl Clearance {
 pub fn plan_clearance(plan: &crate::plan::Plan) -> Clearance {
     if !plan.blockers.is_empty() || plan.window.as_ref().is_some_and(|w| !w.fits) {
         Clearance::Blocked
-    } else if !plan.waits.is_empty() || !plan.warnings.is_empty() {
+    } else if !plan.warnings.is_empty() || waits_uncounted(plan) {
         Clearance::ClearWithWarnings
     } else {
         Clearance::Clear
     }
+}
+
+/// Whether some drain waits for a PDB for a time the plan cannot count (its
+/// unhealthy pods must recover first): a hold. A wait the plan counts (a
+/// round of replacements becoming healthy) is routine, in its figures.
+fn waits_uncounted(plan: &crate::plan::Plan) -> bool {
+    plan.pools
+        .iter()
+        .flat_map(|p| &p.batches)
+        .flat_map(|b| &b.holds)
+        .any(|h| h.outcome == crate::plan::Outcome::Waits && h.wait_seconds.is_none())
 }
 
 /// What a target that changes nothing is.
@@ -248,9 +259,12 @@ impl Report {
             summary: crate::model::standing::summary(&results, &standings),
             results,
             standings,
-            plan: no_change
-                .is_none()
-                .then(|| crate::plan::plan(ctx.view, ctx.kind, ctx.now)),
+            // A target the cluster runs or updates to plans what is left
+            // of it, when anything is (pools still rolling), else nothing.
+            plan: Some(crate::plan::plan_to(
+                ctx.view, ctx.target, ctx.kind, ctx.now,
+            ))
+            .filter(|p| no_change.is_none() || p.pools.iter().any(|p| !p.batches.is_empty())),
             no_change,
             migration,
         }
@@ -366,9 +380,12 @@ impl Report {
                 } else {
                     ""
                 };
-                format!(
-                    "{counts}. No change: {already}; nothing to update, and nothing is planned.{problems}"
-                )
+                let planned = if self.plan.is_some() {
+                    "nothing to update; what is left of it, the nodes still to roll, is planned"
+                } else {
+                    "nothing to update, and nothing is planned"
+                };
+                format!("{counts}. No change: {already}; {planned}.{problems}")
             }
         }
     }

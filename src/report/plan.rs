@@ -19,13 +19,25 @@ const MAX_LINES: usize = 10;
 /// The plan as text; `color` only affects the tables.
 pub fn plan_table(plan: &Plan, color: bool) -> String {
     let cp = &plan.control_plane;
+    let control_plane = match cp.source {
+        "done" => format!("done: {}", clean(&cp.basis, 300)),
+        "none" => format!(
+            "N/A (shown as P50 {}, P90 {}): {}",
+            words(cp.p50_seconds),
+            words(cp.p90_seconds),
+            clean(&cp.basis, 300)
+        ),
+        _ => format!(
+            "P50 {}, P90 {}, from {}",
+            words(cp.p50_seconds),
+            words(cp.p90_seconds),
+            clean(&cp.basis, 300)
+        ),
+    };
     let mut out = format!(
-        "Plan: about {} (P90 {}), the control plane then the slowest pool\n  control plane: P50 {}, P90 {}, from {}\n",
+        "Plan: about {} (P90 {}), the control plane then the slowest pool\n  control plane: {control_plane}\n",
         words(plan.p50_seconds),
         words(plan.p90_seconds),
-        words(cp.p50_seconds),
-        words(cp.p90_seconds),
-        clean(&cp.basis, 300),
     );
     if let Some(window) = &plan.window {
         out.push_str(&format!(
@@ -52,16 +64,22 @@ pub fn plan_table(plan: &Plan, color: bool) -> String {
             out.push_str(", paused: not updated\n");
             continue;
         }
+        let done = if pool.done > 0 {
+            format!(", {} already on the target configuration", pool.done)
+        } else {
+            String::new()
+        };
         if pool.batches.is_empty() {
-            out.push_str(", nothing planned\n");
+            out.push_str(&format!("{done}, nothing planned\n"));
             continue;
         }
         out.push_str(&format!(
-            ", maxUnavailable {}, {} unavailable, batches of {}, about {}{}\n",
+            "{done}, maxUnavailable {}, {} unavailable, {} at a time, about {} (P90 {}){}\n",
             clean(&pool.max_unavailable, 20),
             pool.unavailable,
             pool.batch_size,
             words(pool.seconds),
+            words(pool.p90_seconds),
             if pool.blocked {
                 ", never completes"
             } else {
@@ -71,6 +89,7 @@ pub fn plan_table(plan: &Plan, color: bool) -> String {
         out.push_str(&format!("{}\n", batches(pool, color)));
     }
     for (title, lines) in [
+        ("Downtime", &plan.downtime),
         ("Blocked", &plan.blockers),
         ("Waits", &plan.waits),
         ("Holds", &plan.warnings),
@@ -117,7 +136,14 @@ fn batches(pool: &crate::plan::PoolPlan, color: bool) -> Table {
                 };
                 format!("PDB {}: {how}", clean(&h.pdb, 200))
             })
+            .chain(
+                batch
+                    .failing
+                    .iter()
+                    .map(|n| format!("drain failing on {}", clean(n, 200))),
+            )
             .collect();
+        let failing = !batch.failing.is_empty();
         let blockers = match batch
             .holds
             .iter()
@@ -127,6 +153,9 @@ fn batches(pool: &crate::plan::PoolPlan, color: bool) -> Table {
                 Outcome::Waits => 1,
                 Outcome::Unknown => 2,
             }) {
+            _ if failing && batch.holds.iter().all(|h| h.outcome != Outcome::Never) => {
+                Cell::new(holds.join("\n")).fg(Color::Yellow)
+            }
             None => Cell::new("none"),
             Some(Outcome::Never) => Cell::new(holds.join("\n")).fg(Color::Red),
             Some(_) => Cell::new(holds.join("\n")).fg(Color::Yellow),
@@ -140,7 +169,11 @@ fn batches(pool: &crate::plan::PoolPlan, color: bool) -> Table {
                     .map_or("unknown".to_owned(), |e| e.to_string()),
             ),
             blockers,
-            Cell::new(words(batch.seconds)),
+            Cell::new(format!(
+                "{} (P90 {})",
+                words(batch.seconds),
+                words(batch.p90_seconds)
+            )),
         ]);
     }
     table

@@ -49,6 +49,12 @@ pub struct NodeAddress {
 /// an update (`drain-<config>`; `uncordon-<config>` once done).
 pub(crate) const DESIRED_DRAIN: &str = "machineconfiguration.openshift.io/desiredDrain";
 
+/// The machine-config daemon's annotations of a node: its state, why
+/// (when Degraded), and the rendered configuration it runs.
+pub(crate) const MCO_STATE: &str = "machineconfiguration.openshift.io/state";
+pub(crate) const MCO_REASON: &str = "machineconfiguration.openshift.io/reason";
+pub(crate) const CURRENT_CONFIG: &str = "machineconfiguration.openshift.io/currentConfig";
+
 impl Node {
     pub fn name(&self) -> &str {
         &self.metadata.name
@@ -56,6 +62,31 @@ impl Node {
 
     pub fn ready(&self) -> bool {
         super::openshift::is_true(&self.status.conditions, "Ready")
+    }
+
+    /// The machine-config daemon's state of the node
+    /// (`machineconfiguration.openshift.io/state`: `Done`, `Working`,
+    /// `Degraded`), when it says.
+    pub fn mco_state(&self) -> Option<&str> {
+        self.metadata.annotations.get(MCO_STATE).map(String::as_str)
+    }
+
+    /// The rendered configuration the node runs
+    /// (`machineconfiguration.openshift.io/currentConfig`).
+    pub fn current_config(&self) -> Option<&str> {
+        self.metadata
+            .annotations
+            .get(CURRENT_CONFIG)
+            .map(String::as_str)
+    }
+
+    /// The machine-config daemon's message when the node's drain is
+    /// failing now ("failed to drain node … after 1 hour", with the state
+    /// `Degraded`).
+    pub fn drain_failure(&self) -> Option<&str> {
+        let reason = self.metadata.annotations.get(MCO_REASON)?;
+        (self.mco_state() == Some("Degraded") && reason.contains("failed to drain"))
+            .then_some(reason.as_str())
     }
 
     /// Cordoned by the machine-config daemon for an update, rather than by hand.

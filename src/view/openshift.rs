@@ -40,6 +40,15 @@ pub struct MachineConfigPoolSpec {
     /// How many of the pool's nodes may update at once: a count or a
     /// percentage (`"10%"`); the MCO takes 1 when it is not set.
     pub max_unavailable: Option<k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
+    /// The rendered configuration the pool's nodes are to run.
+    pub configuration: Option<RenderedConfig>,
+}
+
+/// A rendered MachineConfig, by name.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct RenderedConfig {
+    pub name: String,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -51,6 +60,20 @@ pub struct MachineConfigPoolStatus {
     pub updated_machine_count: i64,
     pub degraded_machine_count: i64,
     pub unavailable_machine_count: i64,
+    /// The rendered configuration the pool's updated nodes run.
+    pub configuration: Option<RenderedConfig>,
+}
+
+impl MachineConfigPool {
+    /// The rendered configuration its nodes are to run: the spec's, else
+    /// the status's.
+    pub fn target_config(&self) -> Option<&str> {
+        [&self.spec.configuration, &self.status.configuration]
+            .into_iter()
+            .flatten()
+            .map(|c| c.name.as_str())
+            .find(|n| !n.is_empty())
+    }
 }
 
 impl MachineConfigPool {

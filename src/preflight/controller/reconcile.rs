@@ -589,7 +589,7 @@ pub(crate) fn plan_of(
     clock: Timestamp,
 ) -> PlanSummary {
     let ctx = crate::checks::Context::new(view, target, clock);
-    let plan = crate::plan::plan(view, ctx.kind, ctx.now);
+    let plan = crate::plan::plan_to(view, target, ctx.kind, ctx.now);
     crate::plan::status::summary(&plan, ctx.now)
 }
 
