@@ -350,11 +350,11 @@ mod tests {
         let now = fixture::NOW.parse().unwrap();
         let plan = crate::plan::plan(&view, Some(crate::model::UpdateKind::Patch), now);
         assert!(
-            plan.warnings
+            plan.downtime
                 .iter()
-                .any(|w| w.starts_with("a single-node cluster: its one node reboots")),
+                .any(|w| w.starts_with("a single-node cluster: ") && w.contains(" of downtime")),
             "{:?}",
-            plan.warnings
+            plan.downtime
         );
     }
 

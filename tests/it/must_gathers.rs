@@ -756,11 +756,11 @@ fn a_single_node_cluster_is_recognised_from_its_nodes() {
         Timestamp::now(),
     );
     assert!(
-        plan.warnings
+        plan.downtime
             .iter()
-            .any(|w| w.starts_with("a single-node cluster: its one node reboots")),
+            .any(|w| w.starts_with("a single-node cluster: ") && w.contains(" of downtime")),
         "{:?}",
-        plan.warnings
+        plan.downtime
     );
 }
 
