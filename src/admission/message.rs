@@ -325,7 +325,15 @@ pub(crate) fn failed(
     m.push('\n');
     m.push_str(&report_hint(result));
     m.push('\n');
-    m.push_str(&override_hint(target, failing, terms, accept_risks_field));
+    // The command overwrites the accept, so it carries what is accepted
+    // already beside what fails, each with what it finds now.
+    let mut offered: Vec<&CheckResult> = failing.to_vec();
+    offered.extend(
+        accepted
+            .iter()
+            .filter(|c| !failing.iter().any(|f| f.name == c.name)),
+    );
+    m.push_str(&override_hint(target, &offered, terms, accept_risks_field));
     m
 }
 

@@ -975,6 +975,13 @@ fn accepting_some_failing_checks_still_denies_the_rest() {
         "preflight for 4.15.3 failed: 1 blocking check failed\n- ClusterOperatorsHealthy"
     ));
     assert!(v.message.contains("Accepted as risks: NodesReady"));
+    // The command overwrites the accept: it keeps what is accepted already.
+    assert!(
+        v.message
+            .contains("preflight.dev/accept=ClusterOperatorDown,KubeNodeNotReady "),
+        "{}",
+        v.message
+    );
 }
 
 #[rstest]

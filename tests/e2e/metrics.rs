@@ -159,7 +159,8 @@ fn an_accept_asks_again_when_a_check_finds_more_than_it_was_written_against() {
         "{}",
         denied.stderr
     );
-    // The denial's own command records what the checks find now.
+    // The denial's own command records what the checks find now, the one
+    // still accepted included, since it overwrites the accept.
     assert!(
         denied.stderr.contains(r#"preflight.dev/accept-findings='{"ClusterOperatorsHealthy":["machine-config Degraded"],"MachineConfigPoolsHealthy":["master Degraded","worker Degraded"]}'"#),
         "{}",
