@@ -354,8 +354,14 @@ fn a_scrape_after_a_blocked_update_says_so_and_passes_promtool() {
     );
     let accepted = world.kubectl(User::Bob, &merge_patch_args("4.15.3", &[]));
     assert!(accepted.ok, "{}", accepted.stderr);
-    // Recorded once the gate's watch sees the change stored.
-    let after = world.wait_for_metric("preflight_gate_update_blocked", BLOCKED_4153, |v| v == 0.0);
+    // Recorded once the gate's watch sees the change stored: the target
+    // unblocked, then the override counted once its Event is created.
+    const ACCEPTS: &[&str] = &[r#"kind="accept_risks""#];
+    let accepts_before = metric(&after_denial, "preflight_gate_overrides_total", ACCEPTS);
+    world.wait_for_metric("preflight_gate_update_blocked", BLOCKED_4153, |v| v == 0.0);
+    let after = world.wait_for_metric("preflight_gate_overrides_total", ACCEPTS, |v| {
+        v > accepts_before
+    });
     assert_eq!(
         metric(&after, "preflight_gate_update_blocked", BLOCKED_4153),
         0.0
@@ -367,17 +373,10 @@ fn a_scrape_after_a_blocked_update_says_so_and_passes_promtool() {
             &[]
         ) > denied_at
     );
+    // Counted once, not once per replica or per review.
     assert_eq!(
-        metric(
-            &after,
-            "preflight_gate_overrides_total",
-            &[r#"kind="accept_risks""#]
-        ),
-        metric(
-            &after_denial,
-            "preflight_gate_overrides_total",
-            &[r#"kind="accept_risks""#]
-        ) + 1.0
+        metric(&after, "preflight_gate_overrides_total", ACCEPTS),
+        accepts_before + 1.0
     );
     wait_for_fresh_event(
         world,
