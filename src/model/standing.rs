@@ -222,8 +222,10 @@ pub fn known(name: &str, results: &[CheckResult]) -> bool {
             .any(|r| r.name == name || r.risks.iter().any(|risk| risk == name))
 }
 
-/// Kinds of honoured override, as a metric label: what let a blocked update through.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Kinds of honoured override, as a metric label: what let a blocked update
+/// through. Its metric counts every kind from zero ([`strum::EnumIter`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumIter, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum OverrideKind {
     Force,
     DesiredUpdateForce,
@@ -232,11 +234,7 @@ pub enum OverrideKind {
 
 impl OverrideKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Force => "force",
-            Self::DesiredUpdateForce => "desired_update_force",
-            Self::AcceptRisks => "accept_risks",
-        }
+        self.into()
     }
 }
 

@@ -11,7 +11,8 @@ use crate::model::cluster_version::Target;
 use crate::model::standing::OverrideKind;
 
 /// Why a request was decided as it was. A bounded set, used as a metric label.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumIter, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Reason {
     /// Not a request the gate decides on (status, delete, another object).
     NotGated,
@@ -30,6 +31,12 @@ pub enum Reason {
     ClaimWritten,
     /// A write of `preflight.dev/` claims that is refused.
     ClaimRefused,
+    /// `spec.desiredUpdate.force` set by someone not allowed to override:
+    /// the gate's own refusal, not a preflight failure.
+    ForceRefused,
+    /// A change of what the cluster trusts (`spec.upstream`, signature
+    /// stores, overrides, capabilities) by someone not allowed to override.
+    TrustChangeRefused,
     /// The release's object is not a result the gate vouches for.
     NotVouched,
     /// The target image is named by a tag, which can move after a check.
@@ -41,25 +48,7 @@ pub enum Reason {
 
 impl Reason {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NotGated => "not_gated",
-            Self::NoTargetChange => "no_target_change",
-            Self::Cleared => "cleared",
-            Self::PreflightMode => "preflight_mode",
-            Self::Passed => "passed",
-            Self::Overridden => "overridden",
-            Self::RisksAccepted => "risks_accepted",
-            Self::PendingAllowed => "pending_allowed",
-            Self::Failed => "failed",
-            Self::Pending => "pending",
-            Self::UnknownVersion => "unknown_version",
-            Self::Malformed => "malformed",
-            Self::ClaimWritten => "claim_written",
-            Self::ClaimRefused => "claim_refused",
-            Self::NotVouched => "not_vouched",
-            Self::NotADigest => "not_a_digest",
-            Self::OutsideWindow => "outside_window",
-        }
+        self.into()
     }
 }
 
@@ -236,4 +225,36 @@ pub(super) fn needs_authorization(
         asked: Asked::Override,
         verb: Verb::Override,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Reason;
+    use crate::model::standing::OverrideKind;
+    use strum::IntoEnumIterator;
+
+    /// The metric labels are the names docs/metrics.md gives, in its order,
+    /// each once: a new reason or override kind is documented as it lands.
+    #[test]
+    fn every_reason_and_override_kind_is_the_label_docs_metrics_lists() {
+        let docs = include_str!("../../../docs/metrics.md");
+        let row = |label: &str| -> Vec<String> {
+            let line = docs
+                .lines()
+                .find(|l| l.starts_with(&format!("| {label} |")))
+                .unwrap_or_else(|| panic!("docs/metrics.md has no {label} row"));
+            line.split('|')
+                .nth(2)
+                .unwrap()
+                .split(',')
+                .map(|v| v.trim().trim_matches('`').to_owned())
+                .collect()
+        };
+        let reasons: Vec<String> = Reason::iter().map(|r| r.as_str().to_owned()).collect();
+        assert_eq!(reasons, row("`reason`"));
+        let kinds: Vec<String> = OverrideKind::iter()
+            .map(|k| k.as_str().to_owned())
+            .collect();
+        assert_eq!(kinds, row("`kind` (overrides)"));
+    }
 }

@@ -33,7 +33,7 @@ pub(super) fn forces(old: Option<&ClusterVersion>, new: &ClusterVersion) -> bool
 /// verb, whatever the preflight says.
 pub(super) fn force_write(request: &Request, decision: Decision) -> Decision {
     let refused = Verdict::deny(
-        Reason::Failed,
+        Reason::ForceRefused,
         403,
         message::force_refused(&request.user.username),
     );
@@ -54,7 +54,7 @@ pub(super) fn force_write(request: &Request, decision: Decision) -> Decision {
 /// the write.
 pub(super) fn trust_write(request: &Request, fields: &[&str], decision: Decision) -> Decision {
     let refused = Verdict::deny(
-        Reason::Failed,
+        Reason::TrustChangeRefused,
         403,
         message::trust_change_refused(&request.user.username, fields),
     );
