@@ -11,9 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use jiff::Timestamp;
 
 use crate::model::results::{PlanSummary, check_name, duration_words, shown_check_name};
-use crate::model::standing::{WINDOW_END, WindowFit};
+use crate::model::text::at;
 pub use crate::model::text::clean;
 use crate::model::text::{is_format, shell_json, shell_list, shell_word};
+use crate::model::window::{WINDOW_END, WindowFit};
 
 use super::overrides::{
     ACCEPT, ACCEPT_FINDINGS, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL, CLAIMED_BY,
@@ -571,11 +572,6 @@ pub(crate) const MAX_PLAN_LINE: usize = 400;
 /// The pool whose rollout the control plane's figure already holds.
 const MASTER_POOL: &str = "master";
 
-/// A time as a denial says it: to the second.
-fn at(time: Timestamp) -> String {
-    time.round(jiff::Unit::Second).unwrap_or(time).to_string()
-}
-
 /// The update plan (`status.plan`) in one line: the expected duration,
 /// the batches of each pool that adds to it, and the first batch that can
 /// never drain. With a window, where its P90 ends against the window's.
@@ -637,18 +633,6 @@ pub(crate) fn is_plan_warning(warning: &str) -> bool {
     warning.starts_with(PLAN_WARNING)
 }
 
-/// How the plan meets the window, in words: `its P90 of 2h00m from now
-/// ends …, after the maintenance window's end … (<what>)`.
-pub fn window_words(fit: &WindowFit, what: &str) -> String {
-    format!(
-        "its P90 of {} from now ends {}, {} the maintenance window's end {} ({what})",
-        duration_words(fit.p90_seconds),
-        at(fit.p90_end),
-        if fit.fits() { "by" } else { "after" },
-        at(fit.end),
-    )
-}
-
 /// How to move or remove the window, as commands to copy.
 fn window_hint() -> String {
     format!(
@@ -668,7 +652,7 @@ pub(crate) fn outside_window(
     format!(
         "preflight for {}: the update may not finish within the maintenance window: {}\n{}\n{}\n{}",
         target.display(),
-        window_words(fit, WINDOW_END),
+        fit.words(WINDOW_END),
         plan_line(plan, None),
         window_hint(),
         override_hint(target, &[], terms, false),
@@ -679,7 +663,7 @@ pub(crate) fn outside_window(
 pub(crate) fn outside_window_note(fit: &WindowFit) -> String {
     format!(
         "Nor may it finish within the maintenance window: {}.",
-        window_words(fit, WINDOW_END)
+        fit.words(WINDOW_END)
     )
 }
 

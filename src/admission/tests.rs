@@ -2116,11 +2116,11 @@ const WINDOW: &str = "preflight.dev/window-end";
 #[case::a_second_short("2026-11-30T15:04:59Z", false)]
 #[case::p50_fits_p90_does_not("2026-11-30T14:30:00Z", false)]
 fn the_window_rule_is_now_plus_the_p90(#[case] end: &str, #[case] fits: bool) {
-    let fit = decision::window_fit(end.parse().unwrap(), now(), 11100);
+    let fit = crate::model::window::WindowFit::new(end.parse().unwrap(), now(), 11100);
     assert_eq!(fit.p90_end, "2026-11-30T15:05:00Z".parse().unwrap());
     assert_eq!(fit.fits(), fits);
     assert_eq!(
-        decision::window_fit(now(), now(), u64::MAX).p90_end,
+        crate::model::window::WindowFit::new(now(), now(), u64::MAX).p90_end,
         Timestamp::MAX
     );
 }

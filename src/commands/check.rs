@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::admission::{decision, message};
 use crate::checks::{self, Context};
 use crate::cli::CheckArgs;
+use crate::model::CheckResult;
 use crate::model::release::is_image;
 use crate::model::standing::{self, Exemptions};
-use crate::model::{CheckResult, Outcome, Severity};
+use crate::model::window::{self, WindowFit};
 use crate::report::{Format, Report};
 use crate::suite;
 use crate::view::ClusterView;
@@ -145,7 +145,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
     let window = args
         .window_end
         .as_deref()
-        .map(|text| decision::window_end("--window-end", text, start, None))
+        .map(|text| window::end("--window-end", text, start, None))
         .transpose()
         .map_err(CheckError::Window)?;
     progress.set_message(format!("running {} checks", checks::catalogue().len()));
@@ -176,11 +176,11 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
     let ctx = Context::new(&view, &target, clock);
     let fit = window.map(|end| {
         let plan = crate::plan::plan_to(ctx.view, ctx.target, ctx.kind, ctx.now);
-        decision::window_fit(end, start, plan.p90_seconds)
+        WindowFit::new(end, start, plan.p90_seconds)
     });
     // The plan alone carries the window in the plan, and its exit code.
     if let Some(fit) = fit.as_ref().filter(|_| !args.plan_only) {
-        results.push(window_result(fit));
+        results.push(fit.finding("--window-end"));
     }
     if !args.allow_unknown_accept
         && !args.plan_only
@@ -197,32 +197,6 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         });
     }
     Ok((report, args.output))
-}
-
-/// The finding of `--window-end`: the webhook's window rule, as a result
-/// the report counts (a blocking failure when the plan does not fit), and
-/// that no name accepts (`standing::MAINTENANCE_WINDOW`).
-fn window_result(fit: &decision::WindowFit) -> CheckResult {
-    let words = message::window_words(fit, "--window-end");
-    let (outcome, text) = if fit.fits() {
-        (
-            Outcome::Pass,
-            format!("the update fits the maintenance window: {words}"),
-        )
-    } else {
-        (
-            Outcome::Fail,
-            format!(
-                "the update may not finish within the maintenance window: {words}; update in a window that ends later, or make the update shorter (docs/plan.md)"
-            ),
-        )
-    };
-    CheckResult::new(
-        standing::MAINTENANCE_WINDOW,
-        Severity::Blocking,
-        outcome,
-        text,
-    )
 }
 
 /// A spinner on stderr when it is a terminal; hidden otherwise.
@@ -283,6 +257,7 @@ fn live(kubeconfig: PathBuf, progress: &ProgressBar) -> Result<ClusterView, Chec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Outcome, Severity};
     use clap::Parser;
 
     /// `check` of the embedded sample for 4.14.12 at a fixed time, its one
@@ -310,7 +285,7 @@ mod tests {
         report
             .results
             .iter()
-            .find(|r| r.name == standing::MAINTENANCE_WINDOW)
+            .find(|r| r.name == window::MAINTENANCE_WINDOW)
             .expect("a MaintenanceWindow result")
     }
 
@@ -385,7 +360,7 @@ mod tests {
             !report
                 .results
                 .iter()
-                .any(|r| r.name == standing::MAINTENANCE_WINDOW)
+                .any(|r| r.name == window::MAINTENANCE_WINDOW)
         );
         assert!(report.plan.unwrap().window.is_none());
     }

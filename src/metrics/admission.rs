@@ -76,11 +76,7 @@ impl AdmissionMetrics {
             )?,
         )?;
         // From zero, so that `increase()` sees the first override too.
-        for kind in [
-            OverrideKind::Force,
-            OverrideKind::DesiredUpdateForce,
-            OverrideKind::AcceptRisks,
-        ] {
+        for kind in <OverrideKind as strum::IntoEnumIterator>::iter() {
             overrides.with_label_values(&[kind.as_str()]);
         }
         let unstored = register(

@@ -33,6 +33,7 @@ pub mod standing;
 pub mod status;
 pub mod text;
 pub mod vouch;
+pub mod window;
 
 pub use cluster_version::{ClusterVersion, Resolution, Target};
 pub use finding::Finding;

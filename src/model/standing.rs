@@ -12,14 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::results::{CheckResult, FailurePolicy, Outcome, Severity, Summary};
 use super::risks;
+use super::window::MAINTENANCE_WINDOW;
 
 /// The built-in check for admin gates without their ack.
 pub const ADMIN_ACKS_MISSING: &str = "AdminAcksMissing";
-
-/// The finding of `check --window-end`: whether the update fits the
-/// maintenance window. The window is the administrator's own rule, so no
-/// name accepts it: moving the window, or an override, is the way on.
-pub const MAINTENANCE_WINDOW: &str = "MaintenanceWindow";
 
 /// Whether any name may accept `result`. A missing admin ack may not: the
 /// CVO holds a minor update until the ack is in `openshift-config/admin-acks`,
@@ -226,46 +222,10 @@ pub fn known(name: &str, results: &[CheckResult]) -> bool {
             .any(|r| r.name == name || r.risks.iter().any(|risk| risk == name))
 }
 
-/// The annotation on the ClusterVersion that ends the maintenance window an
-/// update must fit in: an RFC 3339 time. A `preflight.dev/` claim, so
-/// writing it needs the `override` verb and `preflight.dev/claimed-by`.
-pub const WINDOW_END: &str = "preflight.dev/window-end";
-
-/// How an update's plan meets a maintenance window: the webhook's window
-/// rule (`admission::decision`) and `check --window-end` build it alike.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WindowFit {
-    /// The window's end.
-    pub end: jiff::Timestamp,
-    /// When the update ends at its P90, started at the time given.
-    pub p90_end: jiff::Timestamp,
-    /// The plan's P90, in seconds.
-    pub p90_seconds: u64,
-}
-
-impl WindowFit {
-    /// An update of P90 `p90_seconds` started at `now`, against a window
-    /// ending at `end`.
-    pub fn new(end: jiff::Timestamp, now: jiff::Timestamp, p90_seconds: u64) -> Self {
-        let p90_end = i64::try_from(p90_seconds)
-            .ok()
-            .and_then(|s| now.checked_add(jiff::SignedDuration::from_secs(s)).ok())
-            .unwrap_or(jiff::Timestamp::MAX);
-        Self {
-            end,
-            p90_end,
-            p90_seconds,
-        }
-    }
-
-    /// Whether the update ends, at its P90, by the window's end.
-    pub fn fits(&self) -> bool {
-        self.p90_end <= self.end
-    }
-}
-
-/// Kinds of honoured override, as a metric label: what let a blocked update through.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Kinds of honoured override, as a metric label: what let a blocked update
+/// through. Its metric counts every kind from zero ([`strum::EnumIter`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumIter, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum OverrideKind {
     Force,
     DesiredUpdateForce,
@@ -274,11 +234,7 @@ pub enum OverrideKind {
 
 impl OverrideKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Force => "force",
-            Self::DesiredUpdateForce => "desired_update_force",
-            Self::AcceptRisks => "accept_risks",
-        }
+        self.into()
     }
 }
 

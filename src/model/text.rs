@@ -183,6 +183,11 @@ pub fn shell_word(value: &str) -> String {
     shlex::try_quote(&value).map_or_else(|_| "''".to_owned(), |q| q.into_owned())
 }
 
+/// A time as messages give it: to the second, in RFC 3339.
+pub fn at(time: jiff::Timestamp) -> String {
+    time.round(jiff::Unit::Second).unwrap_or(time).to_string()
+}
+
 /// `value` as JSON, one word of a shell command: cleaned and quoted as
 /// [`shell_word`], but never cut, which would leave no JSON.
 pub fn shell_json(value: &impl serde::Serialize) -> String {
