@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::super::audit;
-use super::super::message;
-use super::super::overrides::{self, ForceClaim, ForceKind};
-use super::super::review::Request;
 use super::Policy;
 use super::verdict::{Effect, EventNote, Reason, Verdict};
+use crate::admission::audit;
+use crate::admission::message;
+use crate::admission::overrides::{self, ForceClaim, ForceKind};
+use crate::admission::review::Request;
 use crate::model::cluster_version::{ClusterVersion, Target};
 use crate::model::standing::OverrideKind;
 

@@ -4,16 +4,16 @@
 
 use jiff::Timestamp;
 
-use super::super::audit;
-use super::super::message;
-use super::super::ports::Lookup;
-use super::super::review::Request;
 use super::claims::Approval;
 use super::verdict::{Effect, EventNote, Reason, Verdict};
-use super::window::WindowBasis;
 use super::{OnPending, Policy};
+use crate::admission::audit;
+use crate::admission::message;
+use crate::admission::ports::Lookup;
+use crate::admission::review::Request;
 use crate::model::cluster_version::Target;
 use crate::model::release::Version;
+use crate::model::results::PlanSummary;
 use crate::model::standing::{Exemptions, OverrideKind};
 use crate::model::vouch::{NotVouched, vouch};
 use crate::model::window::WindowFit;
@@ -105,6 +105,17 @@ impl Judgement<'_> {
             basis: WindowBasis::NoResult,
         }
     }
+}
+
+/// What the maintenance window has to go by.
+pub(super) enum WindowBasis<'a> {
+    /// Fresh results with a plan, and how the plan meets the window when
+    /// its end could be read.
+    Plan(&'a PlanSummary, Option<WindowFit>),
+    /// Fresh results written without a plan (by a gate from before plans).
+    NoPlan,
+    /// No fresh results: the verdict is pending, or the result is refused.
+    NoResult,
 }
 
 /// A request judged by fresh results of its target.

@@ -4,15 +4,15 @@
 
 use jiff::Timestamp;
 
-use super::super::message;
-use super::super::overrides::{self, ForceClaim};
-use super::super::ports::{Lookup, ResultLookup};
-use super::super::review::Request;
 use super::Policy;
 use super::claims::{Approval, forced, spec_generation, suggested_until};
-use super::results::{Fresh, Judgement, Results, pending, results_for};
+use super::results::{Fresh, Judgement, Results, WindowBasis, pending, results_for};
 use super::verdict::{Decision, Reason, Verdict, needs_authorization};
-use super::window::{WindowBasis, WindowLimits};
+use super::window::WindowLimits;
+use crate::admission::message;
+use crate::admission::overrides::{self, ForceClaim};
+use crate::admission::ports::{Lookup, ResultLookup};
+use crate::admission::review::Request;
 use crate::model::cluster_version::{ClusterVersion, Resolution, Target, same_target};
 use crate::model::standing::Exemptions;
 use crate::model::window::{self, WINDOW_END, WindowFit};

@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use super::super::audit;
-use super::super::message;
-use super::super::ports::Verb;
-use super::super::review::{Request, UserInfo};
+use crate::admission::audit;
+use crate::admission::message;
+use crate::admission::ports::Verb;
+use crate::admission::review::{Request, UserInfo};
 use crate::model::cluster_version::Target;
 use crate::model::standing::OverrideKind;
 

@@ -7,23 +7,10 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::super::message;
-use super::results::Judgement;
+use super::results::{Judgement, WindowBasis};
 use super::verdict::{Effect, EventNote, Reason, Verdict};
+use crate::admission::message;
 use crate::model::cluster_version::Target;
-use crate::model::results::PlanSummary;
-use crate::model::window::WindowFit;
-
-/// What the maintenance window has to go by.
-pub(super) enum WindowBasis<'a> {
-    /// Fresh results with a plan, and how the plan meets the window when
-    /// its end could be read.
-    Plan(&'a PlanSummary, Option<WindowFit>),
-    /// Fresh results written without a plan (by a gate from before plans).
-    NoPlan,
-    /// No fresh results: the verdict is pending, or the result is refused.
-    NoResult,
-}
 
 /// What a window's verdict needs besides the window.
 pub(super) struct WindowLimits<'a> {

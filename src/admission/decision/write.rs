@@ -5,16 +5,16 @@
 
 use jiff::Timestamp;
 
-use super::super::audit;
-use super::super::message;
-use super::super::overrides;
-use super::super::ports::Verb;
-use super::super::review::Request;
 use super::Policy;
 use super::claims::spec_generation;
 use super::verdict::{
     Asked, Decision, Effect, EventNote, PendingOverride, Reason, Verdict, granted_if_authorized,
 };
+use crate::admission::audit;
+use crate::admission::message;
+use crate::admission::overrides;
+use crate::admission::ports::Verb;
+use crate::admission::review::Request;
 use crate::model::cluster_version::ClusterVersion;
 use crate::model::window::{self, WINDOW_END};
 
