@@ -4,12 +4,12 @@
 //! override, is asked for through [`Decision::NeedsAuthorization`].
 //!
 //! Its files follow the steps of a decision, in order:
-//! - [`write`]: what the write changes besides the target (`force`, what
+//! - [`mod@write`]: what the write changes besides the target (`force`, what
 //!   the cluster trusts, `preflight.dev/` claims), each a question for the
 //!   `override` or `window` verb;
 //! - [`target`]: the target the write asks for, and its decision from the
 //!   results, the window and the claims;
-//! - [`results`]: what the target's cached results say ([`Judgement`]);
+//! - [`results`]: what the target's cached results say ([`results::Judgement`]);
 //! - [`claims`]: who wrote the claims, four eyes, and a force override;
 //! - [`window`]: the maintenance window's limits on the verdict;
 //! - [`verdict`]: the answer and the question it may wait for.

@@ -135,7 +135,7 @@ pub enum Authorization {
     Unavailable(String),
 }
 
-/// The outcome of [`decide`].
+/// The outcome of [`super::decide`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
     Final(Verdict),
