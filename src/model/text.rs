@@ -177,10 +177,14 @@ pub(crate) fn excerpt(message: Option<&str>, max: usize) -> String {
 /// in it (`$`, quotes, back quotes, spaces, `;`...); a plain word such as
 /// `4.15.3` or `NodesReady` stays as it is.
 pub fn shell_word(value: &str) -> String {
-    let value = clean(value, 512);
-    // `clean` leaves no NUL, the one thing `shlex` cannot quote; an empty
-    // word, should it ever fail, is still one harmless argument.
-    shlex::try_quote(&value).map_or_else(|_| "''".to_owned(), |q| q.into_owned())
+    quoted(&clean(value, 512))
+}
+
+/// `value`, cleaned, as one shell word. `clean` leaves no NUL, the one
+/// thing `shlex` cannot quote; an empty word, should it ever fail, is
+/// still one harmless argument.
+fn quoted(value: &str) -> String {
+    shlex::try_quote(value).map_or_else(|_| "''".to_owned(), |q| q.into_owned())
 }
 
 /// A time as messages give it: to the second, in RFC 3339.
@@ -192,8 +196,7 @@ pub fn at(time: jiff::Timestamp) -> String {
 /// [`shell_word`], but never cut, which would leave no JSON.
 pub fn shell_json(value: &impl serde::Serialize) -> String {
     let json = serde_json::to_string(value).unwrap_or_default();
-    let json = clean(&json, json.chars().count());
-    shlex::try_quote(&json).map_or_else(|_| "''".to_owned(), |q| q.into_owned())
+    quoted(&clean(&json, json.chars().count()))
 }
 
 /// Names as one word of a shell command, comma-separated (`A,B,'C;D'`):

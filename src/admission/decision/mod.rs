@@ -3,7 +3,8 @@
 //! Pure and sync; the only outside input, whether the requester may
 //! override, is asked for through [`Decision::NeedsAuthorization`].
 //!
-//! Its files follow the steps of a decision, in order:
+//! Its files follow the steps of a decision (`decide` takes the target's
+//! first, then what else the write changes):
 //! - [`mod@write`]: what the write changes besides the target (`force`, what
 //!   the cluster trusts, `preflight.dev/` claims), each a question for the
 //!   `override` or `window` verb;
