@@ -88,7 +88,7 @@ fn bench(c: &mut Criterion) {
         let id = format!("{name} ({object_kb} KiB per object)");
         group.bench_with_input(BenchmarkId::new("lean", &id), &body, |b, body| {
             b.iter(|| {
-                let request = review::parse(black_box(body)).unwrap();
+                let request: review::Request = review::parse(black_box(body)).unwrap();
                 let decision = decide(&request, &source, &policy, now);
                 black_box(decision)
             })
@@ -120,7 +120,7 @@ fn percentiles() {
         let mut samples: Vec<std::time::Duration> = (0..5_000)
             .map(|_| {
                 let started = std::time::Instant::now();
-                let request = review::parse(black_box(&body)).unwrap();
+                let request: review::Request = review::parse(black_box(&body)).unwrap();
                 black_box(decide(&request, &source, &policy, now));
                 started.elapsed()
             })

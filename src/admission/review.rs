@@ -3,19 +3,16 @@
 
 use std::collections::BTreeMap;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::model::cluster_version::{self, ClusterVersion, ConditionalUpdate, Release, Spec};
-use crate::model::meta::{Metadata, null_as_default};
+use crate::model::cluster_version::ClusterVersion;
 
-/// The kind of object this webhook reviews.
-pub(crate) const GROUP: &str = "config.openshift.io";
-pub(crate) const RESOURCE: &str = "clusterversions";
-
-/// The parts of an `AdmissionReview` request that the gate reads.
+/// The parts of an `AdmissionReview` request that the gate reads, with its
+/// objects of kind `O`.
 #[derive(Debug)]
-pub struct Request {
+pub struct Request<O = ClusterVersion> {
     pub uid: String,
     pub api_version: String,
     pub operation: Operation,
@@ -23,8 +20,8 @@ pub struct Request {
     pub name: String,
     pub user: UserInfo,
     pub dry_run: bool,
-    pub object: Option<ClusterVersion>,
-    pub old_object: Option<ClusterVersion>,
+    pub object: Option<O>,
+    pub old_object: Option<O>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -67,60 +64,20 @@ pub struct Malformed {
     pub message: String,
 }
 
-/// A ClusterVersion as a review carries it, read only as far as the
-/// decision needs: into the one model [`ClusterVersion`], with the status
-/// lists the decision never reads (history, conditions, the risks of
-/// conditional updates) left empty. A review of a cluster with 500
-/// conditional updates is so read in one pass that builds none of them.
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct WireClusterVersion {
-    metadata: Metadata,
-    spec: Spec,
-    status: WireStatus,
+/// A kind of object the gate reviews: what its reviews name, and how its
+/// object is read off the wire. Each kind's reviews come to their own path,
+/// so the body is read once, straight into the kind's lean shape.
+pub trait Reviewable: Sized {
+    /// The API group and resource its reviews name, and its kind.
+    const GROUP: &'static str;
+    const RESOURCE: &'static str;
+    const KIND: &'static str;
+    /// The object as a review carries it, read only as far as the decision needs.
+    type Wire: DeserializeOwned + Into<Self>;
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-struct WireStatus {
-    desired: Release,
-    #[serde(deserialize_with = "null_as_default")]
-    available_updates: Vec<Release>,
-    #[serde(deserialize_with = "null_as_default")]
-    conditional_updates: Vec<WireConditionalUpdate>,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct WireConditionalUpdate {
-    release: Release,
-}
-
-impl From<WireClusterVersion> for ClusterVersion {
-    fn from(wire: WireClusterVersion) -> Self {
-        Self {
-            metadata: wire.metadata,
-            spec: wire.spec,
-            status: cluster_version::Status {
-                desired: wire.status.desired,
-                available_updates: wire.status.available_updates,
-                conditional_updates: wire
-                    .status
-                    .conditional_updates
-                    .into_iter()
-                    .map(|c| ConditionalUpdate {
-                        release: c.release,
-                        ..ConditionalUpdate::default()
-                    })
-                    .collect(),
-                ..cluster_version::Status::default()
-            },
-        }
-    }
-}
-
-/// The review on the wire. `O` is the object type: [`WireClusterVersion`]
-/// for the single-pass fast path, [`RawValue`] to diagnose a review that did
+/// The review on the wire. `O` is the object type: the kind's
+/// [`Reviewable::Wire`] for the single-pass fast path, [`RawValue`] to diagnose a review that did
 /// not parse that way.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -186,9 +143,9 @@ const V1: &str = "admission.k8s.io/v1";
 /// Parses a review body. Status history, risks and every other field the
 /// decision does not read are skipped, not built. The body is read once; only
 /// a review that fails that way is read again, to say precisely what is wrong.
-pub fn parse(body: &[u8]) -> Result<Request, Malformed> {
-    if let Ok(wire) = serde_json::from_slice::<WireReview<WireClusterVersion>>(body) {
-        return check(wire, |cv| Ok(cv.into()));
+pub fn parse<K: Reviewable>(body: &[u8]) -> Result<Request<K>, Malformed> {
+    if let Ok(wire) = serde_json::from_slice::<WireReview<K::Wire>>(body) {
+        return check(wire, |object| Ok(object.into()));
     }
     let wire: WireReview<&RawValue> = serde_json::from_slice(body).map_err(|e| {
         let (uid, api_version) = salvage_uid(body);
@@ -199,18 +156,18 @@ pub fn parse(body: &[u8]) -> Result<Request, Malformed> {
         }
     })?;
     check(wire, |raw: &RawValue| {
-        serde_json::from_str::<WireClusterVersion>(raw.get())
-            .map(ClusterVersion::from)
+        serde_json::from_str::<K::Wire>(raw.get())
+            .map(Into::into)
             .map_err(|e| e.to_string())
     })
 }
 
-/// Checks that a review asks about clusterversions, then reads its objects
-/// with `read`.
-fn check<O>(
+/// Checks that a review asks about the kind's resource, then reads its
+/// objects with `read`.
+fn check<K: Reviewable, O>(
     wire: WireReview<O>,
-    read: impl Fn(O) -> Result<ClusterVersion, String>,
-) -> Result<Request, Malformed> {
+    read: impl Fn(O) -> Result<K, String>,
+) -> Result<Request<K>, Malformed> {
     let api_version = wire.api_version.unwrap_or_else(|| V1.to_owned());
     let malformed = |uid: &str, message: String| Malformed {
         uid: uid.to_owned(),
@@ -233,14 +190,16 @@ fn check<O>(
     }
     let (group, resource) = match (&request.resource, &request.kind) {
         (Some(r), _) => (r.group.as_str(), r.resource.as_str()),
-        (None, Some(k)) if k.kind == "ClusterVersion" => (k.group.as_str(), RESOURCE),
+        (None, Some(k)) if k.kind == K::KIND => (k.group.as_str(), K::RESOURCE),
         _ => ("", ""),
     };
-    if group != GROUP || resource != RESOURCE {
+    if group != K::GROUP || resource != K::RESOURCE {
         return Err(malformed(
             uid,
             format!(
-                "preflight-gate reviews only {RESOURCE}.{GROUP}, not {}",
+                "preflight-gate reviews only {}.{}, not {}",
+                K::RESOURCE,
+                K::GROUP,
                 if resource.is_empty() {
                     "an unnamed resource".to_owned()
                 } else if group.is_empty() {
@@ -257,11 +216,11 @@ fn check<O>(
             "the AdmissionReview request has no operation".into(),
         ));
     };
-    let read_field = |value: Option<O>, field: &str| -> Result<Option<ClusterVersion>, Malformed> {
+    let read_field = |value: Option<O>, field: &str| -> Result<Option<K>, Malformed> {
         value
             .map(&read)
             .transpose()
-            .map_err(|e| malformed(uid, format!("request.{field} is not a ClusterVersion: {e}")))
+            .map_err(|e| malformed(uid, format!("request.{field} is not a {}: {e}", K::KIND)))
     };
     let object = read_field(request.object, "object")?;
     let old_object = read_field(request.old_object, "oldObject")?;
@@ -336,7 +295,7 @@ impl Response {
     }
 
     /// The answer to a decided review.
-    pub fn decided(request: &Request, verdict: &super::Verdict) -> Self {
+    pub fn decided<O>(request: &Request<O>, verdict: &super::Verdict) -> Self {
         Self::new(
             &request.api_version,
             ResponseBody {
@@ -389,7 +348,7 @@ mod tests {
 
     #[test]
     fn parses_a_real_review() {
-        let r = parse(GOOD.as_bytes()).unwrap();
+        let r: Request = parse(GOOD.as_bytes()).unwrap();
         assert_eq!(r.uid, "0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a00");
         assert_eq!(r.operation, Operation::Update);
         assert_eq!(r.user.username, "system:admin");
@@ -440,7 +399,7 @@ mod tests {
         #[case] uid: &str,
         #[case] message: &str,
     ) {
-        let err = parse(body.as_bytes()).unwrap_err();
+        let err = parse::<ClusterVersion>(body.as_bytes()).unwrap_err();
         assert_eq!(err.uid, uid);
         assert!(err.message.contains(message), "{}", err.message);
         let json = serde_json::to_value(Response::malformed(&err)).unwrap();
@@ -459,7 +418,7 @@ mod tests {
         let mut checked = 0;
         let mut check = |damaged: &[u8]| {
             checked += 1;
-            match parse(damaged) {
+            match parse::<ClusterVersion>(damaged) {
                 Ok(request) => assert!(!request.uid.is_empty()),
                 Err(err) => {
                     assert!(err.uid.is_empty() || err.uid == uid, "{err:?}");

@@ -54,7 +54,7 @@ pub const AMBIGUOUS: &str = "PreflightRecordAmbiguous";
 
 /// What an allowed decision leaves once its change is stored.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Stored {
+pub struct AllowedChange {
     /// Who asked, as the review named them.
     pub user: String,
     /// Events to publish on the ClusterVersion.
@@ -65,22 +65,22 @@ pub struct Stored {
     pub override_reason: String,
     pub overridden: String,
     /// The target the change settled on, which unblocks every target.
-    pub accepted: Option<Accepted>,
+    pub settled: Option<Settled>,
 }
 
 /// How a stored change settles the update target.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Accepted {
+pub enum Settled {
     /// A target (its version, or its image) was set.
     Target(String),
     /// The target was cleared.
     Cleared,
 }
 
-impl Stored {
+impl AllowedChange {
     /// Whether there is anything to record.
     pub fn is_empty(&self) -> bool {
-        self.notes.is_empty() && self.override_kind.is_none() && self.accepted.is_none()
+        self.notes.is_empty() && self.override_kind.is_none() && self.settled.is_none()
     }
 }
 
@@ -120,7 +120,7 @@ pub trait Ledger: Send + Sync {
 struct Awaited {
     fingerprint: u64,
     since: Instant,
-    stored: Stored,
+    stored: AllowedChange,
 }
 
 /// A stored change and the decisions that claim it, to be recorded.
@@ -132,7 +132,7 @@ struct Record {
     uid: String,
     resource_version: String,
     /// The newest claiming decision's record.
-    stored: Stored,
+    stored: AllowedChange,
     /// Every requester that claimed it, once each, in order.
     requesters: Vec<String>,
 }
@@ -189,7 +189,7 @@ impl Witness {
 
     /// An allowed decision about `object` (the ClusterVersion as the review
     /// carried it): recorded once the watch shows `object` stored.
-    pub fn expect(&self, object: &ClusterVersion, stored: Stored) {
+    pub fn expect(&self, object: &ClusterVersion, stored: AllowedChange) {
         if stored.is_empty() {
             return;
         }
@@ -354,18 +354,18 @@ impl Witness {
     }
 
     /// Settles this replica's blocked targets.
-    fn settle(&self, stored: &Stored) {
-        if let Some(accepted) = &stored.accepted {
+    fn settle(&self, stored: &AllowedChange) {
+        if let Some(settled) = &stored.settled {
             let now = jiff::Timestamp::now().as_millisecond() as f64 / 1000.0;
-            let target = match accepted {
-                Accepted::Target(target) => Some(target.as_str()),
-                Accepted::Cleared => None,
+            let target = match settled {
+                Settled::Target(target) => Some(target.as_str()),
+                Settled::Cleared => None,
             };
-            self.metrics.admission.target_accepted(target, now);
+            self.metrics.admission.target_settled(target, now);
         }
     }
 
-    fn count_override(&self, stored: &Stored) {
+    fn count_override(&self, stored: &AllowedChange) {
         if let Some(kind) = stored.override_kind {
             self.metrics.admission.override_honoured(kind);
             info!(

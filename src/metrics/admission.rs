@@ -47,7 +47,7 @@ pub struct AdmissionMetrics {
     /// When a request for a target was last denied, by `target_version`.
     update_denied_at: GaugeVec,
     /// When a change of target was last allowed (or the target cleared).
-    target_accepted_at: Gauge,
+    target_settled_at: Gauge,
     blocked: Arc<Mutex<BlockedTargets>>,
 }
 
@@ -149,7 +149,7 @@ impl AdmissionMetrics {
                 &["target_version"],
             )?,
         )?;
-        let target_accepted_at = register(
+        let target_settled_at = register(
             registry,
             Gauge::with_opts(
                 Opts::new(
@@ -169,7 +169,7 @@ impl AdmissionMetrics {
             run_requests_refused,
             update_blocked,
             update_denied_at,
-            target_accepted_at,
+            target_settled_at,
             blocked: Arc::default(),
         })
     }
@@ -231,7 +231,7 @@ impl AdmissionMetrics {
 
     /// A change of target was allowed (`target` is `None` when the target was
     /// cleared) at `now`: the cluster no longer waits on any blocked target.
-    pub fn target_accepted(&self, target: Option<&str>, now: f64) {
+    pub fn target_settled(&self, target: Option<&str>, now: f64) {
         let mut blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(target) = target {
             let label = target_label(target);
@@ -241,7 +241,7 @@ impl AdmissionMetrics {
         for label in blocked.order.keys() {
             self.update_blocked.with_label_values(&[label]).set(0);
         }
-        self.target_accepted_at.set(now);
+        self.target_settled_at.set(now);
     }
 
     /// Removes the blocked-state series of targets evicted by the cap.
@@ -322,14 +322,14 @@ mod tests {
             Some(100.0)
         );
         assert_eq!(value(&m, accepted_at), Some(0.0));
-        m.admission.target_accepted(Some("4.14.12"), 200.0);
+        m.admission.target_settled(Some("4.14.12"), 200.0);
         assert_eq!(blocked(&m, "4.15.3"), Some(0.0));
         assert_eq!(blocked(&m, "unknown"), Some(0.0));
         assert_eq!(blocked(&m, "4.14.12"), Some(0.0));
         assert_eq!(value(&m, accepted_at), Some(200.0));
         m.admission.target_denied("4.15.3", 300.0);
         assert_eq!(blocked(&m, "4.15.3"), Some(1.0));
-        m.admission.target_accepted(None, 400.0);
+        m.admission.target_settled(None, 400.0);
         assert_eq!(blocked(&m, "4.15.3"), Some(0.0));
         assert_eq!(value(&m, accepted_at), Some(400.0));
     }

@@ -25,17 +25,19 @@ use tokio::time::timeout_at;
 use tracing::{Span, debug, field::Empty, info, instrument};
 
 use crate::admission::audit;
+use crate::admission::decision::Gated;
 use crate::admission::ports::{OverrideAuthorizer, ResultLookup};
 use crate::admission::run_requests::{self, RunRequests};
 use crate::admission::{
     self, Authorization, Decision, Effect, Policy, Reason, review, review::Request,
 };
 use crate::cluster::EventRecorder;
-use crate::cluster::witness::{Accepted, Stored, Witness};
+use crate::cluster::witness::{AllowedChange, Settled, Witness};
 use crate::metrics::{EffectKind, Metrics};
+use crate::model::cluster_version::ClusterVersion;
 
-/// The webhook's path.
-pub const PATH: &str = "/validate/clusterversion";
+/// The ClusterVersion's path.
+pub const PATH: &str = ClusterVersion::PATH;
 
 /// The path of run requests (UpdatePreflights created, stamped or changed).
 pub const RUN_REQUESTS_PATH: &str = "/validate/updatepreflight";
@@ -85,10 +87,28 @@ pub fn app(gate: Arc<Gate>, max_concurrency: usize) -> Router {
         deciding: Semaphore::new(max_concurrency.max(1)),
         bodies: Semaphore::new(BODY_BUDGET_BYTES / BUDGET_UNIT),
     };
-    Router::new()
-        .route(PATH, post(validate))
+    serve_kinds(Router::new())
         .route(RUN_REQUESTS_PATH, post(validate_run_request))
         .with_state(Arc::new(served))
+}
+
+/// The kinds table: each kind of object the gate decides on, served at its
+/// own path (its webhook in `deploy/`). A new kind is its file under
+/// `admission/decision/`, its row here and its [`ServedKind`].
+fn serve_kinds(router: Router<Arc<Served>>) -> Router<Arc<Served>> {
+    router.route(ClusterVersion::PATH, post(validate::<ClusterVersion>))
+}
+
+/// A kind the webhook serves: its decision ([`Gated`]), and how an allowed
+/// write of it is recorded once the API server has stored it.
+trait ServedKind: Gated + Send + 'static {
+    fn witness(gate: &Gate, object: &Self, stored: AllowedChange);
+}
+
+impl ServedKind for ClusterVersion {
+    fn witness(gate: &Gate, object: &Self, stored: AllowedChange) {
+        gate.witness.expect(object, stored);
+    }
 }
 
 /// Why a review's body could not be read.
@@ -288,7 +308,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 }
 
 #[instrument(name = "review", skip_all, fields(uid = Empty, operation = Empty, target = Empty, decision = Empty, reason = Empty))]
-async fn validate(
+async fn validate<K: ServedKind>(
     State(served): State<Arc<Served>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -305,7 +325,7 @@ async fn validate(
     let metrics = &gate.metrics;
     let _in_flight = metrics.admission.review_started();
 
-    let request = match review::parse(body) {
+    let request = match review::parse::<K>(body) {
         Ok(request) => request,
         Err(malformed) => {
             Span::current().record("uid", malformed.uid.as_str());
@@ -368,10 +388,10 @@ async fn validate(
 /// API server stores nothing of it; what an allowed change leaves (its
 /// Events, the override counted, the targets it unblocks) waits for the
 /// watch to show the change stored ([`Witness`]).
-fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
-    let mut stored = Stored {
+fn carry_out<K: ServedKind>(gate: &Gate, request: &Request<K>, verdict: &admission::Verdict) {
+    let mut stored = AllowedChange {
         user: request.user.username.clone(),
-        ..Stored::default()
+        ..AllowedChange::default()
     };
     for effect in &verdict.effects {
         match effect {
@@ -379,7 +399,8 @@ fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
             Effect::Event(note) => match (&gate.events, &request.object) {
                 (Some(events), Some(object)) => {
                     gate.metrics.effects.asked_for(EffectKind::Event);
-                    events.publish(note.clone(), &object.metadata.name, &object.metadata.uid);
+                    let metadata = object.metadata();
+                    events.publish(note.clone(), &metadata.name, &metadata.uid);
                 }
                 _ => debug!(reason = note.reason, "no cluster: Event not published"),
             },
@@ -401,9 +422,9 @@ fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
     let said = |key: &str| verdict.audit.get(key).cloned().unwrap_or_default();
     stored.override_reason = said(audit::OVERRIDE_REASON);
     stored.overridden = said(audit::OVERRIDDEN_CHECKS);
-    stored.accepted = accepted(verdict);
+    stored.settled = settled(verdict);
     if let Some(object) = &request.object {
-        gate.witness.expect(object, stored);
+        K::witness(gate, object, stored);
     }
 }
 
@@ -411,13 +432,13 @@ fn carry_out(gate: &Gate, request: &Request, verdict: &admission::Verdict) {
 /// target allowed unblocks every target, since the cluster no longer waits
 /// on them, and so does clearing it. An unresolvable version has no label
 /// (it is not in the update graph); it shows in the reviews counter only.
-fn accepted(verdict: &admission::Verdict) -> Option<Accepted> {
+fn settled(verdict: &admission::Verdict) -> Option<Settled> {
     match (verdict.reason, &verdict.target) {
         (
             Reason::Passed | Reason::Overridden | Reason::RisksAccepted | Reason::PendingAllowed,
             Some(target),
-        ) => Some(Accepted::Target(target.clone())),
-        (Reason::Cleared, _) => Some(Accepted::Cleared),
+        ) => Some(Settled::Target(target.clone())),
+        (Reason::Cleared, _) => Some(Settled::Cleared),
         _ => None,
     }
 }

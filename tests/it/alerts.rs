@@ -237,7 +237,7 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
 pub fn exercised() -> String {
     let metrics = Metrics::new().unwrap();
     metrics.admission.target_denied("4.15.3", 1.0);
-    metrics.admission.target_accepted(Some("4.14.12"), 2.0);
+    metrics.admission.target_settled(Some("4.14.12"), 2.0);
     let object: UpdatePreflight =
         yaml("examples/results/4.15.3-failing.yaml").pipe(|v| serde_json::from_value(v).unwrap());
     metrics.results.observe(&object);

@@ -6,7 +6,7 @@
 
 use jiff::Timestamp;
 use preflight_gate::admission::ports::{Lookup, ResultLookup};
-use preflight_gate::admission::review::{Response, parse};
+use preflight_gate::admission::review::{Request, Response, parse};
 use preflight_gate::admission::{Policy, decide};
 use preflight_gate::model::release::ReleaseKey;
 use preflight_gate::model::{ResultCache, UpdatePreflight};
@@ -88,7 +88,7 @@ fn review(version: &str, user: &str, written: &[(&str, &str)]) -> Value {
 
 /// The message of the answer the API server gets.
 fn answer(review: &Value, results: &Results) -> String {
-    let request = parse(review.to_string().as_bytes()).unwrap();
+    let request: Request = parse(review.to_string().as_bytes()).unwrap();
     // A cluster whose ClusterVersion has acceptRisks: the denial offers
     // `oc adm upgrade accept` too.
     let policy = Policy {

@@ -3,8 +3,10 @@
 //! Pure and sync; the only outside input, whether the requester may
 //! override, is asked for through [`Decision::NeedsAuthorization`].
 //!
-//! Its files follow the steps of a decision (`decide` takes the target's
-//! first, then what else the write changes):
+//! Each kind of object it gates has its file ([`cluster_version`]: what a
+//! review of it carries, and the order of its steps). The other files are
+//! the steps, which follow a decision (the target's first, then what else
+//! the write changes):
 //! - [`mod@write`]: what the write changes besides the target (`force`, what
 //!   the cluster trusts, `preflight.dev/` claims), each a question for the
 //!   `override` or `window` verb;
@@ -20,11 +22,12 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::overrides;
 use super::ports::ResultLookup;
-use super::review::{Operation, Request};
+use super::review::{Operation, Request, Reviewable};
+use crate::model::meta::Metadata;
 
 mod claims;
+pub mod cluster_version;
 mod results;
 mod target;
 mod verdict;
@@ -32,9 +35,6 @@ mod window;
 mod write;
 
 pub use verdict::{Authorization, Decision, Effect, EventNote, PendingOverride, Reason, Verdict};
-
-/// The only ClusterVersion the cluster-version operator acts on.
-pub(crate) const CLUSTER_VERSION_NAME: &str = "version";
 
 /// What to do while results are missing, stale or being computed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -85,9 +85,30 @@ impl Default for Policy {
     }
 }
 
+/// A kind of object the gate decides on: one file under `decision/` each
+/// ([`cluster_version`]), and a row in the webhook's kinds table, which
+/// serves each kind's reviews at its [`Gated::PATH`].
+pub trait Gated: Reviewable {
+    /// The path the kind's reviews come to (its webhook in `deploy/`).
+    const PATH: &'static str;
+
+    /// Decides on a write of `new`, once [`decide`] has set aside what no
+    /// kind gates (deletes, subresources, a request with no object).
+    fn decide(
+        request: &Request<Self>,
+        new: &Self,
+        source: &dyn ResultLookup,
+        policy: &Policy,
+        now: Timestamp,
+    ) -> Decision;
+
+    /// The object's name and uid, for the Events left on it.
+    fn metadata(&self) -> &Metadata;
+}
+
 /// Decides on one review.
-pub fn decide(
-    request: &Request,
+pub fn decide<K: Gated>(
+    request: &Request<K>,
     source: &dyn ResultLookup,
     policy: &Policy,
     now: Timestamp,
@@ -107,29 +128,5 @@ pub fn decide(
             ),
         ));
     };
-    let name = if request.name.is_empty() {
-        new.metadata.name.as_str()
-    } else {
-        request.name.as_str()
-    };
-    if name != CLUSTER_VERSION_NAME {
-        return Decision::Final(Verdict::allow(Reason::NotGated));
-    }
-    let mut decision = target::decide_target(request, new, source, policy, now);
-    if write::forces(request.old_object.as_ref(), new) {
-        decision = write::force_write(request, decision);
-    }
-    let before = request.old_object.as_ref().map(|cv| &cv.spec);
-    let trusts = new
-        .spec
-        .trust_changes(before.unwrap_or(&Default::default()));
-    if !trusts.is_empty() {
-        decision = write::trust_write(request, &trusts, decision);
-    }
-    let claims = overrides::written_claims(request.old_object.as_ref(), new);
-    if claims.is_empty() {
-        decision
-    } else {
-        write::claim_write(request, new, &claims, decision, policy, now)
-    }
+    K::decide(request, new, source, policy, now)
 }

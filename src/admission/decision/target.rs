@@ -38,7 +38,7 @@ pub(super) fn decide_target(
 
     match resolution {
         _ if preflight_mode => {
-            // Stored, the change names its target, and the controller
+            // Awaited, the change names its target, and the controller
             // checks it from there: the review itself starts nothing.
             let mut verdict = Verdict::allow(Reason::PreflightMode);
             if let Resolution::Target(target) = &resolution {
@@ -79,7 +79,7 @@ pub(super) fn decide_target(
             400,
             message::not_a_digest(&target.image),
         )),
-        Resolution::Target(target) => gate(request, new, &target, source, policy, now),
+        Resolution::Target(target) => decide_change(request, new, &target, source, policy, now),
     }
 }
 
@@ -98,7 +98,7 @@ pub(super) fn payload_changed(old: Option<&ClusterVersion>, new: &ClusterVersion
 /// The decision on a change to `target`: the verdict its results give
 /// with the checks accepted, the window's limits on it, then the claims
 /// that override it, which wait for authorization.
-pub(super) fn gate(
+pub(super) fn decide_change(
     request: &Request,
     cv: &ClusterVersion,
     target: &Target,

@@ -61,8 +61,8 @@ fn cluster_version(target: Option<&str>, annotations: serde_json::Value) -> Clus
     .unwrap()
 }
 
-fn forced(user: &str, target: &str) -> Stored {
-    Stored {
+fn forced(user: &str, target: &str) -> AllowedChange {
+    AllowedChange {
         user: user.to_owned(),
         notes: vec![EventNote {
             warning: true,
@@ -71,8 +71,8 @@ fn forced(user: &str, target: &str) -> Stored {
             related: None,
         }],
         override_kind: Some(OverrideKind::Force),
-        accepted: Some(Accepted::Target(target.to_owned())),
-        ..Stored::default()
+        settled: Some(Settled::Target(target.to_owned())),
+        ..AllowedChange::default()
     }
 }
 

@@ -53,7 +53,7 @@ impl Update {
 /// What a check's spec turns into before anything is created: the image to
 /// run, or a result without running (skipped, or a spec that cannot run).
 /// `images` are the target release's `image-references`, when known.
-pub(super) fn plan(
+pub(super) fn image_to_run(
     check: &PreflightCheck,
     update: &Update,
     images: Option<&BTreeMap<String, String>>,

@@ -13,7 +13,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams, PropagationPolicy};
 use tracing::{Instrument, info, info_span, warn};
 
-use super::manifest::{Update, job_manifest, plan};
+use super::manifest::{Update, image_to_run, job_manifest};
 use super::progress::{Progress, check_container, progress_of, result};
 use super::settings::JobSettings;
 use crate::model::CheckResult;
@@ -249,7 +249,7 @@ async fn run_one(
     images: Option<&BTreeMap<String, String>>,
 ) -> CheckResult {
     let started = Instant::now();
-    let image = match plan(check, update, images) {
+    let image = match image_to_run(check, update, images) {
         Ok(image) => image,
         Err(finding) => return result(check, finding, started.elapsed()),
     };

@@ -6,7 +6,9 @@ use k8s_openapi::api::core::v1::Pod;
 use rstest::rstest;
 use serde_json::json;
 
-use super::manifest::{CHECK, OWNER_NAME, OWNER_UID, PREFLIGHT_CHECK, Update, job_manifest, plan};
+use super::manifest::{
+    CHECK, OWNER_NAME, OWNER_UID, PREFLIGHT_CHECK, Update, image_to_run, job_manifest,
+};
 use super::progress::{Progress, parse_result, progress_of, result};
 use super::run::{grant_tokens, refused_names, selected};
 use super::settings::JobSettings;
@@ -370,7 +372,7 @@ fn plans(
     #[case] expected: Result<String, (Outcome, &str)>,
 ) {
     let images = BTreeMap::from([("cli".to_owned(), "example.com/cli@sha256:cc".to_owned())]);
-    let got = plan(&check(spec), &update(current, target), Some(&images));
+    let got = image_to_run(&check(spec), &update(current, target), Some(&images));
     match (got, expected) {
         (Ok(image), Ok(want)) => assert_eq!(image, want),
         (Err(f), Err((outcome, message))) => {
@@ -383,7 +385,7 @@ fn plans(
 #[test]
 fn from_release_without_image_references_is_an_error() {
     let c = check(json!({"checkName": "X", "fromRelease": "cli"}));
-    let f = plan(&c, &update("4.15.3", "4.16.1"), None).unwrap_err();
+    let f = image_to_run(&c, &update("4.15.3", "4.16.1"), None).unwrap_err();
     assert_eq!(f.outcome, Outcome::Error);
     assert!(
         f.message.contains("image-references are not known"),
