@@ -1,4 +1,4 @@
-//! Docs that run: every command of README.md, docs/install.md,
+//! Docs that run: every command of README.md, CONTRIBUTING.md, docs/install.md,
 //! docs/upgrading.md, docs/support.md and docs/runbooks/*.md, taken from the documents
 //! themselves, is run here against a real API server, or, where the block
 //! says why (`<!-- rendered: ... -->` just before it), at least parsed and
@@ -34,6 +34,9 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const GATE: &str = env!("CARGO_BIN_EXE_preflight-gate");
 
 const README: &str = "README.md";
+/// Its blocks run the suites, lints and goldens themselves: each is only
+/// rendered, as its `<!-- rendered: why -->` says.
+const CONTRIBUTING: &str = "CONTRIBUTING.md";
 const INSTALL: &str = "docs/install.md";
 const UPGRADING: &str = "docs/upgrading.md";
 const SUPPORT: &str = "docs/support.md";
@@ -260,6 +263,7 @@ struct DocCommand {
 fn documents() -> Vec<String> {
     let mut docs = vec![
         README.to_owned(),
+        CONTRIBUTING.to_owned(),
         INSTALL.to_owned(),
         UPGRADING.to_owned(),
         SUPPORT.to_owned(),
