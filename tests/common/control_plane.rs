@@ -9,9 +9,13 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+/// Waiting, shared with the tests that use no control plane
+/// (tests/common/support.rs, which each binary including this file includes).
+#[allow(unused_imports)]
+pub use crate::support::{poll, wait_for};
 
 pub const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -77,29 +81,6 @@ pub fn read_env(file: &Path) -> HashMap<String, String> {
         .arg(file));
     assert!(out.ok, "cannot read {}: {}", file.display(), out.stderr);
     vars(&out.stdout)
-}
-
-/// Polls `f` until it returns `Some`, for at most `limit`.
-pub fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    poll(what, limit, || f().ok_or_else(String::new))
-}
-
-/// Polls `f` until it returns `Ok`, for at most `limit`; on giving up,
-/// says its last `Err` (say, the last command's stderr).
-pub fn poll<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        let last = match f() {
-            Ok(done) => return done,
-            Err(last) => last,
-        };
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}{}{last}",
-            if last.is_empty() { "" } else { ": " }
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 /// A name no other call in this process was given.

@@ -54,6 +54,11 @@ pub fn oc() -> Option<&'static Path> {
     .as_deref()
 }
 
+/// Why a test that needs the real `oc` did not run, and how to give it one.
+#[allow(dead_code)]
+pub const NO_OC: &str = "no real oc: set PREFLIGHT_GATE_OC, put oc on PATH, \
+     or have the workplace's build at ../shared/tools/oc/oc.xz";
+
 /// An `oc` on `PATH`, if one answers `oc version --client`.
 fn on_path() -> Option<PathBuf> {
     let answers = Command::new("oc")

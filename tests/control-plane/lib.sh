@@ -1,4 +1,7 @@
 # shellcheck shell=bash
+# What this file sets is used by the scripts that source it, which the
+# lint cannot see from here (it checks those with this file followed).
+# shellcheck disable=SC2034
 # Shared settings for build, up and down. Sourced, never run.
 #
 # Sets:

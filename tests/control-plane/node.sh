@@ -1,4 +1,8 @@
 # shellcheck shell=bash
+# Sourced by up after lib.sh: it uses what those two set (pki, the *_BIN
+# paths) and sets what up's env file reads by name, none of which the
+# lint can see from here.
+# shellcheck disable=SC2034,SC2153,SC2154
 # The node of `up --node`: sourced by up after lib.sh, never run.
 #
 # Everything of a node-backed control plane runs in one network namespace

@@ -19,6 +19,8 @@ pub use control_plane::{
 };
 use control_plane::{ControlPlane, ROOT, poll};
 
+use crate::support::free_port;
+
 pub const WEBHOOK: &str = "clusterversions.preflight.dev";
 
 /// Who runs a kubectl command.
@@ -112,14 +114,6 @@ pub fn lock() -> (MutexGuard<'static, ()>, &'static World) {
     let world = WORLD.get_or_init(World::set_up);
     world.reset();
     (turn, world)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 impl World {

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::access::{self, Account};
 use crate::cluster::{User, World, lock, merge_patch_args};
+use crate::support::poll;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const SA: &str = "system:serviceaccount:preflight-gate:preflight-gate";
@@ -307,22 +308,21 @@ fn the_dev_overlay_is_applied_and_its_webhook_gates_updates() {
     assert_eq!(webhook["matchConditions"].as_array().unwrap().len(), 1);
 
     // The API server calls the gate through the overlay's own configuration.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let out = world.kubectl(
-            User::Admin,
-            &merge_patch_args("4.15.3", &["--dry-run=server"]),
-        );
-        if !out.ok && out.stderr.contains("preflight for 4.15.3 failed") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the dev webhook never gated: {}",
-            out.stderr
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    poll(
+        "the dev webhook to gate",
+        std::time::Duration::from_secs(30),
+        || {
+            let out = world.kubectl(
+                User::Admin,
+                &merge_patch_args("4.15.3", &["--dry-run=server"]),
+            );
+            if !out.ok && out.stderr.contains("preflight for 4.15.3 failed") {
+                Ok(())
+            } else {
+                Err(out.stderr)
+            }
+        },
+    );
     // A change that leaves the target alone never reaches the gate.
     let out = world.kubectl(
         User::Admin,
@@ -553,25 +553,23 @@ fn the_checks_namespace_admits_only_the_check_account_an_asked_token_and_images_
         world.kubectl(User::Admin, &["create", "--dry-run=server", "-f", &file])
     };
     // The policy holds once the API server has loaded it and its binding.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let out = create(&checks_pod(
-            "e2e-by-tag",
-            "preflight-check",
-            Some(false),
-            tag,
-        ));
-        if !out.ok && out.stderr.contains("preflight-gate-checks") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the policy never held: {} {}",
-            out.stdout,
-            out.stderr
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    poll(
+        "the policy to hold",
+        std::time::Duration::from_secs(30),
+        || {
+            let out = create(&checks_pod(
+                "e2e-by-tag",
+                "preflight-check",
+                Some(false),
+                tag,
+            ));
+            if !out.ok && out.stderr.contains("preflight-gate-checks") {
+                Ok(())
+            } else {
+                Err(format!("{} {}", out.stdout, out.stderr))
+            }
+        },
+    );
 
     let token_volume = |pod: &mut Value, source: Value| {
         pod["spec"]["volumes"] =

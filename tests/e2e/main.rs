@@ -19,5 +19,7 @@ mod prompt_exit;
 mod reserve;
 mod runs;
 mod signatures;
+#[path = "../common/support.rs"]
+mod support;
 mod vouch;
 mod window;

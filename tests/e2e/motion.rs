@@ -7,6 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::cluster::{User, World, image_patch_args, lock};
+use crate::support::poll;
 
 /// A release only these tests ask for.
 const RETARGET: &str = "quay.io/openshift-release-dev/ocp-release@sha256:abababababababababababababababababababababababababababababababab";
@@ -177,30 +178,25 @@ fn a_new_target_mid_update_is_denied_naming_progressing_until_it_is_accepted() {
             .expect("OpenShift's CRDs are in tests/data/openshift-crds");
         let accepted = json!({"spec": {"desiredUpdate": {"image": RETARGET, "version": "",
             "acceptRisks": [{"name": "Progressing"}]}}});
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        loop {
-            // The new schema is served within moments.
-            let out = world.kubectl(
-                User::Admin,
-                &[
-                    "patch",
-                    "clusterversion",
-                    "version",
-                    "--type=merge",
-                    "-p",
-                    &accepted.to_string(),
-                ],
-            );
-            if out.ok {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "acceptRisks never accepted Progressing: {}",
-                out.stderr
-            );
-            std::thread::sleep(std::time::Duration::from_millis(300));
-        }
+        poll(
+            "acceptRisks to accept Progressing",
+            std::time::Duration::from_secs(30),
+            || {
+                // The new schema is served within moments.
+                let out = world.kubectl(
+                    User::Admin,
+                    &[
+                        "patch",
+                        "clusterversion",
+                        "version",
+                        "--type=merge",
+                        "-p",
+                        &accepted.to_string(),
+                    ],
+                );
+                if out.ok { Ok(()) } else { Err(out.stderr) }
+            },
+        );
         assert_eq!(
             world.cluster_version()["spec"]["desiredUpdate"]["acceptRisks"],
             json!([{"name": "Progressing"}])

@@ -8,14 +8,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::cluster::{self, User};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::support::free_port;
 
 /// Starts `serve` with the controller on, waits until its log says the Lease
 /// cannot be set up, sends SIGTERM and returns how long the exit took.

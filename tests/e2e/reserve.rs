@@ -9,7 +9,7 @@
 //! API server's endpoint reconciler does, then changes and deletes it.
 
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use preflight_gate::cluster::api_server::ApiServerAddresses;
 use preflight_gate::metrics::Metrics;
@@ -17,16 +17,13 @@ use serde_json::json;
 
 use crate::cluster::{User, lock, metric};
 use crate::deploy::{apply_dev, service_account_kubeconfig};
+use crate::support::wait_for;
 
 const SA: &str = "system:serviceaccount:preflight-gate:preflight-gate";
 
 /// Waits until `done`, for up to 20 s.
 fn wait_until(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for(what, Duration::from_secs(20), || done().then_some(()));
 }
 
 #[test]

@@ -31,5 +31,7 @@ mod reviews;
 mod risks;
 mod router;
 mod shutdown;
+#[path = "../common/support.rs"]
+mod support;
 mod tls;
 mod workflows;

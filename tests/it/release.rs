@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::deploy::{IMAGE_REQUIRED, OVERLAYS, kubectl, objects, rendered};
 use crate::oc::oc;
+use crate::support::not_run_here;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -405,34 +406,60 @@ fn pinned(overlay: &str, image: &str) -> Vec<Value> {
     objects(&String::from_utf8(out.stdout).unwrap())
 }
 
-#[test]
-fn the_released_manifests_are_the_overlays_with_the_image_pinned() {
-    let dir = Path::new(ROOT).join("deploy/release");
-    let Ok(image) = std::fs::read_to_string(dir.join("IMAGE")) else {
-        // No release cut yet: then there are no release manifests either.
-        let yaml: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".yaml"))
-            .collect();
-        assert!(yaml.is_empty(), "deploy/release/ has {yaml:?} but no IMAGE");
-        eprintln!(
-            "deploy/release/ holds no release yet (deploy/release/cut --manifests-dir deploy/release writes one)"
-        );
-        return;
-    };
+/// The files of a release's manifests directory that are there, by name:
+/// `IMAGE` and every `*.yaml`.
+fn release_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n == "IMAGE" || n.ends_with(".yaml"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A release's manifests directory (`dir`, named `shown`; what
+/// `deploy/release/cut --manifests-dir` writes) holds `IMAGE`,
+/// pinned by digest, and each overlay of this tree with exactly that image.
+fn assert_current_release(dir: &Path, shown: &str) {
+    assert_eq!(
+        release_files(dir),
+        ["IMAGE", "kubernetes.yaml", "openshift.yaml"],
+        "{shown}: not a whole release"
+    );
+    let image = std::fs::read_to_string(dir.join("IMAGE")).unwrap();
     let image = image.trim();
     let (_, digest) = image.split_once('@').expect("IMAGE is pinned by digest");
-    assert!(is_digest(digest), "{image}");
+    assert!(is_digest(digest), "{shown}/IMAGE: {image}");
     for overlay in ["openshift", "kubernetes"] {
-        let path = dir.join(format!("{overlay}.yaml"));
-        let released = objects(&std::fs::read_to_string(&path).unwrap());
-        assert_eq!(images(&released), [image.to_owned()], "{overlay}");
+        let released =
+            objects(&std::fs::read_to_string(dir.join(format!("{overlay}.yaml"))).unwrap());
+        assert_eq!(images(&released), [image.to_owned()], "{shown}: {overlay}");
         assert!(
             released == pinned(overlay, image),
-            "deploy/release/{overlay}.yaml is not deploy/overlays/{overlay} with {image}: cut the release again"
+            "{shown}/{overlay}.yaml is not deploy/overlays/{overlay} with {image}: cut the release again"
         );
     }
+}
+
+/// deploy/release/ holds either no release, as before the first one
+/// (deploy/release/README.md), or a whole release that is current: the
+/// overlays of this tree with the released image pinned. The check of a
+/// whole release runs in every tree all the same, on the release
+/// `the_release_script_cuts_a_release` cuts with `--manifests-dir`.
+#[test]
+fn deploy_release_holds_no_release_or_a_current_one() {
+    let dir = Path::new(ROOT).join("deploy/release");
+    if release_files(&dir).is_empty() {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "deploy/release/ holds no release yet: its manifests are checked once a release \
+             commit writes them (deploy/release/cut --manifests-dir deploy/release)"
+        );
+        return;
+    }
+    assert_current_release(&dir, "deploy/release");
 }
 
 /// A digest for the release script when no image is built here: the
@@ -460,11 +487,15 @@ fn the_release_script_cuts_a_release() {
     let out_dir = tempfile::tempdir().unwrap();
     let out_path = out_dir.path().to_str().unwrap();
     let repository = "registry.internal/platform/preflight-gate";
+    let manifests_dir = out_dir.path().join("release");
+    let manifests_path = manifests_dir.to_str().unwrap();
     let mut args = vec![
         "--repository",
         repository,
         "--out",
         out_path,
+        "--manifests-dir",
+        manifests_path,
         "--binary",
         BINARY,
     ];
@@ -472,9 +503,12 @@ fn the_release_script_cuts_a_release() {
     let stand_in = stand_in_digest();
     let built_here = builder.is_file();
     if !built_here {
-        eprintln!(
-            "SKIPPED one step: deploy/image/build is not in this tree, so no image is built; \
-             the rest of the release is cut with --digest {stand_in}"
+        not_run_here(
+            "the_release_script_cuts_a_release, its image step",
+            &format!(
+                "deploy/image/build is not in this tree, so no image is built; \
+                 the rest of the release is cut with --digest {stand_in}"
+            ),
         );
         args.extend(["--digest", &stand_in]);
     }
@@ -635,6 +669,15 @@ fn the_release_script_cuts_a_release() {
         }
         assert!(released == expected, "{overlay}: differs beyond the image");
     }
+    // --manifests-dir: what a release commit writes into deploy/release/,
+    // as deploy_release_holds_no_release_or_a_current_one checks it there.
+    assert_current_release(&manifests_dir, "--manifests-dir");
+    assert_eq!(
+        std::fs::read_to_string(manifests_dir.join("IMAGE"))
+            .unwrap()
+            .trim(),
+        image
+    );
 
     // The checksums hold.
     let check = Command::new("sha256sum")

@@ -7,6 +7,7 @@ use preflight_gate::admission::Authorization;
 
 use crate::harness::{FixedAuthorizer, Options, start};
 use crate::reviews::Review;
+use crate::support::{free_port, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_flight_reviews_finish_after_shutdown_begins() {
@@ -127,14 +128,6 @@ async fn draining_answers_every_review_sent_through_and_past_the_delay() {
     );
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn the_binary_drains_and_exits_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
@@ -165,11 +158,11 @@ fn the_binary_drains_and_exits_on_sigterm() {
         stream.read_to_string(&mut reply).ok()?;
         reply.split(' ').nth(1)?.parse().ok()
     };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while status(&readyz) != Some(200) {
-        assert!(Instant::now() < deadline, "never became ready");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for(
+        "the binary to become ready",
+        Duration::from_secs(20),
+        || (status(&readyz) == Some(200)).then_some(()),
+    );
     assert!(
         dir.path().join("certs/tls.crt").exists(),
         "development certificates were made"
@@ -185,14 +178,11 @@ fn the_binary_drains_and_exits_on_sigterm() {
         Some(503),
         "unready during the shutdown delay"
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let exit = loop {
-        if let Some(exit) = child.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(Instant::now() < deadline, "did not exit after SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let exit = wait_for(
+        "the binary to exit after SIGTERM",
+        Duration::from_secs(20),
+        || child.try_wait().unwrap(),
+    );
     assert!(exit.success(), "{exit:?}");
     let mut logs = String::new();
     use std::io::Read;

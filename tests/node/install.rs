@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::support::poll_every;
 use crate::world::{
     ControlPlane, OPERATORS, ROOT, cp_dir, example_cluster_version, gate_image, merge_patch_args,
     operator_status, run, turn, vars, wait_for,
@@ -371,15 +372,19 @@ impl Cluster {
     fn request_until_verdict(&self, version: &str) -> crate::world::Output {
         let args = merge_patch_args(version, &[]);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let deadline = Instant::now() + Duration::from_secs(240);
-        loop {
-            let out = self.kubectl(&args);
-            if out.ok || !out.stderr.contains("is running, retry") {
-                return out;
-            }
-            assert!(Instant::now() < deadline, "never a verdict: {}", out.stderr);
-            std::thread::sleep(Duration::from_secs(2));
-        }
+        poll_every(
+            "a verdict",
+            Duration::from_secs(240),
+            Duration::from_secs(2),
+            || {
+                let out = self.kubectl(&args);
+                if out.ok || !out.stderr.contains("is running, retry") {
+                    Ok(out)
+                } else {
+                    Err(out.stderr)
+                }
+            },
+        )
     }
 }
 

@@ -14,4 +14,6 @@ mod install;
 mod own_machinery;
 mod plan;
 mod security;
+#[path = "../common/support.rs"]
+mod support;
 mod world;

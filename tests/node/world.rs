@@ -9,13 +9,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 #[path = "../common/control_plane.rs"]
 mod control_plane;
 
+use crate::support::poll_every;
 use control_plane::unique;
 pub use control_plane::{
     CLEAR_TARGET, ControlPlane, OPERATORS, Output, ROOT, example_cluster_version, merge_patch_args,
@@ -499,15 +500,19 @@ impl World {
     /// Requests `image` until the gate has a verdict (it first answers that
     /// a run started); returns the verdict.
     pub fn request_until_verdict(&self, image: &str, extra: &[&str]) -> Output {
-        let deadline = Instant::now() + Duration::from_secs(240);
-        loop {
-            let out = self.request_image(image, extra);
-            if out.ok || !out.stderr.contains("is running, retry") {
-                return out;
-            }
-            assert!(Instant::now() < deadline, "never a verdict: {}", out.stderr);
-            std::thread::sleep(Duration::from_secs(1));
-        }
+        poll_every(
+            "a verdict",
+            Duration::from_secs(240),
+            Duration::from_secs(1),
+            || {
+                let out = self.request_image(image, extra);
+                if out.ok || !out.stderr.contains("is running, retry") {
+                    Ok(out)
+                } else {
+                    Err(out.stderr)
+                }
+            },
+        )
     }
 }
 
