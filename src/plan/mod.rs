@@ -30,6 +30,7 @@ use crate::model::cluster_version::Target;
 use crate::model::release::{UpdateKind, Version};
 use crate::view::ClusterView;
 use crate::view::k8s::Node;
+use crate::view::kinds;
 use duration::words;
 
 /// The version of the plan's JSON and YAML shape; a change that removes
@@ -258,18 +259,18 @@ pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
         plan.unknowns
             .push(format!("control plane: {}", plan.control_plane.basis));
     }
-    let have_pods = view.has("Pod");
+    let have_pods = view.has(&kinds::POD);
     if !have_pods {
         plan.unknowns.push(format!(
             "no Pod objects in the cluster data: the plan cannot know what each drain evicts, and takes {} per drain (oc adm upgrade status' estimate)",
             words(duration::DRAIN_UNKNOWN)
         ));
-    } else if !view.has("PodDisruptionBudget") {
+    } else if !view.has(&kinds::POD_DISRUPTION_BUDGET) {
         plan.unknowns.push(
             "no PodDisruptionBudget objects in the cluster data: the plan cannot know which drains they hold".to_owned(),
         );
     }
-    if !view.has("Node") {
+    if !view.has(&kinds::NODE) {
         plan.unknowns.push(
             "no Node objects in the cluster data: the plan cannot know the pools' nodes".to_owned(),
         );
@@ -284,7 +285,7 @@ pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
     let index = drains::Index::new(view);
     let operator = pools::operator_node(view);
     let samples = nodes::samples(&view.machine_config_nodes);
-    let have_mcns = view.has("MachineConfigNode");
+    let have_mcns = view.has(&kinds::MACHINE_CONFIG_NODE);
     let mut graces: Vec<(u64, String)> = Vec::new();
     for (name, nodes) in members {
         let phases = NodePhases::of(&samples, &name, have_mcns);

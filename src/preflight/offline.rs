@@ -320,7 +320,7 @@ mod tests {
             .collect();
         let mut view = ClusterView::default();
         view.add(
-            "ClusterVersion",
+            &crate::view::kinds::CLUSTER_VERSION,
             serde_json::json!({
                 "kind": "ClusterVersion", "metadata": {"name": "version"},
                 "spec": {"channel": "candidate-5.0"},
