@@ -1,6 +1,7 @@
 //! Table-driven tests of the decision contract, through the real parser.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -9,7 +10,6 @@ use serde_json::{Value, json};
 
 use super::ports::{Lookup, ResultLookup, Verb};
 use super::*;
-use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::release::ReleaseKey;
 
@@ -20,6 +20,28 @@ const IMG_CURRENT: &str = "quay.io/ocp/release@sha256:0000";
 
 fn now() -> Timestamp {
     "2026-11-30T12:00:00Z".parse().unwrap()
+}
+
+/// The results a test source holds, by name; a release's result is the
+/// gate's own object for it (named after its digest), as the runtime's
+/// cache keeps them.
+#[derive(Default)]
+struct ResultCache(std::sync::Mutex<BTreeMap<String, Arc<UpdatePreflight>>>);
+
+impl ResultCache {
+    fn apply(&self, object: UpdatePreflight) {
+        let name = object.metadata.name.clone().unwrap_or_default();
+        self.0.lock().unwrap().insert(name, Arc::new(object));
+    }
+
+    fn get(&self, key: &ReleaseKey) -> Option<Arc<UpdatePreflight>> {
+        self.0
+            .lock()
+            .unwrap()
+            .get(&key.object_name())
+            .filter(|o| ReleaseKey::from_image(&o.spec.image) == *key)
+            .cloned()
+    }
 }
 
 /// A cache-backed source whose trust and run behaviour a test sets.

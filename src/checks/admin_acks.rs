@@ -24,6 +24,7 @@ use crate::model::release::UpdateKind;
 use crate::model::risks;
 use crate::model::text::list;
 use crate::view::ClusterView;
+use crate::view::kinds;
 use crate::view::openshift::condition;
 
 pub struct AdminAcksMissing;
@@ -153,7 +154,7 @@ fn from_cluster_version(ctx: &Context) -> Finding {
         .with_url(URL)
         .with_risks([risks::CONDITIONAL_UPDATE_RISK]);
     }
-    if let Some(why) = ctx.view.unreadable.get("ConfigMap") {
+    if let Some(why) = ctx.view.unreadable.get(kinds::CONFIG_MAP.name) {
         return if ctx.view.shows_openshift() {
             Finding::error(format!(
                 "cannot list ConfigMap objects: {why}; on an OpenShift cluster {}/{} says which admin acks the update needs",
@@ -165,7 +166,7 @@ fn from_cluster_version(ctx: &Context) -> Finding {
             ))
         };
     }
-    if let Err(cannot) = super::require(ctx.view, &["ConfigMap"]) {
+    if let Err(cannot) = super::require(ctx.view, &[kinds::CONFIG_MAP]) {
         return cannot;
     }
     Finding::pass(format!(

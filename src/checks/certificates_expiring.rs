@@ -20,6 +20,7 @@ use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::text::list;
 use crate::view::k8s::OLM;
+use crate::view::kinds;
 
 pub struct CertificatesExpiringSoon;
 
@@ -38,7 +39,7 @@ impl Check for CertificatesExpiringSoon {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
-        if let Err(skip) = require(ctx.view, &["Secret"]) {
+        if let Err(skip) = require(ctx.view, &[kinds::SECRET]) {
             return skip;
         }
         let Ok(horizon) = ctx.now.checked_add(UPDATE_WINDOW) else {

@@ -17,6 +17,7 @@ use crate::model::text::EXCERPT;
 use crate::model::text::excerpt;
 use crate::model::text::list;
 use crate::model::text::since;
+use crate::view::kinds;
 use crate::view::openshift::condition;
 
 pub struct ClusterOperatorsHealthy;
@@ -33,7 +34,7 @@ impl Check for ClusterOperatorsHealthy {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
-        if let Err(skip) = require(ctx.view, &["ClusterOperator"]) {
+        if let Err(skip) = require(ctx.view, &[kinds::CLUSTER_OPERATOR]) {
             return skip;
         }
         let operators = &ctx.view.cluster_operators;

@@ -17,6 +17,7 @@ use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::text::list;
 use crate::view::k8s::Node;
+use crate::view::kinds;
 use crate::view::quantity::Resources;
 
 pub struct DrainCapacity;
@@ -54,7 +55,7 @@ impl Check for DrainCapacity {
             ))
             .with_url(SINGLE_NODE_URL);
         }
-        if let Err(skip) = require(ctx.view, &["Node", "Pod"]) {
+        if let Err(skip) = require(ctx.view, &[kinds::NODE, kinds::POD]) {
             return skip;
         }
         let mut load: HashMap<&str, Load> = HashMap::with_capacity(view.nodes.len());

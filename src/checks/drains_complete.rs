@@ -13,6 +13,7 @@ use super::{Check, Context, require};
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::text::list;
+use crate::view::kinds;
 
 pub struct DrainsComplete;
 
@@ -28,7 +29,10 @@ impl Check for DrainsComplete {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
-        if let Err(skip) = require(ctx.view, &["Node", "Pod", "PodDisruptionBudget"]) {
+        if let Err(skip) = require(
+            ctx.view,
+            &[kinds::NODE, kinds::POD, kinds::POD_DISRUPTION_BUDGET],
+        ) {
             return skip;
         }
         let plan = crate::plan::plan_to(ctx.view, ctx.target, ctx.kind, ctx.now);

@@ -13,6 +13,7 @@ use crate::model::grace;
 use crate::model::text::EXCERPT;
 use crate::model::text::excerpt;
 use crate::model::text::since;
+use crate::view::kinds;
 use crate::view::openshift::condition;
 
 pub struct EtcdHealthy;
@@ -29,7 +30,7 @@ impl Check for EtcdHealthy {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
-        if let Err(skip) = require(ctx.view, &["ClusterOperator"]) {
+        if let Err(skip) = require(ctx.view, &[kinds::CLUSTER_OPERATOR]) {
             return skip;
         }
         let Some(etcd) = ctx

@@ -15,8 +15,8 @@ pub const NOW: &str = "2026-11-30T12:00:00Z";
 pub fn view(objects: Vec<Value>) -> ClusterView {
     let mut view = ClusterView::default();
     for object in objects {
-        let kind = object["kind"].as_str().unwrap().to_owned();
-        view.add(&kind, object).unwrap();
+        let kind = crate::view::kinds::named(object["kind"].as_str().unwrap()).unwrap();
+        view.add(kind, object).unwrap();
     }
     view
 }

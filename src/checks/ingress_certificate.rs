@@ -12,6 +12,7 @@ use super::{Check, Context, qualified, require};
 use crate::model::Finding;
 use crate::model::Severity;
 use crate::view::k8s::TlsSecret;
+use crate::view::kinds;
 
 pub struct IngressCertificateCompatible;
 
@@ -30,7 +31,7 @@ impl Check for IngressCertificateCompatible {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
-        if let Err(skip) = require(ctx.view, &["Secret"]) {
+        if let Err(skip) = require(ctx.view, &[kinds::SECRET]) {
             return skip;
         }
         let custom = ctx

@@ -21,6 +21,7 @@ use crate::model::text::EXCERPT;
 use crate::model::text::excerpt;
 use crate::model::text::list;
 use crate::model::text::since;
+use crate::view::kinds;
 use crate::view::openshift::{Condition, condition};
 
 pub struct MachineConfigPoolsHealthy;
@@ -39,7 +40,7 @@ impl Check for MachineConfigPoolsHealthy {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
-        if let Err(skip) = require(ctx.view, &["MachineConfigPool"]) {
+        if let Err(skip) = require(ctx.view, &[kinds::MACHINE_CONFIG_POOL]) {
             return skip;
         }
         let pools = &ctx.view.machine_config_pools;

@@ -36,6 +36,7 @@ use crate::model::cluster_version::ArchitectureChange;
 use crate::model::release::{ReleaseKey, UpdateKind, Version, describe_move};
 use crate::model::{CheckResult, Severity};
 use crate::view::ClusterView;
+use crate::view::kinds::Kind;
 
 /// What every check is given.
 pub struct Context<'a> {
@@ -235,13 +236,13 @@ pub(crate) fn result_of(check: &dyn Check, ctx: &Context) -> CheckResult {
 /// Stops a check whose data was not loaded: a warning naming the first
 /// missing kind, an Error when it could not be read, or Skipped with why it
 /// was withheld (the operator chose not to read it).
-pub fn require(view: &ClusterView, kinds: &[&str]) -> Result<(), Finding> {
-    if let Some(why) = kinds.iter().find_map(|k| view.withheld.get(*k)) {
+pub fn require(view: &ClusterView, kinds: &[Kind]) -> Result<(), Finding> {
+    if let Some(why) = kinds.iter().find_map(|k| view.withheld.get(k.name)) {
         return Err(Finding::skipped(why.clone()));
     }
     if let Some((kind, why)) = kinds
         .iter()
-        .find_map(|k| view.unreadable.get(*k).map(|why| (k, why)))
+        .find_map(|k| view.unreadable.get(k.name).map(|why| (k.name, why)))
     {
         return Err(Finding::error(format!("cannot list {kind} objects: {why}")));
     }
@@ -249,7 +250,8 @@ pub fn require(view: &ClusterView, kinds: &[&str]) -> Result<(), Finding> {
     // the summary counts it among the warnings.
     match kinds.iter().find(|k| !view.has(k)) {
         Some(kind) => Err(Finding::warn(format!(
-            "no {kind} objects in the cluster data: this check could not look"
+            "no {} objects in the cluster data: this check could not look",
+            kind.name
         ))),
         None => Ok(()),
     }
@@ -279,6 +281,7 @@ mod tests {
     use super::*;
     use crate::model::release::is_image;
     use crate::model::{Outcome, Resolution};
+    use crate::view::kinds;
     use rstest::rstest;
     use serde_json::json;
 
@@ -371,33 +374,33 @@ mod tests {
     fn a_kind_that_could_not_be_listed_is_an_error_not_a_skip() {
         let mut view = view();
         view.unreadable.insert(
-            "Secret".to_owned(),
+            kinds::SECRET.name.to_owned(),
             "secrets is forbidden: User \"support\" cannot list resource \"secrets\"".to_owned(),
         );
-        let finding = require(&view, &["Node", "Secret"]).unwrap_err();
+        let finding = require(&view, &[kinds::NODE, kinds::SECRET]).unwrap_err();
         assert_eq!(finding.outcome, Outcome::Error);
         assert!(
             finding
                 .message
                 .starts_with("cannot list Secret objects: secrets is forbidden")
         );
-        let missing = require(&view, &["Node"]).unwrap_err();
+        let missing = require(&view, &[kinds::NODE]).unwrap_err();
         assert_eq!(
             (missing.outcome, missing.severity),
             (Outcome::Fail, Some(Severity::Warning)),
             "missing data warns, never a silent skip"
         );
-        assert!(require(&view, &["ClusterVersion"]).is_ok());
+        assert!(require(&view, &[kinds::CLUSTER_VERSION]).is_ok());
     }
 
     #[test]
     fn a_kind_the_gate_was_told_not_to_read_is_a_skip_that_says_why() {
         let mut view = view();
         view.withheld.insert(
-            "Secret".to_owned(),
+            kinds::SECRET.name.to_owned(),
             crate::view::TLS_SECRETS_WITHHELD.to_owned(),
         );
-        let finding = require(&view, &["Secret"]).unwrap_err();
+        let finding = require(&view, &[kinds::SECRET]).unwrap_err();
         assert_eq!(finding.outcome, Outcome::Skipped);
         assert!(
             finding

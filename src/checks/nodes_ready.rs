@@ -12,6 +12,7 @@ use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::text::list;
 use crate::model::text::since;
+use crate::view::kinds;
 use crate::view::openshift::condition;
 
 pub struct NodesReady;
@@ -28,7 +29,7 @@ impl Check for NodesReady {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
-        if let Err(skip) = require(ctx.view, &["Node"]) {
+        if let Err(skip) = require(ctx.view, &[kinds::NODE]) {
             return skip;
         }
         let nodes = &ctx.view.nodes;

@@ -21,6 +21,7 @@ use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::release::{Minor, UpdateKind};
 use crate::model::text::list;
+use crate::view::kinds;
 use crate::view::openshift::ClusterServiceVersion;
 
 pub(crate) struct OlmOperatorsCompatible;
@@ -79,7 +80,7 @@ impl Check for OlmOperatorsCompatible {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
-        if let Err(skip) = require(ctx.view, &["ClusterServiceVersion"]) {
+        if let Err(skip) = require(ctx.view, &[kinds::CLUSTER_SERVICE_VERSION]) {
             return skip;
         }
         let Some(target) = &ctx.target_version else {

@@ -26,6 +26,7 @@ use crate::model::risks;
 use crate::model::text::EXCERPT;
 use crate::model::text::excerpt;
 use crate::model::text::list;
+use crate::view::kinds;
 use crate::view::openshift::condition;
 
 pub struct ClusterOperatorsUpgradeable;
@@ -46,7 +47,7 @@ impl Check for ClusterOperatorsUpgradeable {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
-        if let Err(skip) = require(ctx.view, &["ClusterOperator"]) {
+        if let Err(skip) = require(ctx.view, &[kinds::CLUSTER_OPERATOR]) {
             return skip;
         }
         // The CVO's own precondition first: its Upgradeable=False sums up

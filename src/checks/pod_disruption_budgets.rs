@@ -23,6 +23,7 @@ use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::text::list;
 use crate::view::k8s::Pod;
+use crate::view::kinds;
 
 pub struct PodDisruptionBudgetsAllowDrain;
 
@@ -38,7 +39,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
-        if let Err(skip) = require(ctx.view, &["PodDisruptionBudget"]) {
+        if let Err(skip) = require(ctx.view, &[kinds::POD_DISRUPTION_BUDGET]) {
             return skip;
         }
         let view = ctx.view;
@@ -46,7 +47,7 @@ impl Check for PodDisruptionBudgetsAllowDrain {
             .budgets()
             .filter(|p| p.status.disruptions_allowed <= 0 && p.spec.selector.is_some())
             .collect();
-        let have_pods = view.has("Pod") && view.has("Node");
+        let have_pods = view.has(&kinds::POD) && view.has(&kinds::NODE);
         let namespaces: HashSet<&str> = stuck
             .iter()
             .filter_map(|p| p.metadata.namespace.as_deref())

@@ -22,6 +22,7 @@ use crate::model::Finding;
 use crate::model::Severity;
 use crate::model::release::{Minor, UpdateKind, Version};
 use crate::model::text::list;
+use crate::view::kinds;
 use crate::view::openshift::{ApiRequestCount, Caller};
 
 pub(crate) struct RemovedApisInUse;
@@ -47,7 +48,7 @@ impl Check for RemovedApisInUse {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
-        if let Err(skip) = require(ctx.view, &["APIRequestCount"]) {
+        if let Err(skip) = require(ctx.view, &[kinds::API_REQUEST_COUNT]) {
             return skip;
         }
         let Some(target) = ctx.target_version.as_ref() else {
@@ -168,7 +169,7 @@ impl<'a> Hosts<'a> {
         let recent = installed.is_some_and(|t| {
             ctx.now.duration_since(t) < jiff::SignedDuration::from_hours(COUNTED_HOURS)
         });
-        if !recent || !ctx.view.has("Node") || nodes.is_empty() {
+        if !recent || !ctx.view.has(&kinds::NODE) || nodes.is_empty() {
             return Self(None);
         }
         Self(Some(

@@ -1,6 +1,8 @@
 //! Reading a cluster from the API server: paged lists of every kind in
-//! [`kinds::ALL`], as each kind's listings say, each page reduced to the lean types checks read before the
-//! next is fetched, so a large cluster is never held whole in memory.
+//! [`kinds::ALL`], as each kind's listings say (its group, version,
+//! resource, namespace and field selector all come from the `Kind`), each
+//! page reduced to the lean types checks read before the next is fetched,
+//! so a large cluster is never held whole in memory.
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 
@@ -82,11 +84,10 @@ pub(crate) async fn load_with_progress(
                 }
                 Err(e) => return Err(e),
             };
-            view.mark_loaded(kind.name);
+            view.mark_loaded(kind);
             for item in page.items {
                 let value = serde_json::to_value(item).map_err(kube::Error::SerdeError)?;
-                view.add(kind.name, value)
-                    .map_err(kube::Error::SerdeError)?;
+                view.add(kind, value).map_err(kube::Error::SerdeError)?;
                 seen += 1;
             }
             progress(kind.name, seen);

@@ -436,14 +436,11 @@ impl ClusterVersion {
         if !asks && !multi {
             return None;
         }
-        let (newest, older) = self.status.history.split_first()?;
+        let newest = self.status.history.first()?;
         if newest.state == "Partial" {
-            let previous = older.iter().find(|h| h.state == "Completed")?;
-            let moved = previous.version == newest.version
-                && ReleaseKey::from_image(&previous.image) != ReleaseKey::from_image(&newest.image);
-            return moved.then(|| Migration {
-                version: newest.version.clone(),
-                payload: Some(ReleaseKey::from_image(&newest.image)),
+            return self.payload_moving().map(|moving| Migration {
+                version: moving.version.clone(),
+                payload: Some(ReleaseKey::from_image(&moving.image)),
                 percent: self.update_progress(),
             });
         }
@@ -452,6 +449,22 @@ impl ClusterVersion {
             payload: None,
             percent: None,
         })
+    }
+
+    /// The payload moving to another architecture now: the newest history
+    /// entry, when it is `Partial`, at the version last completed, on
+    /// another image (by digest). A migration to the multi-architecture
+    /// payload taken up is one ([`Self::multi_migration`]); the plan,
+    /// which no control-plane estimate fits then, takes any such move.
+    pub fn payload_moving(&self) -> Option<&UpdateHistory> {
+        let (newest, older) = self.status.history.split_first()?;
+        if newest.state != "Partial" {
+            return None;
+        }
+        let previous = older.iter().find(|h| h.state == "Completed")?;
+        let moved = previous.version == newest.version
+            && ReleaseKey::from_image(&previous.image) != ReleaseKey::from_image(&newest.image);
+        moved.then_some(newest)
     }
 
     /// Whether the cluster is still being installed: its history holds no

@@ -16,8 +16,7 @@
 //!   read, and [`risks`]: the names OpenShift
 //!   gives what a check finds, which accept it beside the check's name;
 //! - [`status`]: a run's results assembled into an `UpdatePreflight` status;
-//! - [`vouch`]: which object the gate takes as a release's result, and
-//!   [`result_cache`]: the in-memory index of results that applies it;
+//! - [`vouch`]: which object the gate takes as a release's result;
 //! - [`text`]: words for a person (lists, excerpts, durations, clean text).
 
 pub mod cluster_version;
@@ -26,7 +25,6 @@ pub mod grace;
 pub mod meta;
 pub mod preflight_check;
 pub mod release;
-pub mod result_cache;
 pub mod results;
 pub mod risks;
 pub mod standing;
@@ -39,7 +37,6 @@ pub use cluster_version::{ClusterVersion, Resolution, Target};
 pub use finding::Finding;
 pub use preflight_check::{AppliesTo, EnvVar, NotApplicable, PreflightCheck, PreflightCheckSpec};
 pub use release::{ReleaseKey, UpdateKind, Version};
-pub use result_cache::ResultCache;
 pub use results::{
     CheckResult, FailurePolicy, Outcome, Phase, Severity, Summary, UpdatePreflight,
     UpdatePreflightSpec, UpdatePreflightStatus,

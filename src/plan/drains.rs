@@ -397,8 +397,8 @@ mod tests {
     fn view(objects: Vec<Value>) -> ClusterView {
         let mut view = ClusterView::default();
         for o in objects {
-            let kind = o["kind"].as_str().unwrap().to_owned();
-            view.add(&kind, o).unwrap();
+            let kind = crate::view::kinds::named(o["kind"].as_str().unwrap()).unwrap();
+            view.add(kind, o).unwrap();
         }
         view
     }

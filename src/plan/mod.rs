@@ -20,6 +20,7 @@ pub mod pools;
 pub mod status;
 
 use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 
 pub use control_plane::ControlPlane;
@@ -30,6 +31,8 @@ use crate::model::cluster_version::Target;
 use crate::model::release::{UpdateKind, Version};
 use crate::view::ClusterView;
 use crate::view::k8s::Node;
+use crate::view::kinds;
+use crate::view::openshift::MachineConfigPool;
 use duration::words;
 
 /// The version of the plan's JSON and YAML shape; a change that removes
@@ -177,7 +180,10 @@ impl Sought {
     pub fn of(view: &ClusterView, target: &Target, kind: Option<UpdateKind>) -> Self {
         let cv = view.cluster_version.as_ref();
         let remaining = cv.is_some_and(|cv| cv.is_desired(target));
-        let history = cv.map_or(&[][..], |cv| &cv.status.history[..]);
+        // The payload moving to another architecture, as the model finds
+        // it (`ClusterVersion::payload_moving`, which a migration to the
+        // multi-architecture payload under way is).
+        let migrating = cv.is_some_and(|cv| cv.payload_moving().is_some());
         Self {
             kind,
             pre_release: target
@@ -185,8 +191,7 @@ impl Sought {
                 .as_deref()
                 .and_then(Version::parse)
                 .is_some_and(|v| v.pre.is_some()),
-            migration: target.architecture.is_some()
-                || (remaining && control_plane::migration_under_way(history)),
+            migration: target.architecture.is_some() || (remaining && migrating),
             remaining,
         }
     }
@@ -258,18 +263,18 @@ pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
         plan.unknowns
             .push(format!("control plane: {}", plan.control_plane.basis));
     }
-    let have_pods = view.has("Pod");
+    let have_pods = view.has(&kinds::POD);
     if !have_pods {
         plan.unknowns.push(format!(
             "no Pod objects in the cluster data: the plan cannot know what each drain evicts, and takes {} per drain (oc adm upgrade status' estimate)",
             words(duration::DRAIN_UNKNOWN)
         ));
-    } else if !view.has("PodDisruptionBudget") {
+    } else if !view.has(&kinds::POD_DISRUPTION_BUDGET) {
         plan.unknowns.push(
             "no PodDisruptionBudget objects in the cluster data: the plan cannot know which drains they hold".to_owned(),
         );
     }
-    if !view.has("Node") {
+    if !view.has(&kinds::NODE) {
         plan.unknowns.push(
             "no Node objects in the cluster data: the plan cannot know the pools' nodes".to_owned(),
         );
@@ -284,25 +289,24 @@ pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
     let index = drains::Index::new(view);
     let operator = pools::operator_node(view);
     let samples = nodes::samples(&view.machine_config_nodes);
-    let have_mcns = view.has("MachineConfigNode");
+    let have_mcns = view.has(&kinds::MACHINE_CONFIG_NODE);
     let mut graces: Vec<(u64, String)> = Vec::new();
     for (name, nodes) in members {
         let phases = NodePhases::of(&samples, &name, have_mcns);
-        let pool = pool_plan(
+        let input = PoolInput {
             view,
-            &name,
+            name: &name,
             nodes,
-            phases,
+            node_phases: phases,
             operator,
-            &index,
-            Facts {
+            index: &index,
+            facts: Facts {
                 have_pods,
                 single_node,
                 remaining: sought.remaining,
             },
-            &mut plan,
-            &mut graces,
-        );
+        };
+        let pool = pool_plan(&input, &mut plan, &mut graces);
         plan.pools.push(pool);
     }
     // Where a pool that updates took a node's update or reboot from the
@@ -391,72 +395,43 @@ fn updating(node: &Node) -> bool {
     node.drained_by_mco() || matches!(node.mco_state(), Some("Working" | "Degraded"))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn pool_plan<'a>(
-    view: &'a ClusterView,
-    name: &str,
-    nodes: Vec<&'a Node>,
+/// What one pool's plan is made from.
+struct PoolInput<'i, 'v> {
+    view: &'v ClusterView,
+    /// The pool's name.
+    name: &'i str,
+    nodes: Vec<&'v Node>,
     node_phases: NodePhases,
-    operator: Option<&str>,
-    index: &drains::Index<'a>,
+    /// The node the machine-config-operator's pod runs on, when known.
+    operator: Option<&'i str>,
+    index: &'i drains::Index<'v>,
     facts: Facts,
+}
+
+/// One pool's plan, in the steps the MCO takes: the pool as it stands,
+/// then (unless it is paused, its maxUnavailable is invalid or nothing is
+/// left to do) how many nodes it updates at once, its batches in the
+/// MCO's order, each timed, and the rolling window over them. What the
+/// plan says of the pool goes into `plan`; the grace periods that make a
+/// drain's P90, into `graces`.
+fn pool_plan(
+    input: &PoolInput<'_, '_>,
     plan: &mut Plan,
     graces: &mut Vec<(u64, String)>,
 ) -> PoolPlan {
-    let Facts {
-        have_pods,
-        single_node,
-        remaining,
-    } = facts;
-    let object = view
+    let name = input.name;
+    let object = input
+        .view
         .machine_config_pools
         .iter()
         .find(|p| p.metadata.name == name);
-    let paused = object.is_some_and(|p| p.spec.paused);
     let given = object.and_then(|p| p.spec.max_unavailable.as_ref());
-    let reported = object.map_or(0, |p| p.status.unavailable_machine_count.max(0));
-    let unavailable = nodes
-        .iter()
-        .filter(|n| pools::unavailable(n))
-        .count()
-        .max(usize::try_from(reported).unwrap_or(0));
-    // The work already done: nodes on the pool's target configuration,
-    // state Done, when the target is the update under way.
-    let target = object.and_then(|p| p.target_config());
-    let (done, work): (Vec<&Node>, Vec<&Node>) = nodes.iter().partition(|n| {
-        remaining
-            && target.is_some()
-            && n.current_config() == target
-            && n.mco_state() == Some("Done")
-    });
-    let mut pool = PoolPlan {
-        name: name.to_owned(),
-        nodes: nodes.len(),
-        updates: !paused,
-        max_unavailable: pools::said(given),
-        unavailable,
-        done: done.len(),
-        batch_size: 0,
-        node_phases,
-        batches: Vec::new(),
-        seconds: 0,
-        p90_seconds: 0,
-        blocked: false,
-    };
-    if paused {
-        plan.warnings.push(if name == pools::MASTER {
-            format!(
-                "pool {name} is paused: it takes no update until it is unpaused, and the update cannot complete without it (the machine-config operator waits for the master pool)"
-            )
-        } else {
-            format!(
-                "pool {name} is paused: its {} nodes keep the current release until it is unpaused; the ClusterVersion can report the update Completed without them, but their update is still to come, and while paused it also holds back the kube-apiserver-to-kubelet signer CA certificate the MCO would roll out",
-                nodes.len()
-            )
-        });
+    let (mut pool, work) = pool_state(input, object, given);
+    if !pool.updates {
+        plan.warnings.push(paused(name, input.nodes.len()));
         return pool;
     }
-    let max = match pools::max_unavailable(given, nodes.len()) {
+    let max = match pools::max_unavailable(given, input.nodes.len()) {
         Ok(max) => max,
         Err(why) => {
             plan.warnings.push(format!(
@@ -468,21 +443,81 @@ fn pool_plan<'a>(
     if work.is_empty() {
         return pool;
     }
-    // What holds a slot of maxUnavailable through the whole rollout:
-    // nodes down or cordoned for another reason than the update, and
-    // nodes whose drain is failing now. Nodes the MCO is updating return,
-    // and the MCO starts the next as each one does.
-    let failing: Vec<&Node> = work
+    pool.batch_size = batch_size(input, &work, max, plan);
+    let batches = in_order(input, work, pool.batch_size, plan);
+    let times = time_batches(input, &mut pool, batches, plan, graces);
+    roll(&mut pool, &times);
+    pool
+}
+
+/// The pool as it stands, and the nodes left to update: all of them,
+/// unless only what is left of the update under way is planned (nodes on
+/// the pool's target configuration, state Done, are done).
+fn pool_state<'v>(
+    input: &PoolInput<'_, 'v>,
+    object: Option<&MachineConfigPool>,
+    given: Option<&IntOrString>,
+) -> (PoolPlan, Vec<&'v Node>) {
+    let nodes = &input.nodes;
+    let paused = object.is_some_and(|p| p.spec.paused);
+    let reported = object.map_or(0, |p| p.status.unavailable_machine_count.max(0));
+    let unavailable = nodes
         .iter()
-        .filter(|n| n.drain_failure().is_some())
-        .copied()
-        .collect();
-    let by_hand = nodes
+        .filter(|n| pools::unavailable(n))
+        .count()
+        .max(usize::try_from(reported).unwrap_or(0));
+    let target = object.and_then(|p| p.target_config());
+    let (done, work): (Vec<&Node>, Vec<&Node>) = nodes.iter().partition(|n| {
+        input.facts.remaining
+            && target.is_some()
+            && n.current_config() == target
+            && n.mco_state() == Some("Done")
+    });
+    let pool = PoolPlan {
+        name: input.name.to_owned(),
+        nodes: nodes.len(),
+        updates: !paused,
+        max_unavailable: pools::said(given),
+        unavailable,
+        done: done.len(),
+        batch_size: 0,
+        node_phases: input.node_phases.clone(),
+        batches: Vec::new(),
+        seconds: 0,
+        p90_seconds: 0,
+        blocked: false,
+    };
+    (pool, work)
+}
+
+/// The warning of a paused pool of `nodes` nodes.
+fn paused(name: &str, nodes: usize) -> String {
+    if name == pools::MASTER {
+        format!(
+            "pool {name} is paused: it takes no update until it is unpaused, and the update cannot complete without it (the machine-config operator waits for the master pool)"
+        )
+    } else {
+        format!(
+            "pool {name} is paused: its {nodes} nodes keep the current release until it is unpaused; the ClusterVersion can report the update Completed without them, but their update is still to come, and while paused it also holds back the kube-apiserver-to-kubelet signer CA certificate the MCO would roll out"
+        )
+    }
+}
+
+/// How many nodes the MCO updates at once: maxUnavailable (`max`) less
+/// what holds a slot of it through the whole rollout: nodes down or
+/// cordoned for another reason than the update, and nodes whose drain is
+/// failing now. Nodes the MCO is updating return, and the MCO starts the
+/// next as each one does.
+fn batch_size(input: &PoolInput<'_, '_>, work: &[&Node], max: usize, plan: &mut Plan) -> usize {
+    let name = input.name;
+    let failing = work.iter().filter(|n| n.drain_failure().is_some()).count();
+    let by_hand = input
+        .nodes
         .iter()
         .filter(|n| pools::unavailable(n) && !updating(n))
         .count();
-    let held = by_hand + failing.len();
-    pool.batch_size = match max.checked_sub(held).filter(|c| *c > 0) {
+    let held = by_hand + failing;
+    match max.checked_sub(held).filter(|c| *c > 0) {
         Some(capacity) => capacity,
         None => {
             plan.warnings.push(format!(
@@ -490,9 +525,20 @@ fn pool_plan<'a>(
             ));
             max
         }
-    };
-    // The machine-config-operator's node goes last, on its own, in the
-    // master pool.
+    }
+}
+
+/// The nodes left to update (`work`) in batches of `batch_size`, in the
+/// MCO's order: the nodes it has started on first, those failing to drain
+/// before them (with the first batch), and the machine-config-operator's
+/// node last, on its own, in the master pool.
+fn in_order<'v>(
+    input: &PoolInput<'_, 'v>,
+    work: Vec<&'v Node>,
+    batch_size: usize,
+    plan: &mut Plan,
+) -> Vec<Vec<&'v Node>> {
+    let (name, nodes, operator) = (input.name, &input.nodes, input.operator);
     let deferred = (name == pools::MASTER && nodes.len() > 1)
         .then_some(operator)
         .flatten()
@@ -505,9 +551,7 @@ fn pool_plan<'a>(
             "the machine-config-operator pod's node is not in the data: the plan cannot know which master the MCO updates last".to_owned(),
         );
     }
-    // The MCO's order; the nodes it has started on first, those failing
-    // to drain before them.
-    let mut ordered = pools::order(work.clone(), deferred);
+    let mut ordered = pools::order(work, deferred);
     ordered.sort_by_key(|n| {
         if Some(n.name()) == deferred {
             3
@@ -523,26 +567,53 @@ fn pool_plan<'a>(
         ordered.iter().partition(|n| n.drain_failure().is_some());
     let (rest, last): (Vec<&Node>, Vec<&Node>) =
         rest.iter().partition(|n| Some(n.name()) != deferred);
-    let mut chunks: Vec<Vec<&Node>> = rest
-        .chunks(pool.batch_size.max(1))
+    let mut batches: Vec<Vec<&Node>> = rest
+        .chunks(batch_size.max(1))
         .map(<[&Node]>::to_vec)
         .collect();
     if !stuck.is_empty() {
-        match chunks.first_mut() {
+        match batches.first_mut() {
             Some(first) => first.splice(0..0, stuck.iter().copied()).for_each(drop),
-            None => chunks.push(stuck.clone()),
+            None => batches.push(stuck.clone()),
         }
     }
     if !last.is_empty() {
-        chunks.push(last);
+        batches.push(last);
     }
+    batches
+}
+
+/// Each node's time (P50, P90) as the batches give it: those that drain,
+/// and those whose drain is failing now.
+#[derive(Default)]
+struct Times {
+    order: Vec<(u64, u64)>,
+    stuck: Vec<(u64, u64)>,
+}
+
+/// Times each batch into `pool`: its nodes' steps, the PDBs that hold
+/// it, and the nodes whose drain is failing.
+fn time_batches<'v>(
+    input: &PoolInput<'_, 'v>,
+    pool: &mut PoolPlan,
+    batches: Vec<Vec<&'v Node>>,
+    plan: &mut Plan,
+    graces: &mut Vec<(u64, String)>,
+) -> Times {
+    let (name, index) = (input.name, input.index);
+    let Facts {
+        have_pods,
+        single_node,
+        ..
+    } = input.facts;
     // The room on the pool's nodes, once; each batch leaves its own out.
-    let room = drains::Room::new(index, &nodes);
-    let after_drain = pool.node_phases.after_drain();
-    let after_drain_p90 = pool.node_phases.after_drain_p90();
-    let mut order: Vec<(u64, u64)> = Vec::new();
-    let mut stuck_times: Vec<(u64, u64)> = Vec::new();
-    for (i, batch) in chunks.into_iter().enumerate() {
+    let room = drains::Room::new(index, &input.nodes);
+    let after_drain = (
+        pool.node_phases.after_drain(),
+        pool.node_phases.after_drain_p90(),
+    );
+    let mut times = Times::default();
+    for (i, batch) in batches.into_iter().enumerate() {
         let holds = if have_pods && !single_node {
             index.holds(&batch, &room)
         } else {
@@ -550,54 +621,7 @@ fn pool_plan<'a>(
         };
         let steps: Vec<NodeStep> = batch
             .iter()
-            .map(|node| {
-                let evicted = index.evictions(node.name());
-                let (drain, drain_p90, longest) = if have_pods {
-                    let typical = evicted
-                        .iter()
-                        .map(|p| {
-                            duration::shutdown(duration::grace(p.termination_grace_period_seconds))
-                        })
-                        .max()
-                        .unwrap_or(0);
-                    let worst = evicted
-                        .iter()
-                        .map(|p| (duration::grace(p.termination_grace_period_seconds), p))
-                        .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.name.cmp(&a.1.name)));
-                    let longest =
-                        worst
-                            .filter(|(g, _)| *g > duration::TYPICAL_SHUTDOWN)
-                            .map(|(g, p)| {
-                                graces.push((
-                                    g,
-                                    format!("{} ({})", qualified(&p.namespace, &p.name), words(g)),
-                                ));
-                                format!("{} ({})", qualified(&p.namespace, &p.name), words(g))
-                            });
-                    let wait = holds
-                        .iter()
-                        .filter(|h| h.nodes.iter().any(|n| n == node.name()))
-                        .filter_map(|h| h.wait_seconds)
-                        .max()
-                        .unwrap_or(0);
-                    (
-                        typical.saturating_add(wait),
-                        worst.map_or(0, |(g, _)| g).saturating_add(wait),
-                        longest,
-                    )
-                } else {
-                    (duration::DRAIN_UNKNOWN, duration::DRAIN_UNKNOWN, None)
-                };
-                NodeStep {
-                    name: node.name().to_owned(),
-                    evictions: have_pods.then_some(evicted.len()),
-                    drain_seconds: drain,
-                    drain_p90_seconds: drain_p90,
-                    longest_grace: longest,
-                    seconds: duration::node(drain, after_drain),
-                    p90_seconds: duration::node(drain_p90, after_drain_p90),
-                }
-            })
+            .map(|node| node_step(input, node, &holds, after_drain, graces))
             .collect();
         let number = i + 1;
         for hold in &holds {
@@ -634,9 +658,9 @@ fn pool_plan<'a>(
                         crate::model::text::clean(message, 300)
                     ));
                     failing.push(node.name().to_owned());
-                    stuck_times.push((step.seconds, step.p90_seconds));
+                    times.stuck.push((step.seconds, step.p90_seconds));
                 }
-                None => order.push((step.seconds, step.p90_seconds)),
+                None => times.order.push((step.seconds, step.p90_seconds)),
             }
         }
         let seconds = steps.iter().map(|s| s.seconds).max().unwrap_or(0);
@@ -651,22 +675,83 @@ fn pool_plan<'a>(
             p90_seconds,
         });
     }
-    // The rolling window: each node starts as soon as a slot returns; a
-    // node failing to drain keeps its own slot (outside the batch size)
-    // and ends no sooner than its own time. The P90: the rollout with
-    // one node at its worst case (its pods' whole grace periods, the
-    // phases' P90), the largest such spread; nodes' worst cases are
-    // independent, and all of them at once is no P90 of the whole.
-    let stuck_p50 = stuck_times.iter().map(|t| t.0).max().unwrap_or(0);
-    let spread = order
+    times
+}
+
+/// One node's step: its drain (its pods' shutdowns at once, plus the
+/// waits of the PDBs that hold its batch), then its update and reboot
+/// (`after_drain`, P50 and P90).
+fn node_step(
+    input: &PoolInput<'_, '_>,
+    node: &Node,
+    holds: &[drains::Hold],
+    after_drain: (u64, u64),
+    graces: &mut Vec<(u64, String)>,
+) -> NodeStep {
+    let have_pods = input.facts.have_pods;
+    let evicted = input.index.evictions(node.name());
+    let (drain, drain_p90, longest) = if have_pods {
+        let typical = evicted
+            .iter()
+            .map(|p| duration::shutdown(duration::grace(p.termination_grace_period_seconds)))
+            .max()
+            .unwrap_or(0);
+        let worst = evicted
+            .iter()
+            .map(|p| (duration::grace(p.termination_grace_period_seconds), p))
+            .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.name.cmp(&a.1.name)));
+        let longest = worst
+            .filter(|(g, _)| *g > duration::TYPICAL_SHUTDOWN)
+            .map(|(g, p)| {
+                graces.push((
+                    g,
+                    format!("{} ({})", qualified(&p.namespace, &p.name), words(g)),
+                ));
+                format!("{} ({})", qualified(&p.namespace, &p.name), words(g))
+            });
+        let wait = holds
+            .iter()
+            .filter(|h| h.nodes.iter().any(|n| n == node.name()))
+            .filter_map(|h| h.wait_seconds)
+            .max()
+            .unwrap_or(0);
+        (
+            typical.saturating_add(wait),
+            worst.map_or(0, |(g, _)| g).saturating_add(wait),
+            longest,
+        )
+    } else {
+        (duration::DRAIN_UNKNOWN, duration::DRAIN_UNKNOWN, None)
+    };
+    NodeStep {
+        name: node.name().to_owned(),
+        evictions: have_pods.then_some(evicted.len()),
+        drain_seconds: drain,
+        drain_p90_seconds: drain_p90,
+        longest_grace: longest,
+        seconds: duration::node(drain, after_drain.0),
+        p90_seconds: duration::node(drain_p90, after_drain.1),
+    }
+}
+
+/// The rolling window: each node starts as soon as a slot returns; a
+/// node failing to drain keeps its own slot (outside the batch size)
+/// and ends no sooner than its own time. The P90: the rollout with
+/// one node at its worst case (its pods' whole grace periods, the
+/// phases' P90), the largest such spread; nodes' worst cases are
+/// independent, and all of them at once is no P90 of the whole.
+fn roll(pool: &mut PoolPlan, times: &Times) {
+    let stuck_p50 = times.stuck.iter().map(|t| t.0).max().unwrap_or(0);
+    let spread = times
+        .order
         .iter()
-        .chain(&stuck_times)
+        .chain(&times.stuck)
         .map(|(p50, p90)| p90.saturating_sub(*p50))
         .max()
         .unwrap_or(0);
-    pool.seconds = duration::rollout(order.iter().map(|t| t.0), pool.batch_size).max(stuck_p50);
+    pool.seconds =
+        duration::rollout(times.order.iter().map(|t| t.0), pool.batch_size).max(stuck_p50);
     pool.p90_seconds = pool.seconds.saturating_add(spread);
-    pool
 }
 
 #[cfg(test)]

@@ -143,8 +143,8 @@ mod tests {
         objects.extend((0..nodes).map(|i| node(&format!("w{i:02}"))));
         let mut view = ClusterView::default();
         for o in objects {
-            let kind = o["kind"].as_str().unwrap().to_owned();
-            view.add(&kind, o).unwrap();
+            let kind = crate::view::kinds::named(o["kind"].as_str().unwrap()).unwrap();
+            view.add(kind, o).unwrap();
         }
         view
     }

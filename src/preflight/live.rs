@@ -23,11 +23,11 @@ use crate::admission::ports::{Lookup, ResultLookup};
 use crate::cluster::cluster_versions;
 use crate::metrics::Metrics;
 use crate::model::ClusterVersion;
-use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::UpdatePreflightSpec;
 use crate::model::release::ReleaseKey;
 use crate::model::vouch::{NewestRuns, StatusWriter};
+use crate::preflight::result_cache::ResultCache;
 use crate::preflight::result_key::SharedKey;
 
 /// Stamped on an object to ask for a new run.

@@ -13,7 +13,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tracing::info;
 
 use crate::admission::ports::{Lookup, ResultLookup};
-use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::UpdatePreflightSpec;
 use crate::model::UpdatePreflightStatus;
@@ -23,6 +22,7 @@ use crate::model::standing::Exemptions;
 use crate::model::status::{self, Ending};
 use crate::model::{Resolution, Target};
 use crate::preflight::live::RunRequest;
+use crate::preflight::result_cache::ResultCache;
 use crate::suite::{self, Limits};
 use crate::view::ClusterView;
 
@@ -320,7 +320,7 @@ mod tests {
             .collect();
         let mut view = ClusterView::default();
         view.add(
-            "ClusterVersion",
+            &crate::view::kinds::CLUSTER_VERSION,
             serde_json::json!({
                 "kind": "ClusterVersion", "metadata": {"name": "version"},
                 "spec": {"channel": "candidate-5.0"},

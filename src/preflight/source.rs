@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::admission::ports::{Lookup, ResultLookup};
-use crate::model::ResultCache;
 use crate::model::UpdatePreflight;
 use crate::model::release::ReleaseKey;
+use crate::preflight::result_cache::ResultCache;
 
 /// A file of results that could not be read.
 #[derive(Debug, thiserror::Error)]

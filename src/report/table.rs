@@ -152,7 +152,7 @@ fn skipped_line(report: &Report) -> Option<String> {
         .iter()
         .filter(|(key, _)| {
             let kind = key.split(' ').next().unwrap_or("");
-            crate::view::kinds().any(|k| k == kind)
+            crate::view::kinds::named(kind).is_some()
         })
         .map(|(key, n)| format!("{n} {key}"))
         .collect();

@@ -1,11 +1,12 @@
 //! The kinds the gate reads, named once: their API group, versions,
 //! resource, and the lists the live reader makes of them (a namespace, a
-//! field selector). The view keeps them ([`super::kept`]), the live reader
+//! field selector). The view keeps them ([`kept`]), the live reader
 //! lists them ([`listings`], `crate::cluster::live`), a must-gather's layout
 //! files them by group and resource (`crate::cluster::snapshot`), and the
 //! gate's ClusterRole must grant each list (tests/it/deploy.rs holds the
 //! rendered RBAC to this table). A new data source is one entry here and
-//! its reading in [`super::ClusterView::add`].
+//! its reading in [`super::ClusterView::add_from`]: every caller names
+//! a kind by its `Kind`, never by a string.
 
 /// One kind the gate reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +31,16 @@ pub struct Listing {
     pub namespace: Option<&'static str>,
     /// A field selector, so the API server filters (by name, type, phase).
     pub fields: Option<&'static str>,
+}
+
+impl Listing {
+    /// The one object the list names by its field selector
+    /// (`metadata.name=admin-acks`), if it names one.
+    pub fn name(&self) -> Option<&'static str> {
+        self.fields?
+            .split(',')
+            .find_map(|f| f.strip_prefix("metadata.name="))
+    }
 }
 
 /// One list of every object of the kind.
@@ -118,7 +129,8 @@ pub const API_REQUEST_COUNT: Kind = kind(
     "apirequestcounts",
 );
 /// Two ConfigMaps by name: the CVO's admin gates and the administrator's
-/// acks.
+/// acks. The view keeps only these, and a must-gather's ConfigMaps are
+/// read only in their namespaces.
 pub const CONFIG_MAP: Kind = Kind {
     listings: &[
         Listing {
@@ -207,6 +219,13 @@ pub fn named(name: &str) -> Option<&'static Kind> {
     ALL.iter().find(|k| k.name == name)
 }
 
+/// The kind the view keeps for an object of `kind` in `api_version`, if it
+/// keeps it. An object that names no API version (a hand-written
+/// snapshot) is taken by its kind.
+pub fn kept(kind: &str, api_version: Option<&str>) -> Option<&'static Kind> {
+    named(kind).filter(|k| api_version.is_none_or(|v| k.reads(v)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +250,23 @@ mod tests {
         #[case] reads: bool,
     ) {
         assert_eq!(named(name).unwrap().reads(api_version), reads);
+    }
+
+    #[test]
+    fn the_config_maps_are_named_by_their_listings() {
+        let named: Vec<(Option<&str>, Option<&str>)> = CONFIG_MAP
+            .listings
+            .iter()
+            .map(|l| (l.namespace, l.name()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                (Some("openshift-config-managed"), Some("admin-gates")),
+                (Some("openshift-config"), Some("admin-acks")),
+            ]
+        );
+        assert_eq!(POD.listings[0].name(), None);
     }
 
     #[test]

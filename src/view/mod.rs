@@ -20,6 +20,7 @@ use serde::{Deserialize, Deserializer};
 use crate::model::{ClusterVersion, Resolution, Target};
 use alerts::Alert;
 use k8s::{ConfigMap, Node, Pod, PodDisruptionBudget, TlsSecret, read_pod, read_tls_secret};
+use kinds::Kind;
 use openshift::{
     ApiRequestCount, ClusterOperator, ClusterServiceVersion, Infrastructure, IngressController,
     MachineConfigNode, MachineConfigPool, newest_condition_time, read_api_request_count,
@@ -52,24 +53,6 @@ impl SingleNode {
 /// Why the certificate checks have no data when TLS Secrets are not read
 /// (`withheld`).
 pub const TLS_SECRETS_WITHHELD: &str = "TLS Secrets are not read: the gate runs without --read-tls-secrets (docs/install.md, \"The sensitive grant: Secrets\")";
-
-/// The ConfigMaps checks read: admin gates and the administrator's acks.
-pub const CONFIG_MAPS: &[(&str, &str)] = &[
-    ("openshift-config-managed", "admin-gates"),
-    ("openshift-config", "admin-acks"),
-];
-
-/// Every kind the view keeps ([`kinds::ALL`]).
-pub fn kinds() -> impl Iterator<Item = &'static str> {
-    kinds::ALL.iter().map(|k| k.name)
-}
-
-/// Whether an object of `kind` in `api_version` is one the view keeps.
-/// An object that names no API version (a hand-written snapshot) is taken
-/// by its kind.
-pub fn kept(kind: &str, api_version: Option<&str>) -> bool {
-    kinds::named(kind).is_some_and(|k| api_version.is_none_or(|v| k.reads(v)))
-}
 
 /// When the data was taken, and how that was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,7 +90,7 @@ pub struct ClusterView {
     /// One per node, where the cluster has them (4.19 and later).
     pub machine_config_nodes: Vec<MachineConfigNode>,
     pub api_request_counts: Vec<ApiRequestCount>,
-    /// Only those named in [`CONFIG_MAPS`].
+    /// Only those [`kinds::CONFIG_MAP`] lists.
     pub config_maps: Vec<ConfigMap>,
     /// Only `kubernetes.io/tls` Secrets, without their keys.
     pub tls_secrets: Vec<TlsSecret>,
@@ -173,25 +156,25 @@ impl ClusterView {
             _ => Target::version_only(to.trim()),
         }
     }
-    /// Adds one object, by kind; objects of other kinds are ignored.
-    /// Returns whether the object was kept.
+    /// Adds one object of `kind`; objects of kinds the view does not keep
+    /// are ignored. Returns whether the object was kept.
     pub fn add(
         &mut self,
-        kind: &str,
+        kind: &Kind,
         object: serde_json::Value,
     ) -> Result<bool, serde_json::Error> {
         self.add_from(kind, object)
     }
 
-    /// Adds one object read from any serde deserializer, so that a large
-    /// snapshot is read straight into the lean types.
+    /// Adds one object of `kind` read from any serde deserializer, so that
+    /// a large snapshot is read straight into the lean types.
     pub(crate) fn add_from<'de, D: Deserializer<'de>>(
         &mut self,
-        kind: &str,
+        kind: &Kind,
         object: D,
     ) -> Result<bool, D::Error> {
-        let kept = match kind {
-            "ClusterVersion" => {
+        let kept = match *kind {
+            kinds::CLUSTER_VERSION => {
                 let cv = ClusterVersion::deserialize(object)?;
                 self.saw(cv.newest_time());
                 match &self.cluster_version {
@@ -206,67 +189,63 @@ impl ClusterView {
                 }
                 true
             }
-            "ClusterOperator" => {
+            kinds::CLUSTER_OPERATOR => {
                 let co: ClusterOperator = Deserialize::deserialize(object)?;
                 self.saw(newest_condition_time(&co.status.conditions));
                 push(&mut self.cluster_operators, Some(co))
             }
-            "Node" => {
+            kinds::NODE => {
                 let node: Node = Deserialize::deserialize(object)?;
-                self.saw_elsewhere("Node", newest_condition_time(&node.status.conditions));
+                self.saw_elsewhere(kind.name, newest_condition_time(&node.status.conditions));
                 push(&mut self.nodes, Some(node))
             }
-            "Infrastructure" => {
+            kinds::INFRASTRUCTURE => {
                 let infrastructure: Infrastructure = Deserialize::deserialize(object)?;
                 if infrastructure.metadata.name == "cluster" {
                     self.infrastructure = Some(infrastructure);
                 }
                 true
             }
-            "Pod" => push(&mut self.pods, read_pod(object)?),
-            "PodDisruptionBudget" => push(
+            kinds::POD => push(&mut self.pods, read_pod(object)?),
+            kinds::POD_DISRUPTION_BUDGET => push(
                 &mut self.pod_disruption_budgets,
                 Some(Deserialize::deserialize(object)?),
             ),
-            "MachineConfigPool" => {
+            kinds::MACHINE_CONFIG_POOL => {
                 let pool: MachineConfigPool = Deserialize::deserialize(object)?;
-                self.saw_elsewhere(
-                    "MachineConfigPool",
-                    newest_condition_time(&pool.status.conditions),
-                );
+                self.saw_elsewhere(kind.name, newest_condition_time(&pool.status.conditions));
                 push(&mut self.machine_config_pools, Some(pool))
             }
-            "MachineConfigNode" => {
+            kinds::MACHINE_CONFIG_NODE => {
                 let mcn: MachineConfigNode = Deserialize::deserialize(object)?;
-                self.saw_elsewhere(
-                    "MachineConfigNode",
-                    newest_condition_time(&mcn.status.conditions),
-                );
+                self.saw_elsewhere(kind.name, newest_condition_time(&mcn.status.conditions));
                 push(&mut self.machine_config_nodes, Some(mcn))
             }
-            "APIRequestCount" => push(
+            kinds::API_REQUEST_COUNT => push(
                 &mut self.api_request_counts,
                 Some(read_api_request_count(object)?),
             ),
-            "ConfigMap" => {
+            kinds::CONFIG_MAP => {
                 let cm = ConfigMap::deserialize(object)?;
-                let wanted = CONFIG_MAPS.iter().any(|(ns, name)| {
-                    cm.metadata.namespace.as_deref() == Some(ns) && cm.metadata.name == *name
+                let wanted = kinds::CONFIG_MAP.listings.iter().any(|listing| {
+                    listing.namespace.is_some()
+                        && cm.metadata.namespace.as_deref() == listing.namespace
+                        && listing.name() == Some(cm.metadata.name.as_str())
                 });
                 push(&mut self.config_maps, wanted.then_some(cm))
             }
-            "Secret" => push(&mut self.tls_secrets, read_tls_secret(object)?),
-            "IngressController" => push(
+            kinds::SECRET => push(&mut self.tls_secrets, read_tls_secret(object)?),
+            kinds::INGRESS_CONTROLLER => push(
                 &mut self.ingress_controllers,
                 Some(Deserialize::deserialize(object)?),
             ),
-            "ClusterServiceVersion" => push(
+            kinds::CLUSTER_SERVICE_VERSION => push(
                 &mut self.cluster_service_versions,
                 read_cluster_service_version(object)?,
             ),
             _ => return Ok(false),
         };
-        self.loaded.insert(kind.to_owned());
+        self.loaded.insert(kind.name.to_owned());
         Ok(kept)
     }
 
@@ -403,15 +382,15 @@ impl ClusterView {
     }
 
     /// Records that `kind` was loaded, e.g. from an empty List.
-    pub(crate) fn mark_loaded(&mut self, kind: &str) {
-        if kinds().any(|k| k == kind) {
-            self.loaded.insert(kind.to_owned());
+    pub(crate) fn mark_loaded(&mut self, kind: &Kind) {
+        if kinds::ALL.contains(kind) {
+            self.loaded.insert(kind.name.to_owned());
         }
     }
 
     /// Whether objects of `kind` were loaded (possibly none).
-    pub fn has(&self, kind: &str) -> bool {
-        self.loaded.contains(kind)
+    pub fn has(&self, kind: &Kind) -> bool {
+        self.loaded.contains(kind.name)
     }
 
     /// Adds alerts; several sources add up.

@@ -16,6 +16,7 @@ use base64::Engine;
 use jiff::Timestamp;
 use preflight_gate::model::{CheckResult, Outcome};
 use preflight_gate::suite::{self, Limits};
+use preflight_gate::view::kinds;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -262,20 +263,20 @@ fn the_live_source_feeds_the_same_checks_as_a_snapshot() {
 
     let view = load_as("ADMIN_KUBECONFIG");
     for kind in [
-        "ClusterVersion",
-        "ClusterOperator",
-        "Node",
-        "Pod",
-        "PodDisruptionBudget",
-        "MachineConfigPool",
-        "APIRequestCount",
-        "ConfigMap",
-        "Secret",
+        kinds::CLUSTER_VERSION,
+        kinds::CLUSTER_OPERATOR,
+        kinds::NODE,
+        kinds::POD,
+        kinds::POD_DISRUPTION_BUDGET,
+        kinds::MACHINE_CONFIG_POOL,
+        kinds::API_REQUEST_COUNT,
+        kinds::CONFIG_MAP,
+        kinds::SECRET,
     ] {
-        assert!(view.has(kind), "{kind} was not listed");
+        assert!(view.has(&kind), "{} was not listed", kind.name);
     }
     // Not served here: no IngressController or OLM CRDs.
-    assert!(!view.has("ClusterServiceVersion"));
+    assert!(!view.has(&kinds::CLUSTER_SERVICE_VERSION));
     let secret = view
         .tls_secrets
         .iter()
@@ -361,7 +362,7 @@ fn kinds_the_user_may_not_list_are_errors_that_say_so() {
     install_openshift_crds(world);
     // Alice may read the ClusterVersion and nothing else the checks need.
     let view = load_as("ALICE_KUBECONFIG");
-    assert!(view.has("ClusterVersion"));
+    assert!(view.has(&kinds::CLUSTER_VERSION));
     assert!(
         view.unreadable.contains_key("Node"),
         "{:?}",

@@ -386,7 +386,7 @@ fn the_gate_runs_with_the_deployed_rbac_and_no_more() {
         "the ServiceAccount may not list: {:?}",
         view.unreadable
     );
-    assert!(view.has("ClusterVersion"));
+    assert!(view.has(&preflight_gate::view::kinds::CLUSTER_VERSION));
 
     // Asking for a run: create, then stamp (patch).
     use preflight_gate::model::UpdatePreflight;

@@ -649,9 +649,7 @@ fn rbac_lets_the_gate_list_everything_the_checks_read() {
                 continue;
             }
             // A list with metadata.name=X is authorized as a request for X.
-            let name = listing
-                .fields
-                .and_then(|f| f.split(',').find_map(|s| s.strip_prefix("metadata.name=")));
+            let name = listing.name();
             assert!(
                 allowed(
                     &grants,

@@ -6,8 +6,10 @@
 //! - A module names only modules on floors below its own.
 //! - No two source files import each other, directly or round a loop (a
 //!   file naming its own folder's `mod.rs` is a child using its parent).
-//! - The pure modules name no API client, no async runtime, no HTTP, no
-//!   threads, no files, no clock, and no impure module of the crate.
+//! - The pure modules, and the pure files of other modules, name no API
+//!   client, no async runtime, no HTTP, no threads, no files, no clock, no
+//!   environment, no shared mutable state (a lock) outside their tests,
+//!   and no impure file of the crate.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -105,8 +107,12 @@ struct Names {
     /// Inline modules (`mod tests { .. }`) the visitor is inside: a
     /// `super` there goes up to the file's own module first.
     inline: usize,
+    /// `#[cfg(test)]` modules the visitor is inside.
+    tests: usize,
     resolved: BTreeSet<Vec<String>>,
     written: BTreeSet<Vec<String>>,
+    /// The written paths outside `#[cfg(test)]` modules.
+    written_outside_tests: BTreeSet<Vec<String>>,
 }
 
 impl Names {
@@ -132,6 +138,9 @@ impl Names {
                 self.resolved.insert(path);
             }
             None => {
+                if self.tests == 0 {
+                    self.written_outside_tests.insert(segments.clone());
+                }
                 self.written.insert(segments);
             }
         }
@@ -166,10 +175,17 @@ impl Names {
 
 impl<'ast> Visit<'ast> for Names {
     fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        let test = usize::from(cfg_test(&item.attrs));
         self.inline += 1;
+        self.tests += test;
         syn::visit::visit_item_mod(self, item);
+        self.tests -= test;
         self.inline -= 1;
     }
+
+    /// `pub(super)` and `pub(in path)` say who may see an item: they
+    /// name no module's contents.
+    fn visit_vis_restricted(&mut self, _: &'ast syn::VisRestricted) {}
 
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
         self.use_tree(&mut Vec::new(), &item.tree);
@@ -212,6 +228,32 @@ impl<'ast> Visit<'ast> for Names {
         }
         syn::visit::visit_macro(self, mac);
     }
+}
+
+/// Whether the attributes hold `#[cfg(test)]`.
+fn cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.meta
+                .require_list()
+                .is_ok_and(|l| l.tokens.to_string() == "test")
+    })
+}
+
+/// The modules that are test code as a whole: those a file declares
+/// `#[cfg(test)] mod name;`, and their children.
+fn test_modules(files: &[File]) -> BTreeSet<Vec<String>> {
+    files
+        .iter()
+        .flat_map(|file| {
+            file.syntax.items.iter().filter_map(|item| match item {
+                syn::Item::Mod(m) if m.content.is_none() && cfg_test(&m.attrs) => {
+                    Some([&file.module[..], &[m.ident.to_string()]].concat())
+                }
+                _ => None,
+            })
+        })
+        .collect()
 }
 
 fn names(file: &File) -> Names {
@@ -337,6 +379,7 @@ const RUNTIME: &[&[&str]] = &[
     &["std", "fs"],
     &["std", "net"],
     &["std", "process"],
+    &["std", "env"],
 ];
 const CLOCKS: &[&str] = &[
     "Timestamp",
@@ -346,56 +389,157 @@ const CLOCKS: &[&str] = &[
     "Utc",
     "Local",
 ];
+/// Shared mutable state: a lock or an atomic (a `OnceLock` or `LazyLock`
+/// holds such state only through one of these), named anywhere in a path.
+/// A pure module's tests may hold a lock (a test double behind a port that
+/// must be `Sync`).
+const LOCKS: &[&str] = &["Mutex", "RwLock", "ReentrantLock", "parking_lot", "atomic"];
+
+/// Shared state pure files still hold, each to move up to the runtime as
+/// `ResultCache` did (`preflight::result_cache`): the file and the lock it
+/// names. The test fails once one no longer does, so the list only shrinks.
+const STATE_STILL_HELD: &[(&str, &str)] = &[
+    // The run requests counted per requester.
+    ("src/admission/run_requests.rs", "Mutex"),
+    // `NewestRuns`, the newest signed run of each object.
+    ("src/model/vouch.rs", "Mutex"),
+];
+
+/// What a pure file names that it may not, in words: a runtime, a clock,
+/// the environment.
+fn runtime_named(path: &[String]) -> bool {
+    let runtime = RUNTIME
+        .iter()
+        .any(|r| path.starts_with(&r.iter().map(|s| s.to_string()).collect::<Vec<_>>()));
+    let clock = path.len() >= 2
+        && path[path.len() - 1] == "now"
+        && CLOCKS.contains(&path[path.len() - 2].as_str());
+    runtime || clock
+}
+
+/// The lock a path names, if it names one.
+fn lock_named(path: &[String]) -> Option<&'static str> {
+    LOCKS
+        .iter()
+        .copied()
+        .find(|lock| path.iter().any(|s| s == lock))
+}
+
+/// The pure code, as the `pure` block of ARCHITECTURE.md declares it:
+/// top-level modules (`model`), whole, and single files of other modules
+/// (`preflight/jobs/manifest.rs`), each a path under `src/`.
+struct Pure {
+    modules: BTreeSet<String>,
+    files: BTreeSet<PathBuf>,
+}
+
+impl Pure {
+    fn declared() -> Self {
+        let (files, modules): (Vec<String>, Vec<String>) = block("pure")
+            .iter()
+            .flat_map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+            .partition(|entry| entry.ends_with(".rs"));
+        let pure = Self {
+            modules: modules.into_iter().collect(),
+            files: files
+                .into_iter()
+                .map(|f| root().join("src").join(f))
+                .collect(),
+        };
+        assert!(
+            !pure.modules.is_empty(),
+            "docs/ARCHITECTURE.md names no pure module"
+        );
+        for file in &pure.files {
+            assert!(
+                file.is_file(),
+                "docs/ARCHITECTURE.md declares {} pure, and there is no such file",
+                display(file)
+            );
+        }
+        pure
+    }
+
+    fn holds(&self, file: &File) -> bool {
+        self.modules.contains(&file.module[0]) || self.files.contains(&file.path)
+    }
+}
 
 #[test]
-fn the_pure_modules_have_no_runtime_and_no_clock() {
-    let pure: BTreeSet<String> = block("pure")
+fn the_pure_modules_have_no_runtime_no_clock_and_no_shared_state() {
+    let pure = Pure::declared();
+    let files = files();
+    let modules: BTreeMap<Vec<String>, usize> = files
         .iter()
-        .flat_map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .enumerate()
+        .map(|(i, f)| (f.module.clone(), i))
         .collect();
-    assert!(
-        !pure.is_empty(),
-        "docs/ARCHITECTURE.md names no pure module"
-    );
-    let modules = floors();
+    let tests = test_modules(&files);
     let mut broken = Vec::new();
-    for file in files().iter().filter(|f| pure.contains(&f.module[0])) {
+    let mut still_held = BTreeSet::new();
+    for file in files.iter().filter(|f| pure.holds(f)) {
         let names = names(file);
-        // A pure module that names an impure module of the crate is no
-        // purer than that module.
+        let here = display(&file.path);
+        // A pure file that names an impure file of the crate is no purer
+        // than that file.
         for path in &names.resolved {
-            if let Some(other) = path.first()
-                && modules.contains_key(other)
-                && !pure.contains(other)
+            let target = (1..=path.len())
+                .rev()
+                .find_map(|n| modules.get(&path[..n]).copied());
+            if let Some(target) = target
+                && !pure.holds(&files[target])
             {
                 broken.push(format!(
-                    "{} names the impure module {}",
-                    display(&file.path),
-                    path.join("::")
+                    "{here} names {}, in {}, which is not pure",
+                    path.join("::"),
+                    display(&files[target].path)
                 ));
             }
         }
         for path in &names.written {
-            let runtime = RUNTIME
-                .iter()
-                .any(|r| path.starts_with(&r.iter().map(|s| s.to_string()).collect::<Vec<_>>()));
-            let clock = path.len() >= 2
-                && path[path.len() - 1] == "now"
-                && CLOCKS.contains(&path[path.len() - 2].as_str());
-            if runtime || clock {
-                broken.push(format!("{} names {}", display(&file.path), path.join("::")));
+            if runtime_named(path) {
+                broken.push(format!(
+                    "{here} names {}: a pure file reads no runtime, clock or environment; its caller passes in what it needs",
+                    path.join("::")
+                ));
             }
+        }
+        if tests.iter().any(|t| file.module.starts_with(t)) {
+            continue;
+        }
+        for path in &names.written_outside_tests {
+            let Some(lock) = lock_named(path) else {
+                continue;
+            };
+            if STATE_STILL_HELD.contains(&(here.as_str(), lock)) {
+                still_held.insert((here.clone(), lock));
+                continue;
+            }
+            broken.push(format!(
+                "{here} names {}: shared mutable state, which belongs to the runtime (preflight, server), not to a pure module",
+                path.join("::")
+            ));
+        }
+    }
+    for (file, lock) in STATE_STILL_HELD {
+        if !still_held.contains(&(file.to_string(), *lock)) {
+            broken.push(format!(
+                "{file} no longer names {lock}: take it off STATE_STILL_HELD"
+            ));
         }
     }
     assert!(broken.is_empty(), "{}", broken.join("\n"));
 }
 
 #[test]
-fn the_checker_sees_an_upward_import_and_a_clock() {
+fn the_checker_sees_an_upward_import_a_clock_the_environment_and_a_lock() {
     // The rules above are only as good as what they read: a file that
     // breaks each is caught.
     let syntax = syn::parse_file(
-        "use super::super::server::Gate; fn f() { let _ = jiff::Timestamp::now(); tokio::spawn(async {}); }",
+        "use super::super::server::Gate; use std::sync::Mutex; \
+         static SEEN: Mutex<u8> = Mutex::new(0); \
+         fn f() { let _ = jiff::Timestamp::now(); tokio::spawn(async {}); let _ = std::env::var(\"HOME\"); } \
+         #[cfg(test)] mod tests { fn double() -> std::sync::RwLock<u8> { Default::default() } }",
     )
     .unwrap();
     let file = File {
@@ -418,6 +562,20 @@ fn the_checker_sees_an_upward_import_and_a_clock() {
         names
             .written
             .contains(&vec!["tokio".into(), "spawn".into()])
+    );
+    assert!(runtime_named(&["std".into(), "env".into(), "var".into()]));
+    let locks: Vec<&str> = names
+        .written_outside_tests
+        .iter()
+        .filter_map(|p| lock_named(p))
+        .collect();
+    assert!(locks.contains(&"Mutex"), "{locks:?}");
+    assert!(!locks.contains(&"RwLock"), "a test's lock is the test's");
+    assert!(
+        names
+            .written
+            .iter()
+            .any(|p| lock_named(p) == Some("RwLock"))
     );
 }
 

@@ -8,8 +8,9 @@ use jiff::Timestamp;
 use preflight_gate::admission::ports::{Lookup, ResultLookup};
 use preflight_gate::admission::review::{Request, Response, parse};
 use preflight_gate::admission::{Policy, decide};
+use preflight_gate::model::UpdatePreflight;
 use preflight_gate::model::release::ReleaseKey;
-use preflight_gate::model::{ResultCache, UpdatePreflight};
+use preflight_gate::preflight::ResultCache;
 use rstest::rstest;
 use serde_json::{Value, json};
 

@@ -8,6 +8,7 @@ use jiff::Timestamp;
 use preflight_gate::checks::Context;
 use preflight_gate::cluster::snapshot;
 use preflight_gate::plan::{Plan, duration};
+use preflight_gate::view::kinds;
 
 const NOW: &str = "2026-11-30T12:00:00Z";
 
@@ -262,7 +263,7 @@ fn healthy_3_plus_3_with(healthy: bool) -> Plan {
     };
     for (i, worker) in workers.iter().enumerate() {
         view.add(
-            "Pod",
+            &kinds::POD,
             pod(
                 &format!("router-default-{i}"),
                 "openshift-ingress",
@@ -275,16 +276,15 @@ fn healthy_3_plus_3_with(healthy: bool) -> Plan {
     }
     for i in 0..2 {
         view.add(
-            "Pod",
+            &kinds::POD,
             pod(&format!("db-{i}"), "shop", &workers[0], "db", 30),
         )
         .unwrap();
     }
-    view.add("Pod", pod("db-2", "shop", &workers[1], "db", 30))
+    view.add(&kinds::POD, pod("db-2", "shop", &workers[1], "db", 30))
         .unwrap();
     let current = if healthy { 3 } else { 2 };
-    view.add(
-        "PodDisruptionBudget",
+    view.add(&kinds::POD_DISRUPTION_BUDGET,
         serde_json::json!({"kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": "shop"},
             "spec": {"selector": {"matchLabels": {"app": "db"}}},
             "status": {"expectedPods": 3, "currentHealthy": current, "desiredHealthy": 2}}),

@@ -32,7 +32,8 @@ pub mod sample;
 mod yaml;
 
 use crate::view::alerts::read_alert_file;
-use crate::view::{AsOf, ClusterView, kept};
+use crate::view::kinds::{self, Kind};
+use crate::view::{AsOf, ClusterView};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -331,8 +332,8 @@ impl Snapshot {
         Ok(self.view)
     }
 
-    /// Whether the object is one the view keeps, met for the first time;
-    /// objects of other kinds or API versions are counted as skipped.
+    /// The object's kind, if it is one the view keeps, met for the first
+    /// time; objects of other kinds or API versions are counted as skipped.
     /// ClusterVersions are always handed on, so that two of different
     /// clusters are seen.
     fn admit(
@@ -341,16 +342,16 @@ impl Snapshot {
         api_version: Option<&str>,
         namespace: &str,
         name: &str,
-    ) -> bool {
+    ) -> Option<&'static Kind> {
         if kind.is_empty() {
-            return false;
+            return None;
         }
-        if !kept(kind, api_version) {
+        let Some(kept) = kinds::kept(kind, api_version) else {
             self.view.skip(kind, api_version);
-            return false;
-        }
+            return None;
+        };
         let first = self.first_time(kind, namespace, name);
-        kind == "ClusterVersion" || first
+        (*kept == kinds::CLUSTER_VERSION || first).then_some(kept)
     }
 
     /// Whether the object is met for the first time; objects without a
@@ -536,7 +537,7 @@ fn unread(path: &Path, has: impl Fn(&Path) -> bool) -> Option<String> {
     // The files of the kinds the view keeps; ConfigMaps only in the
     // namespaces of those it keeps (below).
     let is_kept = |group: &str, resource: &str| {
-        crate::view::kinds::ALL
+        kinds::ALL
             .iter()
             .any(|k| k.must_gather_group() == group && k.plural == resource)
     };
@@ -556,11 +557,13 @@ fn unread(path: &Path, has: impl Fn(&Path) -> bool) -> Option<String> {
         }
         [namespace, group, file] => {
             let resource = stem(file);
+            let config_maps = kinds::CONFIG_MAP;
             let wanted = is_kept(group, &resource)
-                && (resource != "configmaps"
-                    || crate::view::CONFIG_MAPS
+                && (resource != config_maps.plural
+                    || config_maps
+                        .listings
                         .iter()
-                        .any(|(ns, _)| ns == namespace));
+                        .any(|l| l.namespace == Some(namespace)));
             (!wanted).then(|| format!("{resource} ({group})"))
         }
         _ => None,
@@ -659,10 +662,10 @@ impl Snapshot {
             );
             self.admit(&kind, api_version.as_deref(), &namespace, &name)
         };
-        if !admitted {
+        let Some(kept) = admitted else {
             return Ok(false);
-        }
-        self.view.add(&kind, item).map_err(|e| (kind, e))
+        };
+        self.view.add(kept, item).map_err(|e| (kind, e))
     }
 }
 
@@ -721,8 +724,8 @@ fn add_json(snapshot: &mut Snapshot, path: &Path, text: &str) -> Result<usize, S
     } else {
         (item_kind, api_version)
     };
-    if !item_kind.is_empty() && kept(item_kind, api_version) {
-        snapshot.view.mark_loaded(item_kind);
+    if let Some(items) = kinds::kept(item_kind, api_version) {
+        snapshot.view.mark_loaded(items);
     }
     let mut kept = 0;
     for item in head.items.unwrap_or_default() {
@@ -743,18 +746,18 @@ fn add_json_object(
     let kind = id.kind.as_deref().unwrap_or(defaults.0);
     let api_version = id.api_version.as_deref().or(defaults.1);
     let names = id.metadata.unwrap_or_default();
-    if !snapshot.admit(
+    let Some(admitted) = snapshot.admit(
         kind,
         api_version,
         names.namespace.as_deref().unwrap_or(""),
         names.name.as_deref().unwrap_or(""),
-    ) {
+    ) else {
         return Ok(0);
-    }
+    };
     let mut de = serde_json::Deserializer::from_str(text);
     let kept = snapshot
         .view
-        .add_from(kind, &mut de)
+        .add_from(admitted, &mut de)
         .map_err(|e| object_error(path, kind, e))?;
     Ok(usize::from(kept))
 }
@@ -781,8 +784,8 @@ mod tests {
         assert_eq!(view.nodes[0].status.allocatable.cpu_millis, 4000);
         assert_eq!(view.pods.len(), 1);
         assert_eq!(view.pods[0].requests.cpu_millis, 250);
-        assert!(view.has("PodDisruptionBudget") && view.has("Pod"));
-        assert!(!view.has("MachineConfigPool"));
+        assert!(view.has(&kinds::POD_DISRUPTION_BUDGET) && view.has(&kinds::POD));
+        assert!(!view.has(&kinds::MACHINE_CONFIG_POOL));
     }
 
     #[test]
@@ -956,7 +959,9 @@ mod tests {
         let mut snapshot = Snapshot::default();
         let yaml = "kind: NodeList\nitems: null\n---\njust a string\n---\n- a\n- b\n---\nkind: PodDisruptionBudgetList\n";
         assert_eq!(snapshot.add_file(Path::new("odd.yaml"), yaml).unwrap(), 0);
-        assert!(snapshot.view.has("Node") && snapshot.view.has("PodDisruptionBudget"));
+        assert!(
+            snapshot.view.has(&kinds::NODE) && snapshot.view.has(&kinds::POD_DISRUPTION_BUDGET)
+        );
         let misfit = "apiVersion: v1\nitems:\n- kind: Node\n  metadata: {name: a}\n- kind: Node\n  metadata: {name: b}\n  spec: {unschedulable: maybe}\nkind: List\n";
         let err = snapshot
             .add_file(Path::new("nodes.yaml"), misfit)

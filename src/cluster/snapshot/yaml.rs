@@ -91,9 +91,9 @@ fn deliver<E: de::Error>(object: Value) -> Result<(), E> {
 /// Marks a typed List's kind loaded, if it is in the API version the view
 /// keeps.
 fn mark_loaded(kind: &str, api_version: Option<&str>) {
-    if !crate::view::kept(kind, api_version) {
+    let Some(kind) = crate::view::kinds::kept(kind, api_version) else {
         return;
-    }
+    };
     SINK.with(|slot| {
         if let Some(sink) = slot.borrow_mut().as_mut() {
             sink.snapshot.view.mark_loaded(kind);

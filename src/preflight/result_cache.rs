@@ -1,5 +1,7 @@
 //! An in-memory index of `UpdatePreflight` objects by release key, which
-//! the result sources fill and the decision reads through them.
+//! the result sources fill and the decision reads through them: shared,
+//! mutable state behind a lock, so it lives with the runtime, not on the
+//! pure model floor.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
