@@ -128,10 +128,11 @@ pub(super) fn gate(
         .then(|| overrides::accept_reason(cv))
         .flatten();
     let (accepted, mut ignored) = approval.accepted(accepted);
-    ignored.extend(unbound);
+    ignored.extend(unbound.map(|why| why.to_string()));
     let window = cv
         .annotation(WINDOW_END)
-        .map(|text| window::end(WINDOW_END, text, now, Some(policy.max_window_ahead)));
+        .map(|text| window::end(WINDOW_END, text, now, Some(policy.max_window_ahead)))
+        .map(|end| end.map_err(|why| why.to_string()));
 
     let lookup = source.lookup(&target.key);
     let mut judgement = case.on_results(
@@ -151,6 +152,7 @@ pub(super) fn gate(
         judgement = limits.apply(window, judgement);
     }
     let force = overrides::force_claim(cv, target, policy.honor_desired_update_force, now, max)
+        .map_err(|why| why.to_string())
         .and_then(|claim| approval.force(claim))
         .unwrap_or_else(|why| {
             ignored.push(why);
