@@ -205,11 +205,11 @@ impl Case<'_> {
             }
             Results::NotVouched(refused) if refused.runs_again => {
                 // The controller runs it again on its own.
-                let why = message::Pending::Unsigned(refused.why);
+                let why = message::Pending::Unsigned(refused.why.to_string());
                 return pending(target, why, policy);
             }
             Results::NotVouched(refused) => {
-                let message = message::not_vouched(target, &refused.name, &refused.why);
+                let message = message::not_vouched(target, &refused.name, &refused.why.to_string());
                 let verdict = Verdict::deny(Reason::NotVouched, 403, message);
                 return Judgement::without_result(verdict);
             }
