@@ -13,34 +13,11 @@ use crate::model::cluster_version::{ClusterVersion, Target};
 use crate::model::standing::BoundAccept;
 use crate::model::window::{self, TimeError, TimeKind};
 
-pub(crate) const OVERRIDE: &str = "preflight.dev/override";
-pub(crate) const OVERRIDE_REASON: &str = "preflight.dev/override-reason";
-pub(crate) const OVERRIDE_UNTIL: &str = "preflight.dev/override-until";
-pub(crate) const ACCEPT: &str = "preflight.dev/accept";
-/// The target an accept claim is for, as an override names its own.
-pub(crate) const ACCEPT_FOR: &str = "preflight.dev/accept-for";
-pub(crate) const ACCEPT_UNTIL: &str = "preflight.dev/accept-until";
-/// Why the checks in `preflight.dev/accept` are accepted: required, as an
-/// override's reason is, and recorded in the audit and the Event.
-pub(crate) const ACCEPT_REASON: &str = "preflight.dev/accept-reason";
-/// What the checks in `preflight.dev/accept` found when it was written, as
-/// a JSON object of check name to findings (trust, third pass, L3): the
-/// accept counts for a result only while it finds nothing more. The
-/// denial's command carries it.
-pub(crate) const ACCEPT_FINDINGS: &str = "preflight.dev/accept-findings";
-/// Who wrote the claims beside it. Every write that adds or changes a
-/// `preflight.dev/` annotation must set it to the writer's own name, so it
-/// always names whoever last wrote a claim.
-pub(crate) const CLAIMED_BY: &str = "preflight.dev/claimed-by";
-
-/// Under the four-eyes rule, the ClusterVersion's `metadata.generation` its
-/// approver saw when writing the claims beside it. The API server bumps the
-/// generation on every change of the spec, so a claim counts for one change
-/// of the target at most: the first one made from the spec it approved.
-pub(crate) const CLAIMED_GENERATION: &str = "preflight.dev/claimed-generation";
-
-/// The prefix of every annotation the gate reads as a claim.
-pub(crate) const PREFIX: &str = "preflight.dev/";
+// The claims' keys, spelt once for the whole gate.
+pub(crate) use crate::model::annotations::{
+    ACCEPT, ACCEPT_FINDINGS, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL, CLAIMED_BY,
+    CLAIMED_GENERATION, OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL, PREFIX,
+};
 
 /// Why a claim does not count, or may not be written: each variant says, in
 /// a sentence, what is wrong with it.

@@ -10,10 +10,7 @@ use jiff::Timestamp;
 
 use super::results::{CheckResult, Outcome, Severity, duration_words};
 
-/// The annotation on the ClusterVersion that ends the maintenance window an
-/// update must fit in: an RFC 3339 time. A `preflight.dev/` claim, so
-/// writing it needs the `override` verb and `preflight.dev/claimed-by`.
-pub const WINDOW_END: &str = "preflight.dev/window-end";
+pub use super::annotations::WINDOW_END;
 
 /// The finding of `check --window-end`: whether the update fits the
 /// maintenance window. The window is the administrator's own rule, so no
