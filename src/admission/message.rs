@@ -16,9 +16,9 @@ pub use crate::model::text::clean;
 use crate::model::text::{is_format, shell_json, shell_list, shell_word};
 use crate::model::window::{WINDOW_END, WindowFit};
 
-use super::overrides::{
+use crate::model::annotations::{
     ACCEPT, ACCEPT_FINDINGS, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL, CLAIMED_BY,
-    CLAIMED_GENERATION, OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL,
+    CLAIMED_GENERATION, OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL, PREFIX_ANY,
 };
 use crate::model::{CheckResult, Outcome, UpdatePreflight};
 
@@ -472,8 +472,6 @@ pub(crate) fn claim_unattributed(claimed_by: Option<&str>, user: &str) -> String
     )
 }
 
-const PREFIX_ANY: &str = "preflight.dev/*";
-
 /// What the record says of a stored change that decisions of different
 /// requesters claimed: where the API server does not authenticate itself
 /// to the gate, any of them may be a forged review.
@@ -515,7 +513,9 @@ pub(crate) fn four_eyes_spec_accept(names: &BTreeSet<String>) -> String {
 
 /// Why `spec.desiredUpdate.force` does not count under the four-eyes rule.
 pub(crate) fn four_eyes_desired_update_force() -> String {
-    "spec.desiredUpdate.force is written with the target, so --require-distinct-approver does not count it; an approver writes preflight.dev/override instead".to_owned()
+    format!(
+        "spec.desiredUpdate.force is written with the target, so --require-distinct-approver does not count it; an approver writes {OVERRIDE} instead"
+    )
 }
 
 /// Why setting `spec.desiredUpdate.force` is refused.

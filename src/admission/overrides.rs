@@ -11,35 +11,88 @@ use jiff::Timestamp;
 
 use crate::model::cluster_version::{ClusterVersion, Target};
 use crate::model::standing::BoundAccept;
+use crate::model::window::{self, TimeError, TimeKind};
 
-pub(crate) const OVERRIDE: &str = "preflight.dev/override";
-pub(crate) const OVERRIDE_REASON: &str = "preflight.dev/override-reason";
-pub(crate) const OVERRIDE_UNTIL: &str = "preflight.dev/override-until";
-pub(crate) const ACCEPT: &str = "preflight.dev/accept";
-/// The target an accept claim is for, as an override names its own.
-pub(crate) const ACCEPT_FOR: &str = "preflight.dev/accept-for";
-pub(crate) const ACCEPT_UNTIL: &str = "preflight.dev/accept-until";
-/// Why the checks in `preflight.dev/accept` are accepted: required, as an
-/// override's reason is, and recorded in the audit and the Event.
-pub(crate) const ACCEPT_REASON: &str = "preflight.dev/accept-reason";
-/// What the checks in `preflight.dev/accept` found when it was written, as
-/// a JSON object of check name to findings (trust, third pass, L3): the
-/// accept counts for a result only while it finds nothing more. The
-/// denial's command carries it.
-pub(crate) const ACCEPT_FINDINGS: &str = "preflight.dev/accept-findings";
-/// Who wrote the claims beside it. Every write that adds or changes a
-/// `preflight.dev/` annotation must set it to the writer's own name, so it
-/// always names whoever last wrote a claim.
-pub(crate) const CLAIMED_BY: &str = "preflight.dev/claimed-by";
+// The claims' keys, spelt once for the whole gate.
+pub(crate) use crate::model::annotations::{
+    ACCEPT, ACCEPT_FINDINGS, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL, CLAIMED_BY,
+    CLAIMED_GENERATION, OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL, PREFIX,
+};
 
-/// Under the four-eyes rule, the ClusterVersion's `metadata.generation` its
-/// approver saw when writing the claims beside it. The API server bumps the
-/// generation on every change of the spec, so a claim counts for one change
-/// of the target at most: the first one made from the spec it approved.
-pub(crate) const CLAIMED_GENERATION: &str = "preflight.dev/claimed-generation";
+/// Why a claim does not count, or may not be written: each variant says, in
+/// a sentence, what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ClaimError {
+    /// Under the four-eyes rule, `claimed-generation` is not the spec's
+    /// generation; `found` is what it says, cleaned, if it is set.
+    #[error(
+        "{key} {}, and the ClusterVersion's spec is at generation {current}; under --require-distinct-approver a claim names the generation its approver saw, so it counts for one change of the target: write {key}={current} with the claims",
+        generation_words(found.as_deref()),
+        key = CLAIMED_GENERATION
+    )]
+    OtherGeneration { found: Option<String>, current: i64 },
+    /// Under the four-eyes rule, the ClusterVersion has no generation.
+    #[error(
+        "the ClusterVersion carries no metadata.generation to bind a claim to under --require-distinct-approver"
+    )]
+    NoGeneration,
+    /// The override names another target.
+    #[error("{override_key} names {named}, not this target {target}", override_key = OVERRIDE)]
+    OverrideForOther { named: String, target: String },
+    /// The accept does not say which target it is for.
+    #[error("{accept} needs the target it is for in {accept_for}", accept = ACCEPT, accept_for = ACCEPT_FOR)]
+    AcceptForNone,
+    /// The accept is for another target.
+    #[error("{accept} is for {named} ({accept_for}), not this target {target}", accept = ACCEPT, accept_for = ACCEPT_FOR)]
+    AcceptForOther { named: String, target: String },
+    /// The claim `claim` gives no reason in `key`.
+    #[error("{claim} needs a reason in {key}")]
+    NoReason {
+        claim: &'static str,
+        key: &'static str,
+    },
+    /// The reason in `key` is a placeholder.
+    #[error(
+        "{key} {reason:?} is not a reason: say why this update goes ahead, for whoever audits it later (a change or ticket number and what was checked, e.g. 'CHG0012345: etcd member replaced, alert is stale')"
+    )]
+    Placeholder { key: &'static str, reason: String },
+    /// The claim's `-until` annotation `key` is not set.
+    #[error(
+        "{key} is required (an RFC 3339 time at most {} ahead)",
+        humantime::format_duration(*max)
+    )]
+    NoUntil { key: &'static str, max: Duration },
+    /// The claim's `-until` time cannot be taken.
+    #[error(transparent)]
+    Until(#[from] TimeError),
+    /// The accept does not record the findings it was written against.
+    #[error(
+        "{accept} needs the findings it was written against in {accept_findings} (the denial's command carries them), so that it asks again when a check finds more",
+        accept = ACCEPT,
+        accept_findings = ACCEPT_FINDINGS
+    )]
+    NoFindings,
+    /// The accept's findings are not what the denial's command writes.
+    #[error(
+        "{accept_findings} is not a JSON object of check names to lists of findings ({0}); copy it from the denial's command",
+        accept_findings = ACCEPT_FINDINGS
+    )]
+    BadFindings(serde_json::Error),
+    /// `spec.desiredUpdate.force` is set, and the gate does not honor it.
+    #[error(
+        "spec.desiredUpdate.force does not bypass preflight; use the {override_key} annotation",
+        override_key = OVERRIDE
+    )]
+    DesiredUpdateForce,
+}
 
-/// The prefix of every annotation the gate reads as a claim.
-pub(crate) const PREFIX: &str = "preflight.dev/";
+/// What `claimed-generation` says, in a [`ClaimError::OtherGeneration`].
+fn generation_words(found: Option<&str>) -> String {
+    match found {
+        Some(text) => format!("says {text:?}"),
+        None => "is not set".to_owned(),
+    }
+}
 
 /// The `preflight.dev/` annotations that `new` adds or changes against
 /// `old`, sorted. Removing one weakens no claim, so removals are not listed.
@@ -80,20 +133,15 @@ pub(crate) struct ForceClaim {
 pub(crate) fn claimed_generation_is(
     cv: &ClusterVersion,
     current: Option<i64>,
-) -> Result<(), String> {
+) -> Result<(), ClaimError> {
     let claimed = cv.annotation(CLAIMED_GENERATION);
     match (claimed.and_then(|c| c.trim().parse::<i64>().ok()), current) {
         (Some(claimed), Some(current)) if claimed == current => Ok(()),
-        (_, Some(current)) => {
-            let found = match claimed {
-                Some(text) => format!("says {:?}", crate::model::text::clean(text, 40)),
-                None => "is not set".to_owned(),
-            };
-            Err(format!(
-                "{CLAIMED_GENERATION} {found}, and the ClusterVersion's spec is at generation {current}; under --require-distinct-approver a claim names the generation its approver saw, so it counts for one change of the target: write {CLAIMED_GENERATION}={current} with the claims"
-            ))
-        }
-        (_, None) => Err("the ClusterVersion carries no metadata.generation to bind a claim to under --require-distinct-approver".to_owned()),
+        (_, Some(current)) => Err(ClaimError::OtherGeneration {
+            found: claimed.map(|text| crate::model::text::clean(text, 40)),
+            current,
+        }),
+        (_, None) => Err(ClaimError::NoGeneration),
     }
 }
 
@@ -106,7 +154,7 @@ pub(crate) fn unbounded_claim(
     written: &[&str],
     now: Timestamp,
     max: Duration,
-) -> Option<String> {
+) -> Option<ClaimError> {
     let touches = |keys: &[&str]| keys.iter().any(|k| written.contains(k));
     let present = |key: &str| cv.annotation(key).is_some();
     if present(OVERRIDE) && touches(&[OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL]) {
@@ -126,9 +174,7 @@ pub(crate) fn unbounded_claim(
     ];
     if present(ACCEPT) && touches(&accept_keys) {
         if !present(ACCEPT_FOR) {
-            return Some(format!(
-                "{ACCEPT} needs the target it is for in {ACCEPT_FOR}"
-            ));
+            return Some(ClaimError::AcceptForNone);
         }
         if let Err(why) = reason_in(cv, ACCEPT, ACCEPT_REASON) {
             return Some(why);
@@ -145,35 +191,24 @@ pub(crate) fn unbounded_claim(
 
 /// When a claim stops counting: the `until` annotation is required, and at
 /// most `max` ahead of `now`, so no claim outlives the change it was for.
+/// The time is read as every claimed time is ([`window::claimed_time`]).
 /// `Err` says what is wrong with it.
 pub(crate) fn claim_until(
     cv: &ClusterVersion,
-    until: &str,
+    until: &'static str,
     now: Timestamp,
     max: Duration,
-) -> Result<Timestamp, String> {
+) -> Result<Timestamp, ClaimError> {
     let Some(text) = cv.annotation(until) else {
-        return Err(format!(
-            "{until} is required (an RFC 3339 time at most {} ahead)",
-            humantime::format_duration(max)
-        ));
+        return Err(ClaimError::NoUntil { key: until, max });
     };
-    let time: Timestamp = text
-        .parse()
-        .map_err(|_| format!("{until} {text:?} is not an RFC 3339 time"))?;
-    if time <= now {
-        return Err(format!("{until} {time} has passed"));
-    }
-    let latest = now
-        .checked_add(max)
-        .map_err(|_| format!("--max-override-duration {max:?} is out of range"))?;
-    if time > latest {
-        return Err(format!(
-            "{until} {time} is more than {} ahead (--max-override-duration)",
-            humantime::format_duration(max)
-        ));
-    }
-    Ok(time)
+    Ok(window::claimed_time(
+        TimeKind::ClaimUntil,
+        until,
+        text,
+        now,
+        Some(max),
+    )?)
 }
 
 /// Reads the force claim of `cv` for `target`. `Err` says why a claim that
@@ -184,13 +219,13 @@ pub(crate) fn force_claim(
     honor_desired_update_force: bool,
     now: Timestamp,
     max: Duration,
-) -> Result<Option<ForceClaim>, String> {
+) -> Result<Option<ForceClaim>, ClaimError> {
     if let Some(named) = cv.annotation(OVERRIDE) {
         if !target.is_named_by(named) {
-            return Err(format!(
-                "{OVERRIDE} names {named}, not this target {}",
-                target.display()
-            ));
+            return Err(ClaimError::OverrideForOther {
+                named: named.to_owned(),
+                target: target.display(),
+            });
         }
         let reason = reason_in(cv, OVERRIDE, OVERRIDE_REASON)?;
         claim_until(cv, OVERRIDE_UNTIL, now, max)?;
@@ -205,10 +240,7 @@ pub(crate) fn force_claim(
             kind: ForceKind::DesiredUpdateForce,
             reason: "spec.desiredUpdate.force is true".to_owned(),
         })),
-        (true, false) => Err(
-            "spec.desiredUpdate.force does not bypass preflight; use the preflight.dev/override annotation"
-                .to_owned(),
-        ),
+        (true, false) => Err(ClaimError::DesiredUpdateForce),
         (false, _) => Ok(None),
     }
 }
@@ -228,25 +260,23 @@ pub struct Accepted {
 /// The check names `cv` accepts as risks for `target`. The annotation
 /// counts only while it names this target in `preflight.dev/accept-for`
 /// and its `preflight.dev/accept-until` holds; otherwise its names are left
-/// out, and the `String` says why.
+/// out, and the error says why.
 pub(crate) fn accepted_checks(
     cv: &ClusterVersion,
     target: &Target,
     now: Timestamp,
     max: Duration,
-) -> (Accepted, Option<String>) {
+) -> (Accepted, Option<ClaimError>) {
     let mut accepted = accepted_names(cv);
     if accepted.in_annotation.names.is_empty() {
         return (accepted, None);
     }
     let bound = match cv.annotation(ACCEPT_FOR) {
-        None => Err(format!(
-            "{ACCEPT} needs the target it is for in {ACCEPT_FOR}"
-        )),
-        Some(named) if !target.is_named_by(named) => Err(format!(
-            "{ACCEPT} is for {named} ({ACCEPT_FOR}), not this target {}",
-            target.display()
-        )),
+        None => Err(ClaimError::AcceptForNone),
+        Some(named) if !target.is_named_by(named) => Err(ClaimError::AcceptForOther {
+            named: named.to_owned(),
+            target: target.display(),
+        }),
         Some(_) => reason_in(cv, ACCEPT, ACCEPT_REASON)
             .and_then(|_| claim_until(cv, ACCEPT_UNTIL, now, max))
             .and_then(|_| accept_findings(cv)),
@@ -265,17 +295,11 @@ pub(crate) fn accepted_checks(
 
 /// The findings `preflight.dev/accept` was written against, by check, or
 /// why there are none to go by.
-fn accept_findings(cv: &ClusterVersion) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
+fn accept_findings(cv: &ClusterVersion) -> Result<BTreeMap<String, BTreeSet<String>>, ClaimError> {
     let Some(text) = cv.annotation(ACCEPT_FINDINGS) else {
-        return Err(format!(
-            "{ACCEPT} needs the findings it was written against in {ACCEPT_FINDINGS} (the denial's command carries them), so that it asks again when a check finds more"
-        ));
+        return Err(ClaimError::NoFindings);
     };
-    serde_json::from_str(text).map_err(|e| {
-        format!(
-            "{ACCEPT_FINDINGS} is not a JSON object of check names to lists of findings ({e}); copy it from the denial's command"
-        )
-    })
+    serde_json::from_str(text).map_err(ClaimError::BadFindings)
 }
 
 /// Why `preflight.dev/accept`'s checks are accepted, if a reason is given.
@@ -287,15 +311,20 @@ pub(crate) fn accept_reason(cv: &ClusterVersion) -> Option<String> {
 /// why it is none: an auditor reads it later, so an empty one, the `<why>`
 /// a denial's command leaves to fill in, and other placeholders are
 /// refused, saying what to write instead.
-pub(crate) fn reason_in(cv: &ClusterVersion, claim: &str, key: &str) -> Result<String, String> {
+pub(crate) fn reason_in(
+    cv: &ClusterVersion,
+    claim: &'static str,
+    key: &'static str,
+) -> Result<String, ClaimError> {
     let Some(text) = cv.annotation(key) else {
-        return Err(format!("{claim} needs a reason in {key}"));
+        return Err(ClaimError::NoReason { claim, key });
     };
     let reason = text.trim();
     if is_placeholder(reason) {
-        return Err(format!(
-            "{key} {reason:?} is not a reason: say why this update goes ahead, for whoever audits it later (a change or ticket number and what was checked, e.g. 'CHG0012345: etcd member replaced, alert is stale')"
-        ));
+        return Err(ClaimError::Placeholder {
+            key,
+            reason: reason.to_owned(),
+        });
     }
     Ok(reason.to_owned())
 }

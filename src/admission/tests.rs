@@ -2401,7 +2401,7 @@ fn a_result_signed_with_another_key_is_run_again_by_the_gate(
         writer: Some(StatusWriter {
             newest_run: None,
             field_manager: "preflight-gate",
-            key: ResultKey::new(&[2; 32]),
+            key: ResultKey::new(&[2; 32]).map_err(|e| e.to_string()),
         }),
         ..source()
     };

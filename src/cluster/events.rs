@@ -25,9 +25,7 @@ const CONTROLLER: &str = "preflight-gate";
 /// Where the Events of cluster-scoped objects go.
 const NAMESPACE: &str = "default";
 
-/// The annotation of a record's Event that names the requester the
-/// replica that published it was told of.
-const REQUESTER: &str = "preflight.dev/requester";
+use crate::model::annotations::REQUESTER;
 
 /// How long publishing one Event may take.
 const PUBLISH_WITHIN: Duration = Duration::from_secs(10);

@@ -46,9 +46,6 @@ pub const STORED_WITHIN: Duration = Duration::from_secs(120);
 /// unstored, so a flood of reviews cannot grow the table.
 pub const MAX_AWAITED: usize = 256;
 
-/// The annotations that are part of what a decision allowed.
-const OWN_ANNOTATIONS: &str = "preflight.dev/";
-
 /// The Event that says a stored change was claimed by several requesters.
 pub const AMBIGUOUS: &str = "PreflightRecordAmbiguous";
 
@@ -386,7 +383,7 @@ impl Witness {
             .metadata
             .annotations
             .iter()
-            .filter(|(k, _)| k.starts_with(OWN_ANNOTATIONS))
+            .filter(|(k, _)| k.starts_with(crate::model::annotations::PREFIX))
             .collect();
         let joined =
             serde_json::to_vec(&(&object.metadata.uid, &object.spec, own)).unwrap_or_default();

@@ -41,7 +41,7 @@ pub(crate) enum CheckError {
     #[error("--accept {0}")]
     UnknownAccept(String),
     #[error("{0}; give the end of the maintenance window as an RFC 3339 time to come")]
-    Window(String),
+    Window(window::TimeError),
 }
 
 /// Runs the command and returns the process's exit code.

@@ -17,8 +17,11 @@
 //!   gives what a check finds, which accept it beside the check's name;
 //! - [`status`]: a run's results assembled into an `UpdatePreflight` status;
 //! - [`vouch`]: which object the gate takes as a release's result;
-//! - [`text`]: words for a person (lists, excerpts, durations, clean text).
+//! - [`text`]: words for a person (lists, excerpts, durations, clean text);
+//! - [`annotations`]: every `preflight.dev/` annotation key, the wire
+//!   contract in one place.
 
+pub mod annotations;
 pub mod cluster_version;
 pub mod finding;
 pub mod grace;

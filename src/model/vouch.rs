@@ -16,7 +16,7 @@ use serde::Serialize;
 use sha2::Sha256;
 
 use super::release::{ReleaseKey, Version};
-use super::results::{CheckResult, Phase, PlanSummary, Summary, UpdatePreflight};
+use super::results::{CheckResult, InvalidCheckName, Phase, PlanSummary, Summary, UpdatePreflight};
 
 /// The field manager the controller writes status as; on the API server,
 /// status written by any other manager is not a result.
@@ -26,12 +26,60 @@ pub(crate) const FIELD_MANAGER: &str = "preflight-gate";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NotVouched {
     pub name: String,
-    pub why: String,
+    pub why: VouchError,
     /// The object is the gate's own result for the release, and only its
     /// signature fails (a lost or rotated key, a status changed since) or
     /// its spec was changed (the controller repairs it): the gate's
     /// controller runs it again by itself, so nobody needs to delete it.
     pub runs_again: bool,
+}
+
+/// What keeps an object from being the gate's result, as a denial says it
+/// after the object's name; and a key too short to sign with.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum VouchError {
+    /// It is not named after the release's digest.
+    #[error("is not named {own}, the gate's name for the release")]
+    OtherName { own: String },
+    /// Its spec names another release.
+    #[error("names another release, {image}")]
+    OtherRelease { image: String },
+    /// Its spec selects checks, where a result runs them all.
+    #[error(
+        "narrows the suite to {}; a result runs every configured check",
+        checks.join(", ")
+    )]
+    NarrowedSuite { checks: Vec<String> },
+    /// Its spec says another version than the release's.
+    #[error("says version {claimed}, but the release is {resolved}")]
+    OtherVersion { claimed: String, resolved: Version },
+    /// A result in its status has a name no check has.
+    #[error("has a result that is not the gate's: {0}")]
+    ForeignResult(InvalidCheckName),
+    /// Field managers other than the gate's wrote its status.
+    #[error("has status written by {}, not by the gate", managers.join(", "))]
+    OtherWriters { managers: Vec<String> },
+    /// The gate has no key to check a finished run's signature with.
+    #[error(
+        "cannot be vouched for: the gate cannot read the key it signs its results with ({why})"
+    )]
+    NoKey { why: String },
+    /// A finished run carries no signature.
+    #[error("has no signature of the gate's: its status was not written by the gate's controller")]
+    Unsigned,
+    /// A finished run's signature is not the gate key's.
+    #[error(
+        "has a signature that is not the gate's: its status was written by someone else, or changed since the gate wrote it"
+    )]
+    OtherSignature,
+    /// A signed run older than one the gate has seen, written back.
+    #[error(
+        "is run {run} of the object, older than run {newest}, which the gate has seen: an older status was written back"
+    )]
+    OlderRun { run: u64, newest: u64 },
+    /// A key shorter than [`ResultKey::MIN_LEN`].
+    #[error("{len} bytes, fewer than the {} a key needs", ResultKey::MIN_LEN)]
+    ShortKey { len: usize },
 }
 
 /// Who writes results, where the source records it (the API server): the
@@ -58,7 +106,7 @@ pub fn vouch(
     status_writer: Option<&StatusWriter>,
 ) -> Result<(), NotVouched> {
     let name = object.metadata.name.clone().unwrap_or_default();
-    let refuse = |why: String| {
+    let refuse = |why: VouchError| {
         Err(NotVouched {
             name: name.clone(),
             why,
@@ -67,16 +115,16 @@ pub fn vouch(
     };
     let own = key.object_name();
     if name != own {
-        return refuse(format!(
-            "is not named {own}, the gate's name for the release"
-        ));
+        return refuse(VouchError::OtherName { own });
     }
     if ReleaseKey::from_image(&object.spec.image) != *key {
-        return refuse(format!("names another release, {}", object.spec.image));
+        return refuse(VouchError::OtherRelease {
+            image: object.spec.image.clone(),
+        });
     }
     // The gate owns its result's spec: its controller repairs a narrowed
     // suite or a changed version and runs the result again by itself.
-    let repaired = |why: String| {
+    let repaired = |why: VouchError| {
         Err(NotVouched {
             name: name.clone(),
             why,
@@ -84,17 +132,17 @@ pub fn vouch(
         })
     };
     if !object.spec.checks.is_empty() {
-        return repaired(format!(
-            "narrows the suite to {}; a result runs every configured check",
-            object.spec.checks.join(", ")
-        ));
+        return repaired(VouchError::NarrowedSuite {
+            checks: object.spec.checks.clone(),
+        });
     }
     if let (Some(claimed), Some(resolved)) = (object.spec.version.as_deref(), version)
         && Version::parse(claimed).as_ref() != Some(resolved)
     {
-        return repaired(format!(
-            "says version {claimed}, but the release is {resolved}"
-        ));
+        return repaired(VouchError::OtherVersion {
+            claimed: claimed.to_owned(),
+            resolved: resolved.clone(),
+        });
     }
     // Names are checked where they enter; a result read back is checked
     // again, since its names reach the denial and the commands it suggests.
@@ -104,12 +152,12 @@ pub fn vouch(
         .flat_map(|s| &s.results)
         .find_map(|r| super::results::check_name(&r.name).err())
     {
-        return refuse(format!("has a result that is not the gate's: {refused}"));
+        return refuse(VouchError::ForeignResult(refused));
     }
     let Some(writer) = status_writer else {
         return Ok(());
     };
-    let others: Vec<&str> = object
+    let others: Vec<String> = object
         .metadata
         .managed_fields
         .iter()
@@ -117,12 +165,10 @@ pub fn vouch(
         .filter(|m| m.subresource.as_deref() == Some("status"))
         .filter_map(|m| m.manager.as_deref())
         .filter(|m| *m != writer.field_manager)
+        .map(str::to_owned)
         .collect();
     if !others.is_empty() {
-        return refuse(format!(
-            "has status written by {}, not by the gate",
-            others.join(", ")
-        ));
+        return refuse(VouchError::OtherWriters { managers: others });
     }
     // A run under way says nothing the decision counts; a finished one
     // must carry the gate's signature.
@@ -130,17 +176,11 @@ pub fn vouch(
         return Ok(());
     }
     match &writer.key {
-        Err(why) => refuse(format!(
-            "cannot be vouched for: the gate cannot read the key it signs its results with ({why})"
-        )),
+        Err(why) => refuse(VouchError::NoKey { why: why.clone() }),
         Ok(result_key) => {
             let older = |newest: u64| {
                 let run = object.status.as_ref().and_then(|s| s.run).unwrap_or(0);
-                (run < newest).then(|| {
-                    format!(
-                        "is run {run} of the object, older than run {newest}, which the gate has seen: an older status was written back"
-                    )
-                })
+                (run < newest).then_some(VouchError::OlderRun { run, newest })
             };
             let why = match result_key.verify(object) {
                 Err(why) => why,
@@ -258,13 +298,9 @@ impl ResultKey {
     pub const MIN_LEN: usize = 32;
 
     /// A key of `bytes`, refused when shorter than [`Self::MIN_LEN`].
-    pub fn new(bytes: &[u8]) -> Result<Self, String> {
+    pub fn new(bytes: &[u8]) -> Result<Self, VouchError> {
         if bytes.len() < Self::MIN_LEN {
-            return Err(format!(
-                "{} bytes, fewer than the {} a key needs",
-                bytes.len(),
-                Self::MIN_LEN
-            ));
+            return Err(VouchError::ShortKey { len: bytes.len() });
         }
         Ok(Self(bytes.into()))
     }
@@ -306,22 +342,17 @@ impl ResultKey {
 
     /// Whether `object`'s `status.signature` is this key's signature of it,
     /// compared in constant time; else why not, as a denial says it.
-    pub fn verify(&self, object: &UpdatePreflight) -> Result<(), String> {
+    pub fn verify(&self, object: &UpdatePreflight) -> Result<(), VouchError> {
         let Some(signature) = object.status.as_ref().and_then(|s| s.signature.as_deref()) else {
-            return Err(
-                "has no signature of the gate's: its status was not written by the gate's controller"
-                    .to_owned(),
-            );
-        };
-        let not_ours = || {
-            "has a signature that is not the gate's: its status was written by someone else, or changed since the gate wrote it"
-                .to_owned()
+            return Err(VouchError::Unsigned);
         };
         let tag = signature
             .strip_prefix(SIGNATURE_PREFIX)
             .and_then(from_hex)
-            .ok_or_else(not_ours)?;
-        self.mac(object).verify_slice(&tag).map_err(|_| not_ours())
+            .ok_or(VouchError::OtherSignature)?;
+        self.mac(object)
+            .verify_slice(&tag)
+            .map_err(|_| VouchError::OtherSignature)
     }
 }
 
@@ -388,7 +419,7 @@ mod tests {
             version.as_ref(),
             Some(&writer(key)),
         )
-        .map_err(|e| e.why)
+        .map_err(|e| e.why.to_string())
     }
 
     fn check(o: &UpdatePreflight) -> Result<(), String> {
@@ -545,7 +576,7 @@ mod tests {
         assert_eq!(with(&newest), Ok(()));
         let refused = with(&older).unwrap_err();
         assert_eq!(
-            refused.why,
+            refused.why.to_string(),
             "is run 3 of the object, older than run 4, which the gate has seen: an older status was written back"
         );
         assert!(refused.runs_again, "the controller runs it again");

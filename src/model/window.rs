@@ -10,10 +10,7 @@ use jiff::Timestamp;
 
 use super::results::{CheckResult, Outcome, Severity, duration_words};
 
-/// The annotation on the ClusterVersion that ends the maintenance window an
-/// update must fit in: an RFC 3339 time. A `preflight.dev/` claim, so
-/// writing it needs the `override` verb and `preflight.dev/claimed-by`.
-pub const WINDOW_END: &str = "preflight.dev/window-end";
+pub use super::annotations::WINDOW_END;
 
 /// The finding of `check --window-end`: whether the update fits the
 /// maintenance window. The window is the administrator's own rule, so no
@@ -88,34 +85,161 @@ impl WindowFit {
     }
 }
 
+/// A claimed time that cannot be taken, as [`claimed_time`] reads it: each
+/// variant says, in a sentence, what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    /// The text is no RFC 3339 time; `text` is as it is shown.
+    #[error("{what} {text:?} is not an RFC 3339 time{}", kind.example())]
+    NotATime {
+        what: String,
+        text: String,
+        kind: TimeKind,
+    },
+    /// The time is not after now.
+    #[error("{what} {time} has passed")]
+    Passed { what: String, time: Timestamp },
+    /// The furthest a time may be ahead, added to now, is no time.
+    #[error("{flag} {max:?} is out of range")]
+    OutOfRange { flag: &'static str, max: Duration },
+    /// The time is further ahead than `flag` allows.
+    #[error("{what} {time} is more than {} ahead ({flag})", humantime::format_duration(*max))]
+    TooFarAhead {
+        what: String,
+        time: Timestamp,
+        max: Duration,
+        flag: &'static str,
+    },
+}
+
+/// Which claimed time [`claimed_time`] reads: the two read their text, and
+/// name the flag that bounds them, differently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeKind {
+    /// A maintenance window's end (the annotation, or `--window-end`): its
+    /// text is trimmed, one that is no time is shown cleaned with an
+    /// example, and `--max-window-ahead` bounds it.
+    WindowEnd,
+    /// When an override or accept claim stops counting (its `-until`
+    /// annotation): its text is read as written, and
+    /// `--max-override-duration` bounds it.
+    ClaimUntil,
+}
+
+impl TimeKind {
+    /// The flag that sets how far ahead such a time may be.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Self::WindowEnd => "--max-window-ahead",
+            Self::ClaimUntil => "--max-override-duration",
+        }
+    }
+
+    /// What follows "is not an RFC 3339 time" in a refusal.
+    fn example(self) -> &'static str {
+        match self {
+            Self::WindowEnd => " (such as 2026-11-30T22:00:00Z)",
+            Self::ClaimUntil => "",
+        }
+    }
+}
+
+/// A time a claim names, as `what` gives it: an RFC 3339 time after `now`
+/// and, with `max`, at most that far ahead. The one reading of every
+/// claimed time, a window's end ([`end`]) and a claim's `-until` alike;
+/// `kind` says which. `Err` says what is wrong with it.
+pub fn claimed_time(
+    kind: TimeKind,
+    what: &str,
+    text: &str,
+    now: Timestamp,
+    max: Option<Duration>,
+) -> Result<Timestamp, TimeError> {
+    let read = match kind {
+        TimeKind::WindowEnd => text.trim(),
+        TimeKind::ClaimUntil => text,
+    };
+    let time: Timestamp = read.parse().map_err(|_| TimeError::NotATime {
+        what: what.to_owned(),
+        text: match kind {
+            TimeKind::WindowEnd => super::text::clean(text, 80),
+            TimeKind::ClaimUntil => text.to_owned(),
+        },
+        kind,
+    })?;
+    if time <= now {
+        return Err(TimeError::Passed {
+            what: what.to_owned(),
+            time,
+        });
+    }
+    if let Some(max) = max {
+        let flag = kind.flag();
+        let latest = now
+            .checked_add(max)
+            .map_err(|_| TimeError::OutOfRange { flag, max })?;
+        if time > latest {
+            return Err(TimeError::TooFarAhead {
+                what: what.to_owned(),
+                time,
+                max,
+                flag,
+            });
+        }
+    }
+    Ok(time)
+}
+
 /// A window's end as `what` gives it (the annotation, or `--window-end`):
 /// an RFC 3339 time after `now` and, with `max`, at most that far ahead,
-/// as every claim's time is. `Err` says what is wrong with it.
+/// as every claim's time is ([`claimed_time`]). `Err` says what is wrong
+/// with it.
 pub fn end(
     what: &str,
     text: &str,
     now: Timestamp,
     max: Option<Duration>,
-) -> Result<Timestamp, String> {
-    let end: Timestamp = text.trim().parse().map_err(|_| {
-        format!(
-            "{what} {:?} is not an RFC 3339 time (such as 2026-11-30T22:00:00Z)",
-            super::text::clean(text, 80)
-        )
-    })?;
-    if end <= now {
-        return Err(format!("{what} {end} has passed"));
+) -> Result<Timestamp, TimeError> {
+    claimed_time(TimeKind::WindowEnd, what, text, now, max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: &str = "2026-11-30T20:00:00Z";
+
+    fn read(kind: TimeKind, text: &str, max: Option<Duration>) -> Result<Timestamp, String> {
+        claimed_time(kind, "k", text, NOW.parse().unwrap(), max).map_err(|e| e.to_string())
     }
-    if let Some(max) = max {
-        let latest = now
-            .checked_add(max)
-            .map_err(|_| format!("--max-window-ahead {max:?} is out of range"))?;
-        if end > latest {
-            return Err(format!(
-                "{what} {end} is more than {} ahead (--max-window-ahead)",
-                humantime::format_duration(max)
-            ));
-        }
+
+    #[test]
+    fn a_window_end_and_a_claims_until_are_read_alike_but_for_their_text_and_flag() {
+        let hour = Some(Duration::from_secs(3600));
+        assert_eq!(
+            read(TimeKind::WindowEnd, " 2026-11-30T20:30:00Z ", hour),
+            Ok("2026-11-30T20:30:00Z".parse().unwrap())
+        );
+        assert_eq!(
+            read(TimeKind::ClaimUntil, " 2026-11-30T20:30:00Z ", hour).unwrap_err(),
+            r#"k " 2026-11-30T20:30:00Z " is not an RFC 3339 time"#
+        );
+        assert_eq!(
+            read(TimeKind::WindowEnd, "soon", hour).unwrap_err(),
+            r#"k "soon" is not an RFC 3339 time (such as 2026-11-30T22:00:00Z)"#
+        );
+        assert_eq!(
+            read(TimeKind::ClaimUntil, "2026-11-30T19:00:00Z", hour).unwrap_err(),
+            "k 2026-11-30T19:00:00Z has passed"
+        );
+        assert_eq!(
+            read(TimeKind::WindowEnd, "2026-11-30T22:00:00Z", hour).unwrap_err(),
+            "k 2026-11-30T22:00:00Z is more than 1h ahead (--max-window-ahead)"
+        );
+        assert_eq!(
+            read(TimeKind::ClaimUntil, "2026-11-30T22:00:00Z", hour).unwrap_err(),
+            "k 2026-11-30T22:00:00Z is more than 1h ahead (--max-override-duration)"
+        );
+        assert!(read(TimeKind::WindowEnd, "2030-01-01T00:00:00Z", None).is_ok());
     }
-    Ok(end)
 }

@@ -30,8 +30,7 @@ use crate::model::vouch::{NewestRuns, StatusWriter};
 use crate::preflight::result_cache::ResultCache;
 use crate::preflight::result_key::SharedKey;
 
-/// Stamped on an object to ask for a new run.
-pub(crate) const REQUESTED_AT: &str = "preflight.dev/requested-at";
+use crate::model::annotations::REQUESTED_AT;
 /// Labels objects the gate made itself, which it may garbage-collect.
 pub(crate) const AUTO_CREATED: &str = "preflight.dev/auto-created";
 

@@ -202,8 +202,8 @@ mod tests {
             .unwrap()
             .to_string();
         for object in ["object", "oldObject"] {
-            review["request"][object]["metadata"]["annotations"]["preflight.dev/window-end"] =
-                serde_json::json!(end);
+            review["request"][object]["metadata"]["annotations"]
+                [crate::model::annotations::WINDOW_END] = serde_json::json!(end);
         }
         crate::admission::review::parse(review.to_string().as_bytes()).unwrap()
     }

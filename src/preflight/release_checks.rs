@@ -34,18 +34,14 @@ use crate::model::EnvVar;
 use crate::model::FailurePolicy;
 use crate::model::Severity;
 use crate::model::UpdatePreflight;
+// Optional annotations on a declared Job: its result name, severity and
+// failure policy, and whether its pod gets an API token.
+use crate::model::annotations::{CHECK_NAME, FAILURE_POLICY, NEEDS_API, SEVERITY};
 use crate::model::preflight_check::{PreflightCheck, PreflightCheckSpec};
 use crate::model::release::ReleaseKey;
 
 /// The annotation that marks a Job manifest as a preflight check.
 pub(crate) const DECLARED: &str = "openshift.io/preflight-check";
-/// Optional annotations on a declared Job: its result name, severity and
-/// failure policy.
-pub(crate) const CHECK_NAME: &str = "preflight.dev/check-name";
-pub(crate) const SEVERITY: &str = "preflight.dev/severity";
-pub(crate) const FAILURE_POLICY: &str = "preflight.dev/failure-policy";
-/// A declared Job's pod gets an API token only when annotated so.
-pub(crate) const NEEDS_API: &str = "preflight.dev/needs-api";
 /// Label on extraction pods.
 pub(crate) const EXTRACTION: &str = "preflight.dev/release-extraction";
 

@@ -11,7 +11,8 @@ use crate::model::release::ReleaseKey;
 
 /// Objects indexed by the release they describe. Several objects may describe
 /// one release (one made by an administrator, one by the gate); `get` returns
-/// the one with the newest completed result.
+/// only the gate's own, named after the release's digest, whatever the
+/// others hold.
 #[derive(Default)]
 pub struct ResultCache {
     by_release: RwLock<HashMap<ReleaseKey, BTreeMap<String, Arc<UpdatePreflight>>>>,

@@ -89,7 +89,7 @@ pub async fn load_or_fill(client: &kube::Client, namespace: &str) -> Result<Resu
             );
             ResultKey::new(&bytes).map_err(|why| KeyError::Unusable {
                 namespace: namespace.to_owned(),
-                why,
+                why: why.to_string(),
             })
         }
         Err(kube::Error::Api(e)) if e.code == 409 => {
@@ -122,7 +122,7 @@ fn from_secret(secret: &Secret, namespace: &str) -> Result<Option<ResultKey>, Ke
         .map(Some)
         .map_err(|why| KeyError::Unusable {
             namespace: namespace.to_owned(),
-            why,
+            why: why.to_string(),
         })
 }
 

@@ -51,7 +51,11 @@ impl<'a> Approval<'a> {
             requester: &request.user.username,
             writer: cv.annotation(overrides::CLAIMED_BY),
             spent: required
-                .then(|| overrides::claimed_generation_is(cv, spec_generation(request)).err())
+                .then(|| {
+                    overrides::claimed_generation_is(cv, spec_generation(request))
+                        .err()
+                        .map(|why| why.to_string())
+                })
                 .flatten(),
         }
     }

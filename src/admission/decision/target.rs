@@ -128,10 +128,11 @@ pub(super) fn decide_change(
         .then(|| overrides::accept_reason(cv))
         .flatten();
     let (accepted, mut ignored) = approval.accepted(accepted);
-    ignored.extend(unbound);
+    ignored.extend(unbound.map(|why| why.to_string()));
     let window = cv
         .annotation(WINDOW_END)
-        .map(|text| window::end(WINDOW_END, text, now, Some(policy.max_window_ahead)));
+        .map(|text| window::end(WINDOW_END, text, now, Some(policy.max_window_ahead)))
+        .map(|end| end.map_err(|why| why.to_string()));
 
     let lookup = source.lookup(&target.key);
     let mut judgement = case.on_results(
@@ -151,6 +152,7 @@ pub(super) fn decide_change(
         judgement = limits.apply(window, judgement);
     }
     let force = overrides::force_claim(cv, target, policy.honor_desired_update_force, now, max)
+        .map_err(|why| why.to_string())
         .and_then(|claim| approval.force(claim))
         .unwrap_or_else(|why| {
             ignored.push(why);
@@ -203,11 +205,11 @@ impl Case<'_> {
             }
             Results::NotVouched(refused) if refused.runs_again => {
                 // The controller runs it again on its own.
-                let why = message::Pending::Unsigned(refused.why);
+                let why = message::Pending::Unsigned(refused.why.to_string());
                 return pending(target, why, policy);
             }
             Results::NotVouched(refused) => {
-                let message = message::not_vouched(target, &refused.name, &refused.why);
+                let message = message::not_vouched(target, &refused.name, &refused.why.to_string());
                 let verdict = Verdict::deny(Reason::NotVouched, 403, message);
                 return Judgement::without_result(verdict);
             }

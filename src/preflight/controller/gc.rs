@@ -11,10 +11,11 @@ use kube::api::{Api, DeleteParams};
 use tracing::info;
 
 use super::Ctx;
+use crate::model::annotations::REQUESTED_AT;
 use crate::model::release::ReleaseKey;
 use crate::model::{ClusterVersion, Resolution, UpdatePreflight};
+use crate::preflight::live::AUTO_CREATED;
 use crate::preflight::live::RunRequest;
-use crate::preflight::live::{AUTO_CREATED, REQUESTED_AT};
 
 /// Deletes what is no longer wanted among `objects` (all of them, listed
 /// after `mark` was taken), and keeps exporting the results of the rest.

@@ -18,6 +18,7 @@ use tracing::{Instrument, info, info_span, warn};
 use super::{Ctx, Error, Settings};
 use crate::cluster::cluster_versions;
 use crate::cluster::live;
+use crate::model::annotations::REQUESTED_AT;
 use crate::model::release::{ReleaseKey, Version};
 use crate::model::results::PlanSummary;
 use crate::model::status::{self, Ending, errored, good_for};
@@ -27,7 +28,7 @@ use crate::model::{
 };
 use crate::preflight::jobs;
 use crate::preflight::live::RunRequest;
-use crate::preflight::live::{REQUESTED_AT, offered_pullspec, trigger};
+use crate::preflight::live::{offered_pullspec, trigger};
 use crate::suite::{self, Limits};
 
 /// Why a run is due, if one is. `leading_since` is when this replica became

@@ -10,10 +10,11 @@ use rstest::rstest;
 use serde_json::json;
 
 use super::run_due;
+use crate::model::annotations::REQUESTED_AT;
 use crate::model::standing::Exemptions;
 use crate::model::status;
 use crate::model::{CheckResult, ClusterVersion, Phase, UpdatePreflight};
-use crate::preflight::live::{REQUESTED_AT, offered};
+use crate::preflight::live::offered;
 
 #[rstest]
 #[case(1, "1 check passed")]

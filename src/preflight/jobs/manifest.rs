@@ -28,9 +28,7 @@ pub(super) const OWNER_UID: &str = "preflight.dev/update-preflight-uid";
 pub(super) const CHECK: &str = "preflight.dev/check";
 /// Label on Jobs and pods: the `PreflightCheck` object.
 pub(super) const PREFLIGHT_CHECK: &str = "preflight.dev/preflight-check";
-/// Annotation on Jobs: the name of the `UpdatePreflight` (names may be longer
-/// than a label value).
-pub(super) const OWNER_NAME: &str = "preflight.dev/update-preflight";
+use crate::model::annotations::UPDATE_PREFLIGHT;
 
 /// The update a run is for, as a check's environment tells it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -196,7 +194,7 @@ pub(super) fn job_manifest(
             "generateName": generate_name(&spec.check_name),
             "namespace": settings.namespace,
             "labels": labels,
-            "annotations": {OWNER_NAME: owner.name_any()},
+            "annotations": {UPDATE_PREFLIGHT: owner.name_any()},
             "ownerReferences": owner_ref.into_iter().collect::<Vec<_>>(),
         },
         "spec": {

@@ -187,7 +187,8 @@ pub(super) fn grant_tokens<'a>(
         .into_iter()
         .map(|check| {
             let why = format!(
-                "not run: the release asks an API token for it (preflight.dev/needs-api), which only an administrator grants (--release-checks-api-access={}); or accept it by name",
+                "not run: the release asks an API token for it ({}), which only an administrator grants (--release-checks-api-access={}); or accept it by name",
+                crate::model::annotations::NEEDS_API,
                 check.spec.check_name
             );
             result(check, Finding::error(why), std::time::Duration::ZERO)

@@ -6,12 +6,11 @@ use k8s_openapi::api::core::v1::Pod;
 use rstest::rstest;
 use serde_json::json;
 
-use super::manifest::{
-    CHECK, OWNER_NAME, OWNER_UID, PREFLIGHT_CHECK, Update, image_to_run, job_manifest,
-};
+use super::manifest::{CHECK, OWNER_UID, PREFLIGHT_CHECK, Update, image_to_run, job_manifest};
 use super::progress::{Progress, parse_result, progress_of, result};
 use super::run::{grant_tokens, refused_names, selected};
 use super::settings::JobSettings;
+use crate::model::annotations::UPDATE_PREFLIGHT;
 use crate::model::preflight_check::{DEFAULT_TIMEOUT_SECONDS, PreflightCheck};
 use crate::model::release::Version;
 use crate::model::{Finding, Outcome, UpdatePreflight};
@@ -279,7 +278,7 @@ fn the_job_is_restricted_limited_owned_and_labelled() {
     assert_eq!(j["metadata"]["labels"][CHECK], "StorageDriverReady");
     assert_eq!(j["metadata"]["labels"][PREFLIGHT_CHECK], "storage-driver");
     assert_eq!(
-        j["metadata"]["annotations"][OWNER_NAME],
+        j["metadata"]["annotations"][UPDATE_PREFLIGHT],
         "release-sha256-aa"
     );
     let owner_ref = &j["metadata"]["ownerReferences"][0];

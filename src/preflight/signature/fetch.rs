@@ -11,7 +11,10 @@ use kube::api::{Api, ListParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use tracing::debug;
 
-use super::{Config, MAX_SIGNATURE_BYTES, MAX_SIGNATURES, NAMESPACE, SIGNATURES_LABEL, Signature};
+use super::{
+    Config, MAX_SIGNATURE_BYTES, MAX_SIGNATURES, NAMESPACE, SIGNATURES_LABEL, Signature,
+    SignatureError,
+};
 
 /// Time allowed for each request to a store.
 const STORE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -19,13 +22,15 @@ const STORE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Whether release `image` (named by digest) is signed as the cluster's
 /// CVO requires: Ok says by which keys and where the signatures were
 /// found, Err why it is not (or could not be told).
-pub async fn verify_release(client: &kube::Client, image: &str) -> Result<String, String> {
+pub async fn verify_release(client: &kube::Client, image: &str) -> Result<String, SignatureError> {
     let Some(digest) = image
         .rsplit_once('@')
         .map(|(_, d)| d)
         .filter(|d| d.strip_prefix("sha256:").is_some_and(is_hex_64))
     else {
-        return Err(format!("{image} is not named by a sha256 digest"));
+        return Err(SignatureError::NotByDigest {
+            image: image.to_owned(),
+        });
     };
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), NAMESPACE);
     let config = Config::from_cluster(
@@ -35,7 +40,7 @@ pub async fn verify_release(client: &kube::Client, image: &str) -> Result<String
     let signed = config_maps
         .list(&ListParams::default().labels(SIGNATURES_LABEL))
         .await
-        .map_err(|e| format!("cannot list the signature ConfigMaps of {NAMESPACE}: {e}"))?;
+        .map_err(SignatureError::ListSignatures)?;
     let mut signatures = super::from_config_maps(&signed.items, digest);
     let mut outcome = super::verify(&config.keys, digest, &signatures);
     let mut unreachable = Vec::new();
@@ -43,7 +48,7 @@ pub async fn verify_release(client: &kube::Client, image: &str) -> Result<String
         let http = reqwest::Client::builder()
             .timeout(STORE_TIMEOUT)
             .build()
-            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+            .map_err(SignatureError::HttpClient)?;
         for store in &config.stores {
             match from_store(&http, store, digest).await {
                 Ok(found) => signatures.extend(found),
@@ -56,12 +61,16 @@ pub async fn verify_release(client: &kube::Client, image: &str) -> Result<String
         }
     }
     outcome.map_err(|why| {
-        let mut why = why;
-        for problem in config.problems.iter().chain(&unreachable) {
-            why.push_str("; ");
-            why.push_str(problem);
+        let mut problems = config.problems;
+        problems.extend(unreachable);
+        if problems.is_empty() {
+            why
+        } else {
+            SignatureError::WithProblems {
+                why: Box::new(why),
+                problems,
+            }
         }
-        why
     })
 }
 
@@ -71,11 +80,11 @@ fn is_hex_64(hex: &str) -> bool {
 
 /// The ConfigMaps annotated as the CVO's verification configuration:
 /// listed by metadata (the namespace holds many), then read by name.
-async fn config_config_maps(api: &Api<ConfigMap>) -> Result<Vec<ConfigMap>, String> {
+async fn config_config_maps(api: &Api<ConfigMap>) -> Result<Vec<ConfigMap>, SignatureError> {
     let listed = api
         .list_metadata(&ListParams::default())
         .await
-        .map_err(|e| format!("cannot list the ConfigMaps of {NAMESPACE}: {e}"))?;
+        .map_err(SignatureError::ListConfigMaps)?;
     let mut found = Vec::new();
     for meta in listed.items.iter().filter(|m| {
         m.metadata
@@ -84,10 +93,13 @@ async fn config_config_maps(api: &Api<ConfigMap>) -> Result<Vec<ConfigMap>, Stri
             .is_some_and(|a| a.contains_key(super::CONFIG_ANNOTATION))
     }) {
         let name = meta.metadata.name.as_deref().unwrap_or_default();
-        if let Some(cm) = api
-            .get_opt(name)
-            .await
-            .map_err(|e| format!("cannot read ConfigMap {NAMESPACE}/{name}: {e}"))?
+        if let Some(cm) =
+            api.get_opt(name)
+                .await
+                .map_err(|source| SignatureError::ReadConfigMap {
+                    name: name.to_owned(),
+                    source,
+                })?
         {
             found.push(cm);
         }
@@ -97,7 +109,7 @@ async fn config_config_maps(api: &Api<ConfigMap>) -> Result<Vec<ConfigMap>, Stri
 
 /// The URLs of the ClusterVersion's `spec.signatureStores` (none when the
 /// field is absent, as on clusters without the feature).
-async fn signature_stores(client: &kube::Client) -> Result<Vec<String>, String> {
+async fn signature_stores(client: &kube::Client) -> Result<Vec<String>, SignatureError> {
     let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(
         "config.openshift.io",
         "v1",
@@ -107,7 +119,7 @@ async fn signature_stores(client: &kube::Client) -> Result<Vec<String>, String> 
     let cv = api
         .get_opt("version")
         .await
-        .map_err(|e| format!("cannot read the ClusterVersion: {e}"))?;
+        .map_err(SignatureError::ReadClusterVersion)?;
     Ok(cv
         .and_then(|cv| cv.data["spec"]["signatureStores"].as_array().cloned())
         .unwrap_or_default()
@@ -122,32 +134,42 @@ async fn from_store(
     http: &reqwest::Client,
     store: &str,
     digest: &str,
-) -> Result<Vec<Signature>, String> {
+) -> Result<Vec<Signature>, SignatureError> {
     let base = store.trim_end_matches('/');
     if !(base.starts_with("https://") || base.starts_with("http://")) {
-        return Err(format!("store {store} is not an http(s) URL"));
+        return Err(SignatureError::NotHttp {
+            store: store.to_owned(),
+        });
     }
     let (algorithm, hex) = digest.split_once(':').unwrap_or(("sha256", digest));
     let mut found = Vec::new();
     for n in 1..=MAX_SIGNATURES {
         let url = format!("{base}/{algorithm}={hex}/signature-{n}");
-        let response = http
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| format!("store {base}: {e}"))?;
+        let response =
+            http.get(&url)
+                .send()
+                .await
+                .map_err(|source| SignatureError::StoreUnreachable {
+                    store: base.to_owned(),
+                    source,
+                })?;
         if response.status() == reqwest::StatusCode::NOT_FOUND {
             break;
         }
         if !response.status().is_success() {
-            return Err(format!(
-                "store {base}: {url} answered {}",
-                response.status()
-            ));
+            return Err(SignatureError::StoreAnswered {
+                store: base.to_owned(),
+                url,
+                status: response.status(),
+            });
         }
         let bytes = crate::cluster::prometheus::read_capped(response, MAX_SIGNATURE_BYTES)
             .await
-            .map_err(|e| format!("store {base}: {url}: {e}"))?;
+            .map_err(|why| SignatureError::StoreRead {
+                store: base.to_owned(),
+                url: url.clone(),
+                why: why.to_string(),
+            })?;
         debug!(%url, bytes = bytes.len(), "a release signature");
         found.push(Signature { from: url, bytes });
     }

@@ -46,6 +46,147 @@ pub const MAX_SIGNATURES: usize = 16;
 const MAX_CLAIM_BYTES: u64 = 64 * 1024;
 const CLAIM_TYPE: &str = "atomic container signature";
 
+/// Why a release's signature does not verify, or could not be told: each
+/// variant says, in words, what went wrong. The verdict on a release is
+/// [`SignatureError::Unverified`] (with the reason each signature was
+/// refused for), or what kept it from being reached.
+#[derive(Debug, thiserror::Error)]
+pub enum SignatureError {
+    /// A `verifier-public-key-*` entry is no armored OpenPGP key.
+    #[error("{name} is not an armored OpenPGP public key: {source}")]
+    NotAKey {
+        name: String,
+        source: pgp::errors::Error,
+    },
+    /// A key's subkeys are not bound to it.
+    #[error("{name}: its subkeys' bindings do not verify: {source}")]
+    Bindings {
+        name: String,
+        source: pgp::errors::Error,
+    },
+    /// The cluster trusts no key for releases.
+    #[error(
+        "the cluster trusts no release key (no verifier-public-key-* entry in a ConfigMap of {NAMESPACE} annotated {CONFIG_ANNOTATION})"
+    )]
+    NoKeys,
+    /// No signature of the release was found anywhere.
+    #[error("no signature of {digest} was found")]
+    NoSignatures { digest: String },
+    /// Some trusted keys signed none of the signatures found; `refused`
+    /// says, by where it was found, why each signature no key took was
+    /// refused.
+    #[error(
+        "no signature of {digest} verifies against {}{}",
+        missing.join(", "),
+        refused_words(refused)
+    )]
+    Unverified {
+        digest: String,
+        missing: Vec<String>,
+        refused: Vec<(String, SignatureError)>,
+    },
+    /// A signature larger than [`MAX_SIGNATURE_BYTES`].
+    #[error("{0} bytes, more than a release signature")]
+    TooLarge(usize),
+    /// A signature that is no OpenPGP message.
+    #[error("not an OpenPGP message: {0}")]
+    NotAMessage(pgp::errors::Error),
+    /// A signature that cannot be decompressed.
+    #[error("cannot decompress: {0}")]
+    Decompress(pgp::errors::Error),
+    /// A message that is not signed.
+    #[error("not a signed message")]
+    NotSigned,
+    /// A signed claim that cannot be read.
+    #[error("cannot read the signed claim: {0}")]
+    UnreadableClaim(std::io::Error),
+    /// A signed claim larger than a release's.
+    #[error("the signed claim is larger than a release's")]
+    ClaimTooLarge,
+    /// A signature by another key.
+    #[error("not signed by this key")]
+    OtherKey,
+    /// A signed claim that is no JSON.
+    #[error("the signed claim is not JSON: {0}")]
+    ClaimNotJson(serde_json::Error),
+    /// A signed claim of another type than [`CLAIM_TYPE`].
+    #[error("the signed claim's type is {found}, not {CLAIM_TYPE:?}")]
+    OtherType { found: Value },
+    /// A signed claim of another release.
+    #[error("it signs {signed}, not {digest}")]
+    OtherDigest { signed: String, digest: String },
+    /// A signed claim naming no digest.
+    #[error("the signed claim names no digest")]
+    NoDigest,
+    /// The release is not named by a digest, so nothing can sign it.
+    #[error("{image} is not named by a sha256 digest")]
+    NotByDigest { image: String },
+    /// The ConfigMaps of [`NAMESPACE`] cannot be listed.
+    #[error("cannot list the ConfigMaps of {NAMESPACE}: {0}")]
+    ListConfigMaps(kube::Error),
+    /// A verification ConfigMap cannot be read.
+    #[error("cannot read ConfigMap {NAMESPACE}/{name}: {source}")]
+    ReadConfigMap { name: String, source: kube::Error },
+    /// The signature ConfigMaps cannot be listed.
+    #[error("cannot list the signature ConfigMaps of {NAMESPACE}: {0}")]
+    ListSignatures(kube::Error),
+    /// The ClusterVersion cannot be read.
+    #[error("cannot read the ClusterVersion: {0}")]
+    ReadClusterVersion(kube::Error),
+    /// No HTTP client to ask the stores with.
+    #[error("cannot make an HTTP client: {0}")]
+    HttpClient(reqwest::Error),
+    /// A store that is no http(s) URL.
+    #[error("store {store} is not an http(s) URL")]
+    NotHttp { store: String },
+    /// A store that cannot be asked.
+    #[error("store {store}: {source}")]
+    StoreUnreachable {
+        store: String,
+        source: reqwest::Error,
+    },
+    /// A store's answer other than a signature or its absence.
+    #[error("store {store}: {url} answered {status}")]
+    StoreAnswered {
+        store: String,
+        url: String,
+        status: reqwest::StatusCode,
+    },
+    /// A store's signature that cannot be read; `why` says why.
+    #[error("store {store}: {url}: {why}")]
+    StoreRead {
+        store: String,
+        url: String,
+        why: String,
+    },
+    /// A refusal, with what could not be read on the way beside it (keys
+    /// that are none, stores that could not be asked).
+    #[error("{why}{}", problems_words(problems))]
+    WithProblems {
+        why: Box<SignatureError>,
+        problems: Vec<SignatureError>,
+    },
+}
+
+/// The reasons signatures were refused, as [`SignatureError::Unverified`]
+/// ends: ` (<where>: <why>; …)`, or nothing.
+fn refused_words(refused: &[(String, SignatureError)]) -> String {
+    if refused.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = refused
+        .iter()
+        .map(|(from, why)| format!("{from}: {why}"))
+        .collect();
+    format!(" ({})", each.join("; "))
+}
+
+/// What could not be read, as [`SignatureError::WithProblems`] ends:
+/// `; <problem>` each.
+fn problems_words(problems: &[SignatureError]) -> String {
+    problems.iter().map(|p| format!("; {p}")).collect()
+}
+
 /// The keys a release must be signed by, each by its ConfigMap entry's name.
 #[derive(Clone, Debug, Default)]
 pub struct Keyring {
@@ -63,24 +204,31 @@ impl Keyring {
     }
 
     /// Adds the armored key `text` as `name`.
-    pub fn add(&mut self, name: &str, text: &str) -> Result<(), String> {
-        let (key, _) = SignedPublicKey::from_armor_single(text.as_bytes())
-            .map_err(|e| format!("{name} is not an armored OpenPGP public key: {e}"))?;
+    pub fn add(&mut self, name: &str, text: &str) -> Result<(), SignatureError> {
+        let (key, _) = SignedPublicKey::from_armor_single(text.as_bytes()).map_err(|source| {
+            SignatureError::NotAKey {
+                name: name.to_owned(),
+                source,
+            }
+        })?;
         key.verify_bindings()
-            .map_err(|e| format!("{name}: its subkeys' bindings do not verify: {e}"))?;
+            .map_err(|source| SignatureError::Bindings {
+                name: name.to_owned(),
+                source,
+            })?;
         self.keys.push((name.to_owned(), key));
         Ok(())
     }
 }
 
 /// How the cluster verifies releases: its keys and where signatures are.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct Config {
     pub keys: Keyring,
     /// Store URLs, in order.
     pub stores: Vec<String>,
     /// Entries that could not be read, said beside any refusal.
-    pub problems: Vec<String>,
+    pub problems: Vec<SignatureError>,
 }
 
 impl Config {
@@ -161,12 +309,18 @@ pub fn from_config_maps(config_maps: &[ConfigMap], digest: &str) -> Vec<Signatur
 /// CVO asks: each key of `keys` signed a claim of type "atomic container
 /// signature" naming exactly this digest. Ok says by which keys and where;
 /// Err says why not, for each signature.
-pub fn verify(keys: &Keyring, digest: &str, signatures: &[Signature]) -> Result<String, String> {
+pub fn verify(
+    keys: &Keyring,
+    digest: &str,
+    signatures: &[Signature],
+) -> Result<String, SignatureError> {
     if keys.is_empty() {
-        return Err("the cluster trusts no release key (no verifier-public-key-* entry in a ConfigMap of openshift-config-managed annotated release.openshift.io/verification-config-map)".into());
+        return Err(SignatureError::NoKeys);
     }
     if signatures.is_empty() {
-        return Err(format!("no signature of {digest} was found"));
+        return Err(SignatureError::NoSignatures {
+            digest: digest.to_owned(),
+        });
     }
     let mut unsigned: Vec<&(String, SignedPublicKey)> = keys.keys.iter().collect();
     let mut used = Vec::new();
@@ -184,7 +338,7 @@ pub fn verify(keys: &Keyring, digest: &str, signatures: &[Signature]) -> Result<
         if unsigned.len() < before {
             used.push(signature.from.as_str());
         } else if let Some(e) = last_error {
-            refused.push(format!("{}: {e}", signature.from));
+            refused.push((signature.from.clone(), e));
         }
         if unsigned.is_empty() {
             return Ok(format!(
@@ -194,65 +348,56 @@ pub fn verify(keys: &Keyring, digest: &str, signatures: &[Signature]) -> Result<
             ));
         }
     }
-    let missing: Vec<&str> = unsigned.iter().map(|(n, _)| n.as_str()).collect();
-    Err(format!(
-        "no signature of {digest} verifies against {}{}",
-        missing.join(", "),
-        if refused.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", refused.join("; "))
-        }
-    ))
+    Err(SignatureError::Unverified {
+        digest: digest.to_owned(),
+        missing: unsigned.iter().map(|(n, _)| n.clone()).collect(),
+        refused,
+    })
 }
 
 /// One signature against one key: the OpenPGP signature verifies, and its
 /// claim is an atomic container signature of `digest`.
-fn verify_one(key: &SignedPublicKey, digest: &str, bytes: &[u8]) -> Result<(), String> {
+fn verify_one(key: &SignedPublicKey, digest: &str, bytes: &[u8]) -> Result<(), SignatureError> {
     if bytes.len() > MAX_SIGNATURE_BYTES {
-        return Err(format!(
-            "{} bytes, more than a release signature",
-            bytes.len()
-        ));
+        return Err(SignatureError::TooLarge(bytes.len()));
     }
     let message = if bytes.starts_with(b"-----BEGIN PGP") {
         Message::from_armor(BufReader::new(bytes)).map(|(m, _)| m)
     } else {
         Message::from_bytes(bytes)
     }
-    .map_err(|e| format!("not an OpenPGP message: {e}"))?;
-    let mut message = message
-        .decompress()
-        .map_err(|e| format!("cannot decompress: {e}"))?;
+    .map_err(SignatureError::NotAMessage)?;
+    let mut message = message.decompress().map_err(SignatureError::Decompress)?;
     if !message.is_signed() {
-        return Err("not a signed message".into());
+        return Err(SignatureError::NotSigned);
     }
     let mut claim = Vec::new();
     (&mut message)
         .take(MAX_CLAIM_BYTES + 1)
         .read_to_end(&mut claim)
-        .map_err(|e| format!("cannot read the signed claim: {e}"))?;
+        .map_err(SignatureError::UnreadableClaim)?;
     if claim.len() as u64 > MAX_CLAIM_BYTES {
-        return Err("the signed claim is larger than a release's".into());
+        return Err(SignatureError::ClaimTooLarge);
     }
     let by: Vec<&dyn VerifyingKey> = std::iter::once(key as &dyn VerifyingKey)
         .chain(key.public_subkeys.iter().map(|s| s as &dyn VerifyingKey))
         .collect();
     if !by.iter().any(|k| message.verify(*k).is_ok()) {
-        return Err("not signed by this key".into());
+        return Err(SignatureError::OtherKey);
     }
-    let claim: Value =
-        serde_json::from_slice(&claim).map_err(|e| format!("the signed claim is not JSON: {e}"))?;
+    let claim: Value = serde_json::from_slice(&claim).map_err(SignatureError::ClaimNotJson)?;
     let critical = &claim["critical"];
     if critical["type"] != CLAIM_TYPE {
-        return Err(format!(
-            "the signed claim's type is {}, not {CLAIM_TYPE:?}",
-            critical["type"]
-        ));
+        return Err(SignatureError::OtherType {
+            found: critical["type"].clone(),
+        });
     }
     match critical["image"]["docker-manifest-digest"].as_str() {
         Some(signed) if signed == digest => Ok(()),
-        Some(signed) => Err(format!("it signs {signed}, not {digest}")),
-        None => Err("the signed claim names no digest".into()),
+        Some(signed) => Err(SignatureError::OtherDigest {
+            signed: signed.to_owned(),
+            digest: digest.to_owned(),
+        }),
+        None => Err(SignatureError::NoDigest),
     }
 }

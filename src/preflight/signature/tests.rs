@@ -72,7 +72,9 @@ fn a_signature_that_is_not_the_releases_is_refused(#[case] prefix: &str, #[case]
     } else {
         format!("{prefix}{}", "c".repeat(64))
     };
-    let got = verify(&keyring(&["test-key.pub.asc"]), &c(), &[signature(&name)]).unwrap_err();
+    let got = verify(&keyring(&["test-key.pub.asc"]), &c(), &[signature(&name)])
+        .unwrap_err()
+        .to_string();
     assert!(
         got.starts_with(&format!(
             "no signature of {} verifies against test-key.pub.asc",
@@ -87,7 +89,9 @@ fn a_signature_that_is_not_the_releases_is_refused(#[case] prefix: &str, #[case]
 fn every_trusted_key_must_have_signed() {
     // As the CVO: two keys configured, a signature by one of them only.
     let keys = keyring(&["test-key.pub.asc", "untrusted-key.pub.asc"]);
-    let got = verify(&keys, &c(), &[signature(&signed_c())]).unwrap_err();
+    let got = verify(&keys, &c(), &[signature(&signed_c())])
+        .unwrap_err()
+        .to_string();
     assert!(
         got.contains("verifies against untrusted-key.pub.asc"),
         "{got}"
@@ -113,15 +117,20 @@ fn garbage_is_refused_with_its_reason(#[case] bytes: Vec<u8>, #[case] why: &str)
             bytes,
         }],
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(got.contains(why), "{got}");
 }
 
 #[test]
 fn no_key_or_no_signature_is_said() {
-    let none = verify(&Keyring::default(), &c(), &[signature(&signed_c())]).unwrap_err();
+    let none = verify(&Keyring::default(), &c(), &[signature(&signed_c())])
+        .unwrap_err()
+        .to_string();
     assert!(none.contains("trusts no release key"), "{none}");
-    let unsigned = verify(&keyring(&["test-key.pub.asc"]), &c(), &[]).unwrap_err();
+    let unsigned = verify(&keyring(&["test-key.pub.asc"]), &c(), &[])
+        .unwrap_err()
+        .to_string();
     assert_eq!(unsigned, format!("no signature of {} was found", c()));
 }
 
@@ -134,6 +143,7 @@ fn a_key_that_is_not_one_is_a_problem_not_a_panic() {
     );
     assert!(
         got.unwrap_err()
+            .to_string()
             .starts_with("bad is not an armored OpenPGP public key")
     );
     assert!(keys.is_empty());
@@ -176,7 +186,11 @@ fn the_cvo_config_map_gives_keys_and_stores_and_signature_stores_replace_the_sto
     );
     assert_eq!(config.stores, ["https://signatures.example/release"]);
     assert_eq!(config.problems.len(), 1, "{:?}", config.problems);
-    assert!(config.problems[0].starts_with("release-verification/verifier-public-key-broken"));
+    assert!(
+        config.problems[0]
+            .to_string()
+            .starts_with("release-verification/verifier-public-key-broken")
+    );
 
     let replaced = Config::from_cluster(&[cvo], &["https://mirror.example/sigs".into()]);
     assert_eq!(replaced.stores, ["https://mirror.example/sigs"]);
@@ -212,4 +226,43 @@ fn signature_config_maps_give_the_digests_signatures_in_order() {
     );
     // The second is garbage; the first verifies, which is enough.
     assert!(verify(&keyring(&["test-key.pub.asc"]), &c(), &found).is_ok());
+}
+
+#[test]
+fn refusals_read_as_they_always_have() {
+    assert_eq!(
+        SignatureError::NoKeys.to_string(),
+        "the cluster trusts no release key (no verifier-public-key-* entry in a ConfigMap of openshift-config-managed annotated release.openshift.io/verification-config-map)"
+    );
+    let unverified = SignatureError::Unverified {
+        digest: "sha256:cc".into(),
+        missing: vec!["a".into(), "b".into()],
+        refused: vec![
+            ("one".into(), SignatureError::OtherKey),
+            ("two".into(), SignatureError::NoDigest),
+        ],
+    };
+    assert_eq!(
+        unverified.to_string(),
+        "no signature of sha256:cc verifies against a, b (one: not signed by this key; two: the signed claim names no digest)"
+    );
+    let with_problems = SignatureError::WithProblems {
+        why: Box::new(SignatureError::NoSignatures {
+            digest: "sha256:cc".into(),
+        }),
+        problems: vec![SignatureError::NotHttp {
+            store: "ftp://x".into(),
+        }],
+    };
+    assert_eq!(
+        with_problems.to_string(),
+        "no signature of sha256:cc was found; store ftp://x is not an http(s) URL"
+    );
+    assert_eq!(
+        SignatureError::OtherType {
+            found: serde_json::json!("x")
+        }
+        .to_string(),
+        r#"the signed claim's type is "x", not "atomic container signature""#
+    );
 }

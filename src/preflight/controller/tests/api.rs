@@ -15,13 +15,13 @@ use super::super::{Ctx, Settings};
 use crate::checks;
 use crate::cluster::live::Reads;
 use crate::metrics::Metrics;
+use crate::model::annotations::REQUESTED_AT;
 use crate::model::release::ReleaseKey;
 use crate::model::standing::Exemptions;
 use crate::model::status;
 use crate::model::vouch::ResultKey;
 use crate::model::{CheckResult, UpdatePreflight};
 use crate::preflight::api_mock::{self, ApiServer, PATIENCE, Seen};
-use crate::preflight::live::REQUESTED_AT;
 use crate::view::kinds;
 
 const IMAGE: &str = "quay.io/openshift-release-dev/ocp-release@sha256:1111111111111111111111111111111111111111111111111111111111111111";
