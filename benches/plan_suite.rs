@@ -160,7 +160,7 @@ fn plan_summary(
     assert!(
         plan.pools
             .iter()
-            .all(|p| p.node_phases.update.source == "machineconfignodes"),
+            .all(|p| p.node_phases.update.origin == "machineconfignodes"),
         "the plan times nodes by the MachineConfigNodes"
     );
     preflight_gate::plan::status::summary(&plan, ctx.now)

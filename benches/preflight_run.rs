@@ -189,7 +189,7 @@ async fn main() {
         checks: Vec::new(),
         jobs: None,
         reads: preflight_gate::cluster::live::Reads::ALL,
-        blocking: Default::default(),
+        exemptions: Default::default(),
         alerts: None,
         alert_namespaces: Default::default(),
         namespace: "preflight-bench".into(),

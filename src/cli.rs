@@ -277,14 +277,14 @@ impl LimitsArgs {
 
 impl ControllerArgs {
     /// The controller's settings; its runs' status counts results by
-    /// `blocking`, the policy the webhook reads them with.
+    /// `exemptions`, as the webhook reads them.
     pub fn settings(
         &self,
-        blocking: crate::model::standing::Exemptions,
+        exemptions: crate::model::standing::Exemptions,
     ) -> crate::preflight::controller::Settings {
         crate::preflight::controller::Settings {
             newest_runs: Default::default(),
-            blocking,
+            exemptions,
             refresh_interval: self.refresh_interval,
             run_timeout: self.limits.run_timeout,
             check_timeout: self.limits.check_timeout,
@@ -524,7 +524,7 @@ impl AlertArgs {
 
 impl PolicyArgs {
     /// How results count, for the runs' status.
-    pub fn blocking(&self) -> crate::model::standing::Exemptions {
+    pub fn exemptions(&self) -> crate::model::standing::Exemptions {
         crate::model::standing::Exemptions::fail_open(self.fail_open_checks.iter().cloned())
     }
 

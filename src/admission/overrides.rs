@@ -10,7 +10,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use crate::model::cluster_version::{ClusterVersion, Target};
-use crate::model::standing::BoundAccept;
+use crate::model::standing::{BoundAccept, OverrideKind};
 use crate::model::window::{self, TimeError, TimeKind};
 
 // The claims' keys, spelt once for the whole gate.
@@ -111,20 +111,12 @@ pub(crate) fn written_claims<'a>(
         .collect()
 }
 
-/// How a whole target was forced through.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ForceKind {
-    /// The `preflight.dev/override` annotation.
-    Annotation,
-    /// `spec.desiredUpdate.force: true`, when `--honor-desired-update-force` is set.
-    DesiredUpdateForce,
-}
-
 /// A claim to force the gate for the requested target, valid on its face; it
 /// still needs the requester to be authorized.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ForceClaim {
-    pub kind: ForceKind,
+    /// How it forces: [`OverrideKind::Force`] or [`OverrideKind::DesiredUpdateForce`].
+    pub kind: OverrideKind,
     pub reason: String,
 }
 
@@ -230,14 +222,14 @@ pub(crate) fn force_claim(
         let reason = reason_in(cv, OVERRIDE, OVERRIDE_REASON)?;
         claim_until(cv, OVERRIDE_UNTIL, now, max)?;
         return Ok(Some(ForceClaim {
-            kind: ForceKind::Annotation,
+            kind: OverrideKind::Force,
             reason,
         }));
     }
     let forced = cv.spec.desired_update.as_ref().is_some_and(|u| u.force);
     match (forced, honor_desired_update_force) {
         (true, true) => Ok(Some(ForceClaim {
-            kind: ForceKind::DesiredUpdateForce,
+            kind: OverrideKind::DesiredUpdateForce,
             reason: "spec.desiredUpdate.force is true".to_owned(),
         })),
         (true, false) => Err(ClaimError::DesiredUpdateForce),

@@ -2043,7 +2043,7 @@ fn a_result_named_with_shell_text_is_not_vouched_for() {
 /// A plan as a run writes it into the status: about 2h10m (P90 3h05m),
 /// the master pool and four worker batches, the third of which can
 /// never drain.
-fn plan() -> Value {
+fn sample_plan() -> Value {
     json!({
         "computedAt": "2026-11-30T11:00:00Z",
         "p50Seconds": 7800, "p90Seconds": 11100,
@@ -2060,7 +2060,7 @@ fn plan() -> Value {
     })
 }
 
-/// The line the webhook says of `plan()`.
+/// The line the webhook says of `sample_plan()`.
 const PLAN_LINE: &str = "expected duration: about 2h10m (P90 3h05m), 4 worker batches; blocked: worker batch 3 (ip-10-0-1-5) cannot drain: PDB db/pg allows no disruption";
 
 /// The sample results, each with `plan` in its status.
@@ -2077,7 +2077,7 @@ fn planned(plan: Value) -> TestSource {
 }
 
 fn planned_verdict(review: Review) -> Verdict {
-    decide_with(&review, &planned(plan()), &Policy::default())
+    decide_with(&review, &planned(sample_plan()), &Policy::default())
         .into_final()
         .expect("no authorization needed")
 }
@@ -2108,7 +2108,7 @@ fn a_denial_says_the_plan_in_one_line_after_the_failures() {
 
 #[test]
 fn the_plan_line_names_each_pool_that_adds_to_the_update_and_counts_the_blockers() {
-    let mut p = plan();
+    let mut p = sample_plan();
     p["pools"].as_array_mut().unwrap().extend([
         json!({"name": "infra", "nodes": 1, "updates": true, "batches": 1}),
         json!({"name": "gpu", "nodes": 2, "updates": false, "batches": 0}),
@@ -2254,7 +2254,7 @@ fn an_accept_does_not_go_past_the_window_and_an_override_does() {
         )
         .annotate(WINDOW, "2026-11-30T14:00:00Z")
     };
-    let v = decide_with(&review(), &planned(plan()), &Policy::default())
+    let v = decide_with(&review(), &planned(sample_plan()), &Policy::default())
         .into_final()
         .expect("nothing left to authorize");
     assert!(!v.allowed);
@@ -2266,7 +2266,7 @@ fn an_accept_does_not_go_past_the_window_and_an_override_does() {
     );
 
     let review = forced(Review::new().version("4.15.3")).annotate(WINDOW, "2026-11-30T14:00:00Z");
-    let p = match decide_with(&review, &planned(plan()), &Policy::default()) {
+    let p = match decide_with(&review, &planned(sample_plan()), &Policy::default()) {
         Decision::NeedsAuthorization(p) => *p,
         Decision::Final(v) => panic!("{v:?}"),
     };

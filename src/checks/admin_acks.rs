@@ -321,7 +321,7 @@ mod tests {
             &finding.message,
         );
         result.risks = finding.risks.clone();
-        let policy = crate::model::standing::Exemptions {
+        let exemptions = crate::model::standing::Exemptions {
             accepted: [AdminAcksMissing.name().to_owned()]
                 .into_iter()
                 .chain(finding.risks)
@@ -329,7 +329,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            policy.standing(&result),
+            exemptions.standing(&result),
             crate::model::standing::Standing::Blocks
         );
     }

@@ -82,7 +82,7 @@ impl<'a> Context<'a> {
             .as_ref()
             .and_then(|cv| cv.completed_version().or_else(|| cv.desired_version()));
         let (now, now_source) = match &view.as_of {
-            Some(as_of) => (as_of.time, as_of.source.as_str()),
+            Some(as_of) => (as_of.time, as_of.found_by.as_str()),
             None => (clock, "the clock"),
         };
         let target_version = target.version.as_deref().and_then(Version::parse);

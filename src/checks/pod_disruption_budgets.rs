@@ -301,14 +301,14 @@ mod tests {
     #[case::if_healthy_budget_disrupted(None, 1, 2, true, Outcome::Fail)]
     #[case::if_healthy_budget_at_limit(Some("IfHealthyBudget"), 2, 2, true, Outcome::Pass)]
     fn unready_pods_as_the_eviction_api_judges_them(
-        #[case] policy: Option<&str>,
+        #[case] eviction_policy: Option<&str>,
         #[case] healthy: i64,
         #[case] desired: i64,
         #[case] unready: bool,
         #[case] outcome: Outcome,
     ) {
         let mut budget = pdb(0, "db");
-        budget["spec"]["unhealthyPodEvictionPolicy"] = json!(policy);
+        budget["spec"]["unhealthyPodEvictionPolicy"] = json!(eviction_policy);
         budget["status"]["currentHealthy"] = json!(healthy);
         budget["status"]["desiredHealthy"] = json!(desired);
         let mut held = pod("w1");

@@ -149,7 +149,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         .transpose()
         .map_err(CheckError::Window)?;
     progress.set_message(format!("running {} checks", checks::catalogue().len()));
-    let blocking = Exemptions {
+    let exemptions = Exemptions {
         fail_open: args.fail_open_checks.iter().cloned().collect(),
         accepted: args
             .accept
@@ -168,7 +168,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
             view.clone(),
             &target,
             clock,
-            &blocking.accepted,
+            &exemptions.accepted,
             args.limits.limits(),
         )
     };
@@ -188,7 +188,7 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
     {
         return Err(CheckError::UnknownAccept(why));
     }
-    let mut report = Report::new(&ctx, results, &blocking);
+    let mut report = Report::new(&ctx, results, &exemptions);
     if let (Some(fit), Some(plan)) = (fit, report.plan.as_mut()) {
         plan.window = Some(crate::plan::Window {
             end: fit.end,

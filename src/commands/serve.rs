@@ -366,7 +366,7 @@ fn lead(
     };
     let settings = crate::preflight::controller::Settings {
         newest_runs,
-        ..args.controller.settings(args.policy.blocking())
+        ..args.controller.settings(args.policy.exemptions())
     };
     let work = {
         let (client, metrics, instance) = (client.clone(), metrics.clone(), instance.to_owned());

@@ -25,8 +25,8 @@ pub struct ControllerMetrics {
 }
 
 /// The `source` label: where the control plane's prediction came from.
-fn source_label(source: &str) -> &'static str {
-    match source {
+fn origin_label(origin: &str) -> &'static str {
+    match origin {
         "history" => "history",
         "documented" => "documented",
         _ => "unknown",
@@ -92,13 +92,13 @@ impl ControllerMetrics {
     }
 
     /// An update completed, its control plane taking `actual` seconds where
-    /// the plan (from `source`) predicted a P50 of `predicted`.
-    pub fn update_completed(&self, source: &str, actual: u64, predicted: u64) {
+    /// the plan (from `origin`, its `source` label) predicted a P50 of `predicted`.
+    pub fn update_completed(&self, origin: &str, actual: u64, predicted: u64) {
         if predicted == 0 {
             return;
         }
         self.control_plane_ratio
-            .with_label_values(&[source_label(source)])
+            .with_label_values(&[origin_label(origin)])
             .observe(actual as f64 / predicted as f64);
     }
 
@@ -167,11 +167,11 @@ mod tests {
         m.controller.update_completed("documented", 1800, 3600);
         m.controller.update_completed("made-up", 3600, 3600);
         m.controller.update_completed("history", 3600, 0);
-        let bucket = |source: &str, le: &str| {
+        let bucket = |origin: &str, le: &str| {
             value(
                 &m,
                 &format!(
-                    r#"preflight_gate_control_plane_duration_ratio_bucket{{source="{source}",le="{le}"}}"#
+                    r#"preflight_gate_control_plane_duration_ratio_bucket{{source="{origin}",le="{le}"}}"#
                 ),
             )
         };

@@ -429,7 +429,7 @@ mod tests {
         assert!(exported(&m, "preflight_gate_check_status{").is_empty());
     }
 
-    fn plan(m: &Metrics, target: &str, estimate: &str) -> Option<f64> {
+    fn planned_seconds(m: &Metrics, target: &str, estimate: &str) -> Option<f64> {
         value(
             m,
             &format!(
@@ -448,8 +448,8 @@ mod tests {
             ..Default::default()
         });
         m.results.observe(&planned);
-        assert_eq!(plan(&m, "4.15.3", "p50"), Some(7800.0));
-        assert_eq!(plan(&m, "4.15.3", "p90"), Some(11100.0));
+        assert_eq!(planned_seconds(&m, "4.15.3", "p50"), Some(7800.0));
+        assert_eq!(planned_seconds(&m, "4.15.3", "p90"), Some(11100.0));
         // A result without a plan (an older gate's, or a run that could
         // not read the cluster) exports none.
         m.results
@@ -465,7 +465,7 @@ mod tests {
         assert!(exported(&m, "preflight_gate_plan_duration_seconds{").is_empty());
         let mark = m.results.mark();
         m.results.retain(["a"], mark);
-        assert_eq!(plan(&m, "4.15.3", "p90"), Some(11100.0));
+        assert_eq!(planned_seconds(&m, "4.15.3", "p90"), Some(11100.0));
         m.results.clear();
         assert!(exported(&m, "preflight_gate_plan_duration_seconds{").is_empty());
     }

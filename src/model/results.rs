@@ -136,8 +136,8 @@ pub struct ControlPlaneSummary {
     pub p90_seconds: u64,
     /// `history` (the cluster's own completed updates) or `documented`
     /// (Red Hat's documented range).
-    #[serde(default)]
-    pub source: String,
+    #[serde(default, rename = "source")]
+    pub origin: String,
     /// How many completed updates it was computed from.
     #[serde(default)]
     pub samples: u32,
@@ -214,8 +214,8 @@ pub struct UpdateDuration {
     #[serde(default)]
     pub predicted_p90_seconds: u64,
     /// The prediction's source: `history` or `documented`.
-    #[serde(default)]
-    pub source: String,
+    #[serde(default, rename = "source")]
+    pub origin: String,
 }
 
 /// A duration as a person reads it: `1h05m`, `12m`, `45s`. The plan, the

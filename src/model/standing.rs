@@ -227,14 +227,28 @@ pub fn known(name: &str, results: &[CheckResult]) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumIter, strum::IntoStaticStr)]
 #[strum(serialize_all = "snake_case")]
 pub enum OverrideKind {
+    /// The `preflight.dev/override` annotation forced the target through.
     Force,
+    /// `spec.desiredUpdate.force: true`, with `--honor-desired-update-force`.
     DesiredUpdateForce,
+    /// Every failing check was accepted (`preflight.dev/accept`, `acceptRisks`).
     AcceptRisks,
 }
 
 impl OverrideKind {
     pub fn as_str(self) -> &'static str {
         self.into()
+    }
+
+    /// The annotation that carries the override's claim, which four eyes
+    /// hold to `preflight.dev/claimed-by`; `None` where the spec carries
+    /// it and nothing records who wrote it, so four eyes refuse it.
+    pub fn claimed_in(self) -> Option<&'static str> {
+        match self {
+            Self::Force => Some(super::annotations::OVERRIDE),
+            Self::AcceptRisks => Some(super::annotations::ACCEPT),
+            Self::DesiredUpdateForce => None,
+        }
     }
 }
 
@@ -287,12 +301,15 @@ mod tests {
         #[case] fail_open: &[&str],
         #[case] expected: Standing,
     ) {
-        let policy = Exemptions {
+        let exemptions = Exemptions {
             fail_open: names(fail_open),
             accepted: names(accepted),
             ..Exemptions::default()
         };
-        assert_eq!(policy.standing(&result("A", outcome, severity)), expected);
+        assert_eq!(
+            exemptions.standing(&result("A", outcome, severity)),
+            expected
+        );
     }
 
     fn carrying(risks: &[&str]) -> CheckResult {
@@ -314,11 +331,11 @@ mod tests {
         #[case] accepted: &[&str],
         #[case] expected: Standing,
     ) {
-        let policy = Exemptions {
+        let exemptions = Exemptions {
             accepted: names(accepted),
             ..Exemptions::default()
         };
-        assert_eq!(policy.standing(&carrying(risks)), expected);
+        assert_eq!(exemptions.standing(&carrying(risks)), expected);
     }
 
     #[rstest]
@@ -334,21 +351,21 @@ mod tests {
     ) {
         let mut r = carrying(risks);
         r.name = check.to_owned();
-        let policy = Exemptions {
+        let exemptions = Exemptions {
             accepted: names(accepted),
             ..Exemptions::default()
         };
         assert!(!acceptable(&r));
-        assert_eq!(policy.standing(&r), Standing::Blocks);
+        assert_eq!(exemptions.standing(&r), Standing::Blocks);
         // The same names accept any other check's failure.
         let mut other = r.clone();
         other.name = "Check".to_owned();
         other.risks.retain(|n| !risks::is_admin_ack(n));
-        let policy = Exemptions {
+        let exemptions = Exemptions {
             accepted: names(&[accepted, &["Check"]].concat()),
-            ..policy
+            ..exemptions
         };
-        assert_eq!(policy.standing(&other), Standing::Accepted);
+        assert_eq!(exemptions.standing(&other), Standing::Accepted);
     }
 
     /// Trust, third pass, L3.
@@ -373,55 +390,58 @@ mod tests {
         assert_eq!(outgrown[0].1, Some(vec!["worker-3 NotReady"]));
 
         // Recorded for another check only: not written against this one.
-        let elsewhere = Exemptions {
+        let exemptions_elsewhere = Exemptions {
             bound: BoundAccept {
                 names: names(&["Check"]),
                 findings: [("Other".to_owned(), BTreeSet::new())].into(),
             },
             ..Exemptions::default()
         };
-        assert_eq!(elsewhere.standing(&r), Standing::Blocks);
-        assert_eq!(elsewhere.outgrown(std::slice::from_ref(&r))[0].1, None);
+        assert_eq!(exemptions_elsewhere.standing(&r), Standing::Blocks);
+        assert_eq!(
+            exemptions_elsewhere.outgrown(std::slice::from_ref(&r))[0].1,
+            None
+        );
 
         // The same name unbound (acceptRisks, --accept) accepts it whatever it finds.
-        let unbound = Exemptions {
+        let exemptions_unbound = Exemptions {
             accepted: names(&["Check"]),
             ..Exemptions::default()
         };
-        assert_eq!(unbound.standing(&r), Standing::Accepted);
+        assert_eq!(exemptions_unbound.standing(&r), Standing::Accepted);
     }
 
     #[test]
     fn a_maintenance_window_is_never_accepted() {
         let r = result(MAINTENANCE_WINDOW, Outcome::Fail, Severity::Blocking);
-        let policy = Exemptions {
+        let exemptions = Exemptions {
             fail_open: BTreeSet::new(),
             accepted: names(&[MAINTENANCE_WINDOW]),
             ..Exemptions::default()
         };
         assert!(!acceptable(&r));
-        assert_eq!(policy.standing(&r), Standing::Blocks);
+        assert_eq!(exemptions.standing(&r), Standing::Blocks);
     }
 
     #[test]
     fn a_carried_name_accepts_a_failure_but_never_passes_a_warning_or_a_pass() {
-        let policy = Exemptions {
+        let exemptions = Exemptions {
             fail_open: BTreeSet::new(),
             accepted: names(&["Failing"]),
             ..Exemptions::default()
         };
         let mut warning = carrying(&["Failing"]);
         warning.severity = Severity::Warning;
-        assert_eq!(policy.standing(&warning), Standing::Warns);
+        assert_eq!(exemptions.standing(&warning), Standing::Warns);
         let mut passed = carrying(&["Failing"]);
         passed.outcome = Outcome::Pass;
-        assert_eq!(policy.standing(&passed), Standing::Passed);
+        assert_eq!(exemptions.standing(&passed), Standing::Passed);
     }
 
     #[test]
     fn names_carried_checks_and_openshifts_own_are_known() {
         let results = [carrying(&["etcdNoLeader"])];
-        let policy = Exemptions {
+        let exemptions = Exemptions {
             fail_open: BTreeSet::new(),
             accepted: names(&[
                 "Check",
@@ -432,7 +452,7 @@ mod tests {
             ]),
             ..Exemptions::default()
         };
-        assert_eq!(policy.names_nothing(&results), ["NoSuchName"]);
+        assert_eq!(exemptions.names_nothing(&results), ["NoSuchName"]);
     }
 
     #[test]
@@ -453,17 +473,17 @@ mod tests {
             result("Accepted", Outcome::Fail, Severity::Blocking),
             result("Skips", Outcome::Skipped, Severity::Blocking),
         ];
-        let policy = Exemptions {
+        let exemptions = Exemptions {
             fail_open: names(&["ErrsOpen"]),
             accepted: names(&["Accepted"]),
             ..Exemptions::default()
         };
-        let s = policy.summarize(&results);
+        let s = exemptions.summarize(&results);
         assert_eq!(
             (s.passed, s.failing, s.warnings, s.errored, s.skipped),
             (1, 2, 2, 2, 1)
         );
-        let blocking: Vec<&str> = policy
+        let blocking: Vec<&str> = exemptions
             .assess(&results)
             .blocking
             .iter()

@@ -39,8 +39,11 @@ pub fn good_for(
 
 /// How a finished suite concludes: its phase, the condition's reason and
 /// its message.
-pub fn conclusion(results: &[CheckResult], policy: &Exemptions) -> (Phase, &'static str, String) {
-    let summary = policy.summarize(results);
+pub fn conclusion(
+    results: &[CheckResult],
+    exemptions: &Exemptions,
+) -> (Phase, &'static str, String) {
+    let summary = exemptions.summarize(results);
     match summary.failing {
         0 => (
             Phase::Passed,
@@ -70,18 +73,18 @@ pub struct Ending<'a> {
 }
 
 /// Records a finished run in `status`: phase, results (stamped with the
-/// policy's fail-open checks), summary, the Passed condition, completion
+/// exemptions's fail-open checks), summary, the Passed condition, completion
 /// time and observed generation.
 pub fn complete(
     status: &mut UpdatePreflightStatus,
     mut results: Vec<CheckResult>,
-    policy: &Exemptions,
+    exemptions: &Exemptions,
     ending: Ending,
 ) {
-    policy.stamp(&mut results);
+    exemptions.stamp(&mut results);
     let now = Time(ending.at);
     status.phase = Some(ending.phase);
-    status.summary = Some(policy.summarize(&results));
+    status.summary = Some(exemptions.summarize(&results));
     status.results = results;
     status.completion_time = Some(now.clone());
     status.observed_generation = ending.generation;

@@ -51,7 +51,8 @@ pub struct ControlPlane {
     /// `history`, `documented`, `done` (it has updated: only the pools
     /// are left) or `none` (a migration of the payload's architecture,
     /// which nobody estimates: oc says N/A).
-    pub source: &'static str,
+    #[serde(rename = "source")]
+    pub origin: &'static str,
     /// How many completed updates it was computed from.
     pub samples: usize,
     /// What it was computed from, in words.
@@ -64,7 +65,7 @@ impl ControlPlane {
         Self {
             p50_seconds: 0,
             p90_seconds: 0,
-            source: "done",
+            origin: "done",
             samples: 0,
             basis:
                 "it has updated (the history's newest entry is Completed): only the pools are left"
@@ -81,7 +82,7 @@ impl ControlPlane {
         Self {
             p50_seconds: p50,
             p90_seconds: p90,
-            source: "none",
+            origin: "none",
             samples: 0,
             basis: "N/A: a migration to the multi-architecture payload replaces every image, and neither the history nor oc adm upgrade status estimates it (oc says N/A); the documented 60 to 120 minutes stand in for it".to_owned(),
         }
@@ -173,7 +174,7 @@ fn of(seconds: &[u64], what: &str) -> ControlPlane {
         return ControlPlane {
             p50_seconds: p50,
             p90_seconds: p90,
-            source: "documented",
+            origin: "documented",
             samples: seconds.len(),
             basis: format!(
                 "the documented 60 to 120 minutes: the history holds {} completed {what}, fewer than {MIN_SAMPLES}",
@@ -194,7 +195,7 @@ fn of(seconds: &[u64], what: &str) -> ControlPlane {
     ControlPlane {
         p50_seconds: p50,
         p90_seconds: p90,
-        source: "history",
+        origin: "history",
         samples: seconds.len(),
         basis: format!(
             "this cluster's {} completed {what} (the P50 of the last {}, the P90 of the last {})",
@@ -322,7 +323,7 @@ mod tests {
         );
         // A migration under way (`ClusterVersion::payload_moving`): no
         // estimate, as oc says N/A.
-        assert_eq!(ControlPlane::migration().source, "none");
+        assert_eq!(ControlPlane::migration().origin, "none");
     }
 
     /// The P90 is the recent updates', as the P50 is: years-old slow
@@ -364,7 +365,7 @@ mod tests {
     #[case::kind_unknown_takes_all(None, "history", 5, 70 * 60, 110 * 60)]
     fn estimates(
         #[case] kind: Option<UpdateKind>,
-        #[case] source: &str,
+        #[case] origin: &str,
         #[case] samples: usize,
         #[case] p50: u64,
         #[case] p90: u64,
@@ -372,8 +373,8 @@ mod tests {
         let done = completed_updates(&history(), NOW.parse().unwrap());
         let cp = estimate(&done, kind);
         assert_eq!(
-            (cp.source, cp.samples, cp.p50_seconds, cp.p90_seconds),
-            (source, samples, p50, p90),
+            (cp.origin, cp.samples, cp.p50_seconds, cp.p90_seconds),
+            (origin, samples, p50, p90),
             "{}",
             cp.basis
         );

@@ -259,7 +259,7 @@ pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
         window: None,
         control_plane,
     };
-    if matches!(plan.control_plane.source, "documented" | "none") {
+    if matches!(plan.control_plane.origin, "documented" | "none") {
         plan.unknowns
             .push(format!("control plane: {}", plan.control_plane.basis));
     }
@@ -348,7 +348,7 @@ pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
                 node.name,
                 words(pool.node_phases.after_drain()),
                 words(pool.node_phases.after_drain_p90()),
-                if pool.node_phases.update.source == "documented" {
+                if pool.node_phases.update.origin == "documented" {
                     "oc adm upgrade status' estimates"
                 } else {
                     "from the cluster's MachineConfigNodes"

@@ -43,7 +43,8 @@ pub struct Phase {
     /// documented default when there are none (no spread known).
     pub p90_seconds: u64,
     /// `machineconfignodes` or `documented`.
-    pub source: &'static str,
+    #[serde(rename = "source")]
+    pub origin: &'static str,
     /// How many nodes' times it was computed from.
     pub samples: usize,
     /// What it was computed from, in words.
@@ -197,7 +198,7 @@ fn phase(samples: &[Sample], pool: &str, loaded: bool, which: Which) -> Phase {
     let from = |times: &[u64], whose: String| Phase {
         seconds: percentile(times, 50),
         p90_seconds: percentile(times, 90),
-        source: "machineconfignodes",
+        origin: "machineconfignodes",
         samples: times.len(),
         basis: format!("the median {what} of {whose}, from their MachineConfigNodes' phase times"),
         why: None,
@@ -226,7 +227,7 @@ fn phase(samples: &[Sample], pool: &str, loaded: bool, which: Which) -> Phase {
         Phase {
             seconds: which.default(),
             p90_seconds: which.default(),
-            source: "documented",
+            origin: "documented",
             samples: all.len(),
             basis: format!(
                 "{what}: the documented {} (oc adm upgrade status' estimate): {why}",
@@ -326,7 +327,7 @@ mod tests {
         #[case] reboot: (u64, &str, usize),
     ) {
         let p = phases(&objects, pool);
-        let said = |p: &Phase| (p.seconds, p.source, p.samples);
+        let said = |p: &Phase| (p.seconds, p.origin, p.samples);
         assert_eq!(said(&p.update), update, "{}", p.update.basis);
         assert_eq!(said(&p.reboot), reboot, "{}", p.reboot.basis);
     }

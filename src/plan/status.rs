@@ -89,7 +89,7 @@ pub fn summary(plan: &Plan, computed_at: Timestamp) -> PlanSummary {
         control_plane: ControlPlaneSummary {
             p50_seconds: cp.p50_seconds,
             p90_seconds: cp.p90_seconds,
-            source: cp.source.to_owned(),
+            origin: cp.origin.to_owned(),
             samples: count(cp.samples),
             basis: clean(&cp.basis, 300),
         },
@@ -161,7 +161,7 @@ mod tests {
             (s.p50_seconds, s.p90_seconds),
             (plan.p50_seconds, plan.p90_seconds)
         );
-        assert_eq!(s.control_plane.source, "documented");
+        assert_eq!(s.control_plane.origin, "documented");
         assert_eq!(s.pools.len(), 1);
         assert_eq!((s.pools[0].batches, s.pools[0].nodes), (12, 12));
         assert!(s.pools[0].blocked);

@@ -352,7 +352,7 @@ fn nothing_left_plans_nothing() {
             ..Sought::default()
         },
     );
-    assert_eq!(plan.control_plane.source, "done");
+    assert_eq!(plan.control_plane.origin, "done");
     assert!(plan.pools[0].batches.is_empty());
     assert_eq!((plan.p50_seconds, plan.p90_seconds), (0, 0));
 }
@@ -462,7 +462,7 @@ fn without_pods_each_drain_is_ocs_estimate_and_the_plan_says_so() {
 fn an_empty_view_is_an_answer_not_a_panic() {
     let plan = plan(&ClusterView::default(), None, NOW.parse().unwrap());
     assert!(plan.pools.is_empty());
-    assert_eq!(plan.control_plane.source, "documented");
+    assert_eq!(plan.control_plane.origin, "documented");
     assert!(!plan.unknowns.is_empty());
 }
 
@@ -491,7 +491,7 @@ fn a_nodes_update_and_reboot_come_from_its_machine_config_nodes(
     #[case] mcns: Vec<Value>,
     #[case] update: u64,
     #[case] reboot: u64,
-    #[case] source: &str,
+    #[case] origin: &str,
     #[case] unknown: Option<&str>,
 ) {
     let mut objects = vec![
@@ -507,9 +507,9 @@ fn a_nodes_update_and_reboot_come_from_its_machine_config_nodes(
         (
             phases.update.seconds,
             phases.reboot.seconds,
-            phases.update.source
+            phases.update.origin
         ),
-        (update, reboot, source),
+        (update, reboot, origin),
         "{phases:?}"
     );
     // Nothing to evict: each node is its update and reboot.
@@ -554,7 +554,7 @@ fn what_the_target_is_to_the_cluster() {
     );
     assert!(under_way.migration && under_way.remaining, "{under_way:?}");
     let plan = plan_of_view(&view, under_way);
-    assert_eq!(plan.control_plane.source, "none");
+    assert_eq!(plan.control_plane.origin, "none");
     assert!(
         plan.unknowns
             .iter()

@@ -93,8 +93,8 @@ pub fn evaluate(
         },
     );
     object.metadata.generation = Some(1);
-    let blocking = Exemptions::default();
-    let (phase, reason, message) = status::conclusion(&results, &blocking);
+    let exemptions = Exemptions::default();
+    let (phase, reason, message) = status::conclusion(&results, &exemptions);
     let mut status = UpdatePreflightStatus {
         start_time: Some(Time(now)),
         ..Default::default()
@@ -102,7 +102,7 @@ pub fn evaluate(
     status::complete(
         &mut status,
         results,
-        &blocking,
+        &exemptions,
         Ending {
             phase,
             reason,
@@ -230,7 +230,7 @@ mod tests {
             .expect("a plan");
         // The sample's history holds no completed update: the documented
         // control plane, then its worker pool.
-        assert_eq!(plan.control_plane.source, "documented");
+        assert_eq!(plan.control_plane.origin, "documented");
         assert!(
             plan.p90_seconds > plan.control_plane.p90_seconds,
             "{plan:?}"

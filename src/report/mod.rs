@@ -223,16 +223,16 @@ struct Entry<'a> {
 }
 
 impl Report {
-    /// Builds the report by the one blocking policy: failures of the checks
-    /// `blocking` accepts become warnings, as an accepted risk does at the
+    /// Builds the report by the one blocking rule: failures of the checks
+    /// `exemptions` accept become warnings, as an accepted risk does at the
     /// webhook, and errors of its fail-open checks do not block.
-    pub fn new(ctx: &Context, mut results: Vec<CheckResult>, blocking: &Exemptions) -> Self {
-        blocking.stamp(&mut results);
+    pub fn new(ctx: &Context, mut results: Vec<CheckResult>, exemptions: &Exemptions) -> Self {
+        exemptions.stamp(&mut results);
         let (no_change, migration) = no_change(ctx).unzip();
         let migration = migration.flatten();
         let standings: Vec<Standing> = results
             .iter()
-            .map(|r| match blocking.standing(r) {
+            .map(|r| match exemptions.standing(r) {
                 // Asking again for what the cluster runs or is updating to
                 // changes nothing: its failures are the cluster's own.
                 Standing::Blocks if no_change.is_some() => Standing::Warns,
@@ -272,9 +272,9 @@ impl Report {
 
     /// The report of results a controller wrote to an `UpdatePreflight`.
     pub(crate) fn from_results(target: String, image: String, results: Vec<CheckResult>) -> Self {
-        let blocking = Exemptions::default();
+        let exemptions = Exemptions::default();
         Self {
-            standings: results.iter().map(|r| blocking.standing(r)).collect(),
+            standings: results.iter().map(|r| exemptions.standing(r)).collect(),
             target,
             image,
             current: None,
@@ -285,7 +285,7 @@ impl Report {
             skipped: Default::default(),
             unread_files: Default::default(),
             accepted: Vec::new(),
-            summary: blocking.summarize(&results),
+            summary: exemptions.summarize(&results),
             results,
             plan: None,
             no_change: None,

@@ -19,7 +19,7 @@ const MAX_LINES: usize = 10;
 /// The plan as text; `color` only affects the tables.
 pub fn plan_table(plan: &Plan, color: bool) -> String {
     let cp = &plan.control_plane;
-    let control_plane = match cp.source {
+    let control_plane = match cp.origin {
         "done" => format!("done: {}", clean(&cp.basis, 300)),
         "none" => format!(
             "N/A (shown as P50 {}, P90 {}): {}",

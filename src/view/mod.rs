@@ -61,17 +61,17 @@ pub struct AsOf {
     /// How the time was found, in words: "the must-gather's timestamp
     /// file", "the newest time the ClusterVersion and ClusterOperators
     /// record", "--now".
-    pub source: String,
+    pub found_by: String,
     /// Objects whose own times run more than a day past it, in words: the
     /// data may mix captures taken at different times.
     pub disagreement: Option<String>,
 }
 
 impl AsOf {
-    pub fn new(time: Timestamp, source: &str) -> Self {
+    pub fn new(time: Timestamp, found_by: &str) -> Self {
         Self {
             time,
-            source: source.to_owned(),
+            found_by: found_by.to_owned(),
             disagreement: None,
         }
     }

@@ -180,7 +180,7 @@ impl World {
                 ..Default::default()
             }),
             reads: preflight_gate::cluster::live::Reads::ALL,
-            blocking: Default::default(),
+            exemptions: Default::default(),
             alerts: None,
             alert_namespaces: Default::default(),
             namespace: "preflight-gate".into(),

@@ -10,6 +10,7 @@ mod connections;
 mod dashboard;
 mod deploy;
 mod generated;
+mod glossary;
 #[path = "../common/golden.rs"]
 mod golden;
 mod harness;

@@ -797,7 +797,7 @@ fn the_time_of_a_must_gather_is_its_timestamp_file(#[case] case: &str, #[case] t
     let (view, _) = run(case, "4.12.45");
     let as_of = view.as_of.clone().expect("a time");
     assert_eq!(as_of.time, at(time));
-    assert_eq!(as_of.source, "the must-gather's timestamp file");
+    assert_eq!(as_of.found_by, "the must-gather's timestamp file");
 }
 
 #[test]

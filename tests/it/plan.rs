@@ -54,7 +54,7 @@ fn the_ci_cluster_with_59_workers() {
     // (the third longest: 56460 s).
     let cp = &plan.control_plane;
     assert_eq!(
-        (cp.source, cp.samples, cp.p50_seconds, cp.p90_seconds),
+        (cp.origin, cp.samples, cp.p50_seconds, cp.p90_seconds),
         ("history", 37, 7967, 56460),
         "{}",
         cp.basis
@@ -122,7 +122,7 @@ fn the_ci_clusters_update_under_way_plans_only_what_is_left() {
         "4.16.0-ec2-control-plane-updated-pdb-prohibits-draining",
         "4.16.0-ec.3",
     );
-    assert_eq!(plan.control_plane.source, "done");
+    assert_eq!(plan.control_plane.origin, "done");
     let master = plan.pools.iter().find(|p| p.name == "master").unwrap();
     assert_eq!((master.done, master.batches.len()), (3, 0));
     let worker = plan.pools.iter().find(|p| p.name == "worker").unwrap();
@@ -141,7 +141,7 @@ fn the_ci_clusters_update_under_way_plans_only_what_is_left() {
 #[test]
 fn the_release_a_cluster_runs_plans_nothing() {
     let plan = plan_of("not-upgrading", "4.14.1");
-    assert_eq!(plan.control_plane.source, "done");
+    assert_eq!(plan.control_plane.origin, "done");
     let done: Vec<(usize, usize)> = plan
         .pools
         .iter()
@@ -178,7 +178,7 @@ fn a_single_node_says_its_outage() {
 #[test]
 fn a_cluster_at_rest_with_too_little_history() {
     let plan = plan_of("not-upgrading", "4.15.3");
-    assert_eq!(plan.control_plane.source, "documented");
+    assert_eq!(plan.control_plane.origin, "documented");
     assert_eq!(
         (
             plan.control_plane.p50_seconds,

@@ -341,7 +341,7 @@ fn a_target_that_changes_nothing_is_no_change_planning_only_what_is_left(
             line.contains("what is left of it, the nodes still to roll, is planned"),
             "{line}"
         );
-        assert_eq!(report.plan.as_ref().unwrap().control_plane.source, "done");
+        assert_eq!(report.plan.as_ref().unwrap().control_plane.origin, "done");
     }
 }
 

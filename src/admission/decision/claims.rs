@@ -10,10 +10,9 @@ use super::Policy;
 use super::verdict::{Effect, EventNote, Reason, Verdict};
 use crate::admission::audit;
 use crate::admission::message;
-use crate::admission::overrides::{self, ForceClaim, ForceKind};
+use crate::admission::overrides::{self, ForceClaim};
 use crate::admission::review::Request;
 use crate::model::cluster_version::{ClusterVersion, Target};
-use crate::model::standing::OverrideKind;
 
 /// The time limit the denial's commands suggest: four hours, or less when
 /// the policy allows less, cut to the minute.
@@ -114,14 +113,14 @@ impl<'a> Approval<'a> {
     /// Whether a force claim counts.
     pub(super) fn force(&self, claim: Option<ForceClaim>) -> Result<Option<ForceClaim>, String> {
         match claim {
-            Some(claim) if self.required => match claim.kind {
-                ForceKind::DesiredUpdateForce => Err(message::four_eyes_desired_update_force()),
-                ForceKind::Annotation if !self.distinct() => Err(message::four_eyes_same_writer(
-                    overrides::OVERRIDE,
+            Some(claim) if self.required => match claim.kind.claimed_in() {
+                None => Err(message::four_eyes_desired_update_force()),
+                Some(key) if !self.distinct() => Err(message::four_eyes_same_writer(
+                    key,
                     self.writer,
                     self.requester,
                 )),
-                ForceKind::Annotation => self.unspent(overrides::OVERRIDE).map(|()| Some(claim)),
+                Some(key) => self.unspent(key).map(|()| Some(claim)),
             },
             claim => Ok(claim),
         }
@@ -177,10 +176,7 @@ pub(super) fn forced(
 ) -> Verdict {
     let user = &request.user.username;
     let mut v = Verdict::allow(Reason::Overridden).for_target(target);
-    v.override_kind = Some(match claim.kind {
-        ForceKind::Annotation => OverrideKind::Force,
-        ForceKind::DesiredUpdateForce => OverrideKind::DesiredUpdateForce,
-    });
+    v.override_kind = Some(claim.kind);
     v.warnings = base.warnings.clone();
     v.warnings.push(format!(
         "preflight-gate: override by {user} for {}: {}",

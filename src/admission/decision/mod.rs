@@ -51,7 +51,8 @@ pub struct Policy {
     pub honor_desired_update_force: bool,
     /// Completed results older than this are stale.
     pub max_result_age: Duration,
-    /// Checks whose errors count as passes.
+    /// Checks whose errors do not block (`--fail-open-checks`): they count
+    /// as warnings.
     pub fail_open_checks: BTreeSet<String>,
     /// The retry hint given while a run is pending.
     pub retry_after: Duration,

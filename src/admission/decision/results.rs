@@ -137,19 +137,19 @@ impl Fresh<'_> {
     /// accepted); `basis` is what the window goes by.
     pub(super) fn judge<'r>(
         &self,
-        blocking: &Exemptions,
+        exemptions: &Exemptions,
         accept_reason: Option<&str>,
         approval: &Approval,
         basis: WindowBasis<'r>,
     ) -> Judgement<'r> {
         let (target, result) = (self.target, self.result);
         let results = result.status.as_ref().map_or(&[][..], |s| &s.results[..]);
-        let f = blocking.assess(results);
+        let f = exemptions.assess(results);
         let mut warnings: Vec<String> = f.warnings.iter().map(|c| message::warning(c)).collect();
         // An accepted name that names no check of this result, no name one
         // of them carries and none OpenShift is known to use accepts
         // nothing here: say so, rather than drop it without a word.
-        let unknown = blocking.names_nothing(results);
+        let unknown = exemptions.names_nothing(results);
         if !unknown.is_empty() {
             warnings.push(message::unknown_accepts(&unknown));
         }
@@ -207,7 +207,7 @@ impl Fresh<'_> {
         }));
         // An accept that no longer covers what a check finds says so first
         // (after the Event, which names the failure).
-        for (check, unseen) in blocking.outgrown(results).iter().rev() {
+        for (check, unseen) in exemptions.outgrown(results).iter().rev() {
             let note = message::accept_outgrown(check, unseen.as_deref());
             message::lead_with(&mut denied.message, &note);
         }

@@ -274,26 +274,26 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// The view of a snapshot read from `source`, or the first thing that
+    /// The view of a snapshot read from `path`, or the first thing that
     /// makes it none: no object at all, no ClusterVersion (a directory of
     /// manifests is that before it is two captures), one object in two
     /// captures, two must-gathers.
-    fn complete(self, source: &Path) -> Result<ClusterView, SnapshotError> {
+    fn complete(self, path: &Path) -> Result<ClusterView, SnapshotError> {
         if self.kept > 0 && self.view.cluster_version.is_none() {
             return Err(SnapshotError::NoClusterVersion {
-                path: source.to_owned(),
+                path: path.to_owned(),
             });
         }
-        self.one_capture(source)?;
-        self.finish(source)
+        self.one_capture(path)?;
+        self.finish(path)
     }
 
-    /// The view, or an error naming `source` if it holds no object at all
+    /// The view, or an error naming `path` if it holds no object at all
     /// or more than one must-gather.
-    pub fn finish(mut self, source: &Path) -> Result<ClusterView, SnapshotError> {
+    pub fn finish(mut self, path: &Path) -> Result<ClusterView, SnapshotError> {
         if self.kept == 0 {
             return Err(SnapshotError::Empty {
-                path: source.to_owned(),
+                path: path.to_owned(),
             });
         }
         let mut stamps = self.timestamps.iter();
@@ -304,7 +304,7 @@ impl Snapshot {
                 !dir.starts_with(first_dir) && !first_dir.starts_with(dir)
             }) {
                 return Err(SnapshotError::Mixed {
-                    path: source.to_owned(),
+                    path: path.to_owned(),
                     what: "two must-gathers",
                     first: first.display().to_string(),
                     second: second.display().to_string(),
@@ -391,11 +391,11 @@ impl Snapshot {
         }
     }
 
-    /// An error naming `source` if one object was met in two captures:
+    /// An error naming `path` if one object was met in two captures:
     /// two folders neither of which holds the other, unless both are in
     /// one must-gather (a must-gather run with several images writes one
     /// folder per image beside one `timestamp` file).
-    pub(crate) fn one_capture(&self, source: &Path) -> Result<(), SnapshotError> {
+    pub(crate) fn one_capture(&self, path: &Path) -> Result<(), SnapshotError> {
         let must_gather = |file: &Path| {
             self.timestamps
                 .iter()
@@ -409,7 +409,7 @@ impl Snapshot {
                 must_gather(first).is_some_and(|a| must_gather(second) == Some(a));
             if !one_must_gather {
                 return Err(SnapshotError::Duplicate {
-                    path: source.to_owned(),
+                    path: path.to_owned(),
                     object: object.clone(),
                     first: first.clone(),
                     second: second.clone(),
@@ -867,7 +867,7 @@ mod tests {
             as_of.time,
             "2024-02-07T16:31:00Z".parse::<Timestamp>().unwrap()
         );
-        assert_eq!(as_of.source, "the newest timestamp in the data");
+        assert_eq!(as_of.found_by, "the newest timestamp in the data");
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub(crate) fn record(done: &Completed, result: &UpdatePreflight) -> Option<Updat
         control_plane_seconds: done.seconds(),
         predicted_p50_seconds: cp.p50_seconds,
         predicted_p90_seconds: cp.p90_seconds,
-        source: cp.source.clone(),
+        origin: cp.origin.clone(),
     })
 }
 
@@ -96,7 +96,7 @@ pub(crate) fn record(done: &Completed, result: &UpdatePreflight) -> Option<Updat
 pub(crate) fn note(done: &Completed, record: &UpdateDuration) -> (EventType, String) {
     let actual = record.control_plane_seconds;
     let (p50, p90) = (record.predicted_p50_seconds, record.predicted_p90_seconds);
-    let source = match record.source.as_str() {
+    let origin = match record.origin.as_str() {
         "history" => "from this cluster's own updates",
         "documented" => "from the documented 60 to 120 minutes",
         _ => "from an unknown source",
@@ -108,7 +108,7 @@ pub(crate) fn note(done: &Completed, record: &UpdateDuration) -> (EventType, Str
     };
     let over = actual > p90;
     let text = format!(
-        "The control plane's update to {} took {}; the plan predicted about {} (P90 {}, {source}){ratio}{}",
+        "The control plane's update to {} took {}; the plan predicted about {} (P90 {}, {origin}){ratio}{}",
         crate::model::text::clean(&done.version, 60),
         duration_words(actual),
         duration_words(p50),
@@ -160,7 +160,7 @@ pub(super) async fn observe(
         return;
     }
     ctx.metrics.controller.update_completed(
-        &record.source,
+        &record.origin,
         record.control_plane_seconds,
         record.predicted_p50_seconds,
     );
@@ -276,7 +276,7 @@ mod tests {
             ),
             (4320, 3600, 6000)
         );
-        assert_eq!(r.source, "history");
+        assert_eq!(r.origin, "history");
         assert_eq!(r.completed_at, Some(Time(completed().completed)));
         // A plan made after the update completed may count it: no record.
         assert_eq!(

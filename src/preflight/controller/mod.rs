@@ -49,7 +49,7 @@ pub struct Settings {
     /// What the live view reads beyond the cluster's state.
     pub reads: live::Reads,
     /// How results count (the fail-open checks); the status is written by it.
-    pub blocking: Exemptions,
+    pub exemptions: Exemptions,
     /// Where each run reads the cluster's alerts; `None` reads none (the
     /// alert checks then warn that there is no alert data).
     pub alerts: Option<crate::cluster::prometheus::Prometheus>,

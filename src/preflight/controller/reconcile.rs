@@ -387,7 +387,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<UpdatePrefligh
                 Some((results, planned)) => {
                     plan = planned;
                     let (phase, reason, message) =
-                        status::conclusion(&results, &ctx.settings.blocking);
+                        status::conclusion(&results, &ctx.settings.exemptions);
                     (phase, results, reason, message)
                 }
                 None => (Phase::Error, Vec::new(), "RunTimedOut", timed_out(ctx)),
@@ -398,7 +398,7 @@ async fn run_suite(object: &UpdatePreflight, ctx: &Ctx) -> Result<UpdatePrefligh
     status::complete(
         &mut status,
         results,
-        &ctx.settings.blocking,
+        &ctx.settings.exemptions,
         Ending {
             phase,
             reason,

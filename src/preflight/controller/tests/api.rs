@@ -39,7 +39,7 @@ fn settings() -> Settings {
         // No Jobs: the run's requests are the built-in suite's alone.
         jobs: None,
         reads: Reads { tls_secrets: false },
-        blocking: Exemptions::default(),
+        exemptions: Exemptions::default(),
         alerts: None,
         alert_namespaces: Default::default(),
         namespace: "preflight-gate".into(),
@@ -242,12 +242,12 @@ async fn a_new_target_is_marked_running_read_checked_written_and_evented() {
     assert_eq!(names, catalogue);
     // The summary and the phase are those of the results written.
     let results: Vec<CheckResult> = serde_json::from_value(status["results"].clone()).unwrap();
-    let policy = Exemptions::default();
+    let exemptions = Exemptions::default();
     assert_eq!(
         status["summary"],
-        serde_json::to_value(policy.summarize(&results)).unwrap()
+        serde_json::to_value(exemptions.summarize(&results)).unwrap()
     );
-    let (verdict, _, _) = status::conclusion(&results, &policy);
+    let (verdict, _, _) = status::conclusion(&results, &exemptions);
     assert_eq!(phase, format!("{verdict:?}"));
     assert_eq!(status["observedGeneration"], 1);
     assert_eq!(status["startTime"], run.running["status"]["startTime"]);
