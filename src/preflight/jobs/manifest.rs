@@ -1,4 +1,4 @@
-//! What a check turns into before anything is created, pure: [`plan`] (skip,
+//! What a check turns into before anything is created, pure: [`image_to_run`] (skip,
 //! or which image) and [`job_manifest`] (a restricted pod with a deadline,
 //! the update in its environment, labels and an ownerReference).
 

@@ -48,7 +48,7 @@ pub async fn verify_release(client: &kube::Client, image: &str) -> Result<String
         let http = reqwest::Client::builder()
             .timeout(STORE_TIMEOUT)
             .build()
-            .map_err(SignatureError::HttpClient)?;
+            .map_err(|e| SignatureError::HttpClient(e.into()))?;
         for store in &config.stores {
             match from_store(&http, store, digest).await {
                 Ok(found) => signatures.extend(found),
@@ -149,9 +149,9 @@ async fn from_store(
             http.get(&url)
                 .send()
                 .await
-                .map_err(|source| SignatureError::StoreUnreachable {
+                .map_err(|e| SignatureError::StoreUnreachable {
                     store: base.to_owned(),
-                    source,
+                    source: e.into(),
                 })?;
         if response.status() == reqwest::StatusCode::NOT_FOUND {
             break;
@@ -160,7 +160,7 @@ async fn from_store(
             return Err(SignatureError::StoreAnswered {
                 store: base.to_owned(),
                 url,
-                status: response.status(),
+                status: response.status().to_string(),
             });
         }
         let bytes = crate::cluster::prometheus::read_capped(response, MAX_SIGNATURE_BYTES)

@@ -135,22 +135,20 @@ pub enum SignatureError {
     ReadClusterVersion(kube::Error),
     /// No HTTP client to ask the stores with.
     #[error("cannot make an HTTP client: {0}")]
-    HttpClient(reqwest::Error),
+    HttpClient(BoxedError),
     /// A store that is no http(s) URL.
     #[error("store {store} is not an http(s) URL")]
     NotHttp { store: String },
     /// A store that cannot be asked.
     #[error("store {store}: {source}")]
-    StoreUnreachable {
-        store: String,
-        source: reqwest::Error,
-    },
+    StoreUnreachable { store: String, source: BoxedError },
     /// A store's answer other than a signature or its absence.
     #[error("store {store}: {url} answered {status}")]
     StoreAnswered {
         store: String,
         url: String,
-        status: reqwest::StatusCode,
+        /// The HTTP status, as it reads (`404 Not Found`).
+        status: String,
     },
     /// A store's signature that cannot be read; `why` says why.
     #[error("store {store}: {url}: {why}")]
@@ -167,6 +165,10 @@ pub enum SignatureError {
         problems: Vec<SignatureError>,
     },
 }
+
+/// An error of the HTTP client, kept as it is: this file judges
+/// signatures and leaves the asking to `fetch`.
+pub type BoxedError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The reasons signatures were refused, as [`SignatureError::Unverified`]
 /// ends: ` (<where>: <why>; …)`, or nothing.
