@@ -19,12 +19,15 @@
 //! - [`vouch`]: which object the gate takes as a release's result;
 //! - [`text`]: words for a person (lists, excerpts, durations, clean text);
 //! - [`annotations`]: every `preflight.dev/` annotation key, the wire
-//!   contract in one place.
+//!   contract in one place;
+//! - [`hosted`]: HostedCluster and NodePool (hosted control planes) and
+//!   HyperShift's update rules: supported versions, NodePool skew.
 
 pub mod annotations;
 pub mod cluster_version;
 pub mod finding;
 pub mod grace;
+pub mod hosted;
 pub mod meta;
 pub mod preflight_check;
 pub mod release;

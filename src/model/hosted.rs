@@ -1,0 +1,403 @@
+//! Hosted control planes (HyperShift) as the gate reads them on the
+//! management cluster, and HyperShift's own update rules, pure: which
+//! versions its operator supports, how far a NodePool may lag its
+//! HostedCluster, and when a NodePool's update waits for the control
+//! plane's. The version arithmetic is the OpenShift 5 rules' own
+//! ([`Minor::ordinal`]: 5.y stands at 4.(23+y)), as HyperShift counts it.
+
+use serde::Deserialize;
+
+use super::cluster_version;
+use super::meta::{Condition, Metadata, is_true, null_as_default};
+use super::release::{Minor, Version};
+
+/// The API group of HostedCluster and NodePool.
+pub const GROUP: &str = "hypershift.openshift.io";
+
+/// How many minors a NodePool may be older than its HostedCluster
+/// (HyperShift's `ValidateVersionSkew`).
+pub const MAX_NODEPOOL_LAG: u64 = 3;
+
+/// The HyperShift operator's ConfigMap of the versions it supports:
+/// `data.supported-versions` is `{"versions":["5.1","5.0","4.22",…]}`,
+/// `data.server-version` the operator's build.
+pub const SUPPORTED_VERSIONS_NAMESPACE: &str = "hypershift";
+pub const SUPPORTED_VERSIONS_NAME: &str = "supported-versions";
+
+/// A HostedCluster, read only as far as its update needs.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct HostedCluster {
+    pub metadata: Metadata,
+    pub spec: HostedClusterSpec,
+    pub status: HostedClusterStatus,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct HostedClusterSpec {
+    /// The control plane's release: a change of its image is an update.
+    pub release: ReleaseImage,
+    pub channel: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct ReleaseImage {
+    pub image: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct HostedClusterStatus {
+    /// The hosted cluster's ClusterVersion status, as HyperShift mirrors
+    /// it: desired, history, offered updates.
+    pub version: cluster_version::Status,
+    #[serde(deserialize_with = "null_as_default")]
+    pub conditions: Vec<Condition>,
+    /// The Secret (in the HostedCluster's namespace) holding the hosted
+    /// cluster's admin kubeconfig.
+    pub kubeconfig: Option<LocalObjectReference>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct LocalObjectReference {
+    pub name: String,
+}
+
+impl HostedCluster {
+    /// The version the control plane runs: its newest completed update.
+    pub fn control_plane_version(&self) -> Option<Version> {
+        self.status
+            .version
+            .history
+            .iter()
+            .find(|h| h.state == "Completed")
+            .and_then(|h| Version::parse(&h.version))
+    }
+
+    /// Whether the control plane's own update is under way: its newest
+    /// history entry is not completed, or HyperShift says it progresses.
+    pub fn control_plane_updating(&self) -> bool {
+        let partial = self
+            .status
+            .version
+            .history
+            .first()
+            .is_some_and(|h| h.state == "Partial");
+        partial || is_true(&self.status.conditions, "ClusterVersionProgressing")
+    }
+}
+
+/// A NodePool, read only as far as its update needs.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct NodePool {
+    pub metadata: Metadata,
+    pub spec: NodePoolSpec,
+    pub status: NodePoolStatus,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct NodePoolSpec {
+    /// The HostedCluster it belongs to, in its namespace.
+    pub cluster_name: String,
+    pub release: ReleaseImage,
+    pub replicas: Option<u32>,
+    pub management: Management,
+}
+
+/// How a NodePool's machines are updated.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Management {
+    /// `Replace` (new machines) or `InPlace` (drained and updated).
+    pub upgrade_type: String,
+    pub replace: Option<Replace>,
+    pub in_place: Option<InPlace>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Replace {
+    pub strategy: String,
+    pub rolling_update: Option<RollingUpdate>,
+}
+
+/// `maxSurge` and `maxUnavailable`: a count or a percentage.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RollingUpdate {
+    pub max_surge: Option<serde_json::Value>,
+    pub max_unavailable: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct InPlace {
+    pub max_unavailable: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct NodePoolStatus {
+    /// The version its machines run.
+    pub version: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub conditions: Vec<Condition>,
+}
+
+/// Why a NodePool's version may not stand beside its control plane's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SkewError {
+    #[error("NodePool version {pool} is newer than its HostedCluster's {control_plane}")]
+    NewerThanControlPlane {
+        pool: Version,
+        control_plane: Version,
+    },
+    #[error(
+        "NodePool version {pool} is {behind} minors older than its HostedCluster's {control_plane}; HyperShift allows at most {MAX_NODEPOOL_LAG}"
+    )]
+    TooFarBehind {
+        pool: Version,
+        control_plane: Version,
+        behind: u64,
+    },
+    #[error("{0} is not on OpenShift's line of minors, so its skew cannot be told")]
+    OffTheLine(Version),
+}
+
+/// Whether a NodePool at `pool` may run under a control plane at
+/// `control_plane`: never newer, and at most [`MAX_NODEPOOL_LAG`] minors
+/// older, 5.y counted as 4.(23+y).
+pub fn nodepool_skew(control_plane: &Version, pool: &Version) -> Result<(), SkewError> {
+    if pool > control_plane {
+        return Err(SkewError::NewerThanControlPlane {
+            pool: pool.clone(),
+            control_plane: control_plane.clone(),
+        });
+    }
+    let place = |v: &Version| {
+        v.line()
+            .ordinal()
+            .ok_or_else(|| SkewError::OffTheLine(v.clone()))
+    };
+    let behind = place(control_plane)?.saturating_sub(place(pool)?);
+    if behind > MAX_NODEPOOL_LAG {
+        return Err(SkewError::TooFarBehind {
+            pool: pool.clone(),
+            control_plane: control_plane.clone(),
+            behind,
+        });
+    }
+    Ok(())
+}
+
+/// The minors the HyperShift operator supports, from its ConfigMap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SupportedVersions {
+    pub minors: Vec<Minor>,
+    /// The operator's build, as `data.server-version` names it.
+    pub server_version: String,
+}
+
+/// Why the supported-versions ConfigMap cannot be read, or a target is
+/// not supported.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SupportError {
+    #[error(
+        "the HyperShift operator's {SUPPORTED_VERSIONS_NAMESPACE}/{SUPPORTED_VERSIONS_NAME} ConfigMap has no supported-versions"
+    )]
+    Missing,
+    #[error(
+        "the HyperShift operator's supported-versions is not {{\"versions\":[\"<major>.<minor>\",…]}}: {0}"
+    )]
+    Unreadable(String),
+    #[error("the HyperShift operator{} supports {}, not {target}", server(.server_version), minors(.supported))]
+    Unsupported {
+        target: Minor,
+        supported: Vec<Minor>,
+        server_version: String,
+    },
+}
+
+fn server(version: &str) -> String {
+    if version.is_empty() {
+        String::new()
+    } else {
+        format!(" ({version})")
+    }
+}
+
+fn minors(minors: &[Minor]) -> String {
+    let words: Vec<String> = minors.iter().map(Minor::to_string).collect();
+    words.join(", ")
+}
+
+impl SupportedVersions {
+    /// Reads the ConfigMap's `data` entries.
+    pub fn from_data(
+        supported_versions: Option<&str>,
+        server_version: Option<&str>,
+    ) -> Result<Self, SupportError> {
+        #[derive(Deserialize)]
+        struct Listed {
+            versions: Vec<String>,
+        }
+        let text = supported_versions.ok_or(SupportError::Missing)?;
+        let listed: Listed =
+            serde_json::from_str(text).map_err(|e| SupportError::Unreadable(e.to_string()))?;
+        let minors = listed
+            .versions
+            .iter()
+            .map(|v| {
+                Minor::parse_exact(v)
+                    .ok_or_else(|| SupportError::Unreadable(format!("{v:?} is no minor")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            minors,
+            server_version: server_version.unwrap_or_default().to_owned(),
+        })
+    }
+
+    /// Whether the operator supports hosted clusters at `target`.
+    pub fn supports(&self, target: &Version) -> Result<(), SupportError> {
+        let minor = target.line();
+        if self.minors.contains(&minor) {
+            return Ok(());
+        }
+        Err(SupportError::Unsupported {
+            target: minor,
+            supported: self.minors.clone(),
+            server_version: self.server_version.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn v(text: &str) -> Version {
+        Version::parse(text).unwrap()
+    }
+
+    #[rstest]
+    #[case::same("4.18.5", "4.18.5")]
+    #[case::older_patch("4.18.5", "4.18.4")]
+    #[case::three_behind("4.18.5", "4.15.0")]
+    #[case::across_five("5.1.0", "4.22.9")]
+    #[case::three_behind_five("5.2.0", "4.22.1")]
+    fn a_nodepool_within_the_skew_may_stand(#[case] control_plane: &str, #[case] pool: &str) {
+        assert_eq!(nodepool_skew(&v(control_plane), &v(pool)), Ok(()));
+    }
+
+    #[test]
+    fn a_nodepool_newer_than_its_control_plane_may_not() {
+        let err = nodepool_skew(&v("4.18.5"), &v("4.18.6")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "NodePool version 4.18.6 is newer than its HostedCluster's 4.18.5"
+        );
+    }
+
+    #[rstest]
+    #[case::four_behind("4.18.0", "4.14.9", 4)]
+    #[case::five_counts_as_4_23("5.1.0", "4.20.3", 4)]
+    fn a_nodepool_too_far_behind_may_not(
+        #[case] control_plane: &str,
+        #[case] pool: &str,
+        #[case] behind: u64,
+    ) {
+        let err = nodepool_skew(&v(control_plane), &v(pool)).unwrap_err();
+        assert_eq!(
+            err,
+            SkewError::TooFarBehind {
+                pool: v(pool),
+                control_plane: v(control_plane),
+                behind
+            }
+        );
+        assert!(
+            err.to_string().ends_with("HyperShift allows at most 3"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn supported_versions_are_read_from_the_operators_config_map() {
+        let supported = SupportedVersions::from_data(
+            Some(r#"{"versions":["5.1","5.0","4.22","4.21"]}"#),
+            Some("4.22.0-hypershift"),
+        )
+        .unwrap();
+        assert_eq!(supported.supports(&v("5.0.2")), Ok(()));
+        assert_eq!(
+            supported.supports(&v("5.2.0")).unwrap_err().to_string(),
+            "the HyperShift operator (4.22.0-hypershift) supports 5.1, 5.0, 4.22, 4.21, not 5.2"
+        );
+        assert_eq!(
+            SupportedVersions::from_data(None, None),
+            Err(SupportError::Missing)
+        );
+        assert!(matches!(
+            SupportedVersions::from_data(Some(r#"{"versions":["five"]}"#), None),
+            Err(SupportError::Unreadable(_))
+        ));
+    }
+
+    #[test]
+    fn the_control_plane_reads_its_version_and_whether_it_updates() {
+        let hc: HostedCluster = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "prod", "namespace": "clusters"},
+            "spec": {"release": {"image": "quay.io/openshift-release-dev/ocp-release:4.22.3-x86_64"}},
+            "status": {
+                "version": {"history": [
+                    {"state": "Partial", "version": "4.22.3"},
+                    {"state": "Completed", "version": "4.22.1"}
+                ]},
+                "kubeconfig": {"name": "prod-admin-kubeconfig"}
+            }
+        }))
+        .unwrap();
+        assert_eq!(hc.control_plane_version(), Some(v("4.22.1")));
+        assert!(hc.control_plane_updating());
+        assert_eq!(hc.status.kubeconfig.unwrap().name, "prod-admin-kubeconfig");
+    }
+
+    /// Every field the lean types read is one HyperShift's own CRDs
+    /// define (tests/data/hypershift-crds), so none is read from a place
+    /// the API server would prune.
+    #[rstest]
+    #[case::hosted_cluster(
+        "hostedclusters-Hypershift-Default.crd.yaml",
+        &["spec.release.image", "spec.channel", "status.version.history", "status.version.availableUpdates",
+          "status.version.conditionalUpdates", "status.conditions", "status.kubeconfig.name"]
+    )]
+    #[case::node_pool(
+        "nodepools-Default.crd.yaml",
+        &["spec.clusterName", "spec.release.image", "spec.replicas", "spec.management.upgradeType",
+          "spec.management.replace.strategy", "spec.management.replace.rollingUpdate.maxSurge",
+          "spec.management.replace.rollingUpdate.maxUnavailable", "spec.management.inPlace.maxUnavailable",
+          "status.version", "status.conditions"]
+    )]
+    fn the_fields_read_are_hypershifts(#[case] file: &str, #[case] fields: &[&str]) {
+        let path = format!(
+            "{}/tests/data/hypershift-crds/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let crd: serde_json::Value =
+            serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        for field in fields {
+            let found = field
+                .split('.')
+                .try_fold(schema, |node, part| node["properties"].get(part));
+            assert!(found.is_some(), "{file} defines no {field}");
+        }
+    }
+}
