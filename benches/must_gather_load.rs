@@ -32,7 +32,7 @@ const LOG_BYTES: usize = 92_000;
 mod runs;
 
 fn main() {
-    let (_, runs) = runs::plan();
+    let (_, runs) = runs::how_many();
     let tmp = tempfile::tempdir().expect("a temporary directory");
     // PREFLIGHT_GATE_BENCH_DIR keeps the generated must-gather there, to
     // look at or profile.

@@ -40,7 +40,7 @@ struct Figures {
 mod runs;
 
 fn main() {
-    let (benching, runs) = runs::plan();
+    let (benching, runs) = runs::how_many();
     let mut results = Vec::new();
     for scale in [1, 2] {
         if !benching && scale == 2 {

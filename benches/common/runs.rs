@@ -4,7 +4,7 @@
 //! runs, once.
 
 /// Whether this is `cargo bench`, and how many runs each figure takes.
-pub fn plan() -> (bool, usize) {
+pub fn how_many() -> (bool, usize) {
     let benching = std::env::args().any(|a| a == "--bench");
     let runs = std::env::var("PREFLIGHT_GATE_BENCH_RUNS")
         .ok()

@@ -26,9 +26,9 @@ fn now() -> Timestamp {
 /// gate's own object for it (named after its digest), as the runtime's
 /// cache keeps them.
 #[derive(Default)]
-struct ResultCache(std::sync::Mutex<BTreeMap<String, Arc<UpdatePreflight>>>);
+struct TestCache(std::sync::Mutex<BTreeMap<String, Arc<UpdatePreflight>>>);
 
-impl ResultCache {
+impl TestCache {
     fn apply(&self, object: UpdatePreflight) {
         let name = object.metadata.name.clone().unwrap_or_default();
         self.0.lock().unwrap().insert(name, Arc::new(object));
@@ -46,7 +46,7 @@ impl ResultCache {
 
 /// A cache-backed source whose trust and run behaviour a test sets.
 struct TestSource {
-    cache: ResultCache,
+    cache: TestCache,
     trusted: bool,
     runs: bool,
     /// What the update graph offers, where the source knows; None: all.
@@ -101,7 +101,7 @@ fn carrying(mut check: Value, risks: &[&str]) -> Value {
 }
 
 fn source() -> TestSource {
-    let cache = ResultCache::default();
+    let cache = TestCache::default();
     cache.apply(result(
         IMG_PASS,
         "Passed",

@@ -18,14 +18,13 @@ use tracing::{Instrument, warn};
 use super::witness::{Claim, Ledger, Once};
 use crate::admission::EventNote;
 use crate::metrics::{EffectKind, Metrics};
+use crate::model::annotations::REQUESTER;
 
 /// Who publishes the gate's Events.
 const CONTROLLER: &str = "preflight-gate";
 
 /// Where the Events of cluster-scoped objects go.
 const NAMESPACE: &str = "default";
-
-use crate::model::annotations::REQUESTER;
 
 /// How long publishing one Event may take.
 const PUBLISH_WITHIN: Duration = Duration::from_secs(10);

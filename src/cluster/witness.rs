@@ -117,7 +117,7 @@ pub trait Ledger: Send + Sync {
 struct Awaited {
     fingerprint: u64,
     since: Instant,
-    stored: AllowedChange,
+    change: AllowedChange,
 }
 
 /// A stored change and the decisions that claim it, to be recorded.
@@ -129,7 +129,7 @@ struct Record {
     uid: String,
     resource_version: String,
     /// The newest claiming decision's record.
-    stored: AllowedChange,
+    change: AllowedChange,
     /// Every requester that claimed it, once each, in order.
     requesters: Vec<String>,
 }
@@ -186,19 +186,19 @@ impl Witness {
 
     /// An allowed decision about `object` (the ClusterVersion as the review
     /// carried it): recorded once the watch shows `object` stored.
-    pub fn expect(&self, object: &ClusterVersion, stored: AllowedChange) {
-        if stored.is_empty() {
+    pub fn expect(&self, object: &ClusterVersion, change: AllowedChange) {
+        if change.is_empty() {
             return;
         }
         if self.ledger.is_none() {
-            self.settle(&stored);
-            self.count_override(&stored);
+            self.settle(&change);
+            self.count_override(&change);
             return;
         }
         let awaited = Awaited {
             fingerprint: self.fingerprint(object),
             since: Instant::now(),
-            stored,
+            change,
         };
         let mut table = self.lock();
         self.expire(&mut table, Instant::now());
@@ -238,8 +238,8 @@ impl Witness {
         self.unstored(matching.len() - 1);
         let mut requesters: Vec<String> = Vec::new();
         for awaited in &matching {
-            if !requesters.contains(&awaited.stored.user) {
-                requesters.push(awaited.stored.user.clone());
+            if !requesters.contains(&awaited.change.user) {
+                requesters.push(awaited.change.user.clone());
             }
         }
         let meta = &object.metadata;
@@ -249,7 +249,7 @@ impl Witness {
             name: meta.name.clone(),
             uid: meta.uid.clone(),
             resource_version,
-            stored: newest.stored.clone(),
+            change: newest.change.clone(),
             requesters,
         })
     }
@@ -258,9 +258,9 @@ impl Witness {
     /// and the override's count once across replicas; and, where decisions
     /// of different requesters claimed it, that it is ambiguous.
     async fn record(&self, record: Record) {
-        self.settle(&record.stored);
+        self.settle(&record.change);
         let Some(ledger) = &self.ledger else {
-            self.count_override(&record.stored);
+            self.count_override(&record.change);
             return;
         };
         let requester = record.requester();
@@ -281,7 +281,7 @@ impl Witness {
         };
         // The first Event decides who records the rest.
         let mut claim = Claim::First;
-        if let Some((first, rest)) = record.stored.notes.split_first() {
+        if let Some((first, rest)) = record.change.notes.split_first() {
             claim = publish(0, first).await;
             if claim == Claim::First {
                 for (i, note) in rest.iter().enumerate() {
@@ -290,7 +290,7 @@ impl Witness {
             }
         }
         if claim == Claim::First {
-            self.count_override(&record.stored);
+            self.count_override(&record.change);
         }
         let mut claimants = record.requesters.clone();
         if let Claim::Other(theirs) = &claim {
@@ -351,8 +351,8 @@ impl Witness {
     }
 
     /// Settles this replica's blocked targets.
-    fn settle(&self, stored: &AllowedChange) {
-        if let Some(settled) = &stored.settled {
+    fn settle(&self, change: &AllowedChange) {
+        if let Some(settled) = &change.settled {
             let now = jiff::Timestamp::now().as_millisecond() as f64 / 1000.0;
             let target = match settled {
                 Settled::Target(target) => Some(target.as_str()),
@@ -362,14 +362,14 @@ impl Witness {
         }
     }
 
-    fn count_override(&self, stored: &AllowedChange) {
-        if let Some(kind) = stored.override_kind {
+    fn count_override(&self, change: &AllowedChange) {
+        if let Some(kind) = change.override_kind {
             self.metrics.admission.override_honoured(kind);
             info!(
-                user = %stored.user,
+                user = %change.user,
                 kind = kind.as_str(),
-                reason = %stored.override_reason,
-                checks = %stored.overridden,
+                reason = %change.override_reason,
+                checks = %change.overridden,
                 "override honoured and stored"
             );
         }

@@ -89,6 +89,19 @@ impl ControlPlane {
     }
 }
 
+/// Whether `history[0]` is a migration of the payload's architecture
+/// under way: not completed, at the version the entry before it
+/// completed, on another image. (The plan's own reading of the history,
+/// as it reads completed migrations; `ClusterVersion::multi_migration`
+/// says whether the cluster is migrating to the multi-architecture
+/// payload, for the report and the decision.)
+pub fn migration_under_way(history: &[UpdateHistory]) -> bool {
+    match (history.first(), history.get(1)) {
+        (Some(now), Some(before)) => now.state != "Completed" && is_migration(before, now),
+        _ => false,
+    }
+}
+
 /// The same version, another image: the payload's architecture changed.
 fn is_migration(before: &UpdateHistory, entry: &UpdateHistory) -> bool {
     !entry.version.is_empty()
@@ -321,8 +334,10 @@ mod tests {
             "{}",
             pre.basis
         );
-        // A migration under way (`ClusterVersion::payload_moving`): no
-        // estimate, as oc says N/A.
+        // A migration under way: no estimate, as oc says N/A.
+        h[0].state = "Partial".into();
+        assert!(migration_under_way(&h));
+        assert!(!migration_under_way(&h[1..]));
         assert_eq!(ControlPlane::migration().origin, "none");
     }
 

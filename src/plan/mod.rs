@@ -180,10 +180,7 @@ impl Sought {
     pub fn of(view: &ClusterView, target: &Target, kind: Option<UpdateKind>) -> Self {
         let cv = view.cluster_version.as_ref();
         let remaining = cv.is_some_and(|cv| cv.is_desired(target));
-        // The payload moving to another architecture, as the model finds
-        // it (`ClusterVersion::payload_moving`, which a migration to the
-        // multi-architecture payload under way is).
-        let migrating = cv.is_some_and(|cv| cv.payload_moving().is_some());
+        let history = cv.map_or(&[][..], |cv| &cv.status.history[..]);
         Self {
             kind,
             pre_release: target
@@ -191,7 +188,8 @@ impl Sought {
                 .as_deref()
                 .and_then(Version::parse)
                 .is_some_and(|v| v.pre.is_some()),
-            migration: target.architecture.is_some() || (remaining && migrating),
+            migration: target.architecture.is_some()
+                || (remaining && control_plane::migration_under_way(history)),
             remaining,
         }
     }

@@ -25,12 +25,12 @@ use crate::metrics::Metrics;
 use crate::model::ClusterVersion;
 use crate::model::UpdatePreflight;
 use crate::model::UpdatePreflightSpec;
+use crate::model::annotations::REQUESTED_AT;
 use crate::model::release::ReleaseKey;
 use crate::model::vouch::{NewestRuns, StatusWriter};
 use crate::preflight::result_cache::ResultCache;
 use crate::preflight::result_key::SharedKey;
 
-use crate::model::annotations::REQUESTED_AT;
 /// Labels objects the gate made itself, which it may garbage-collect.
 pub(crate) const AUTO_CREATED: &str = "preflight.dev/auto-created";
 

@@ -102,12 +102,12 @@ fn serve_kinds(router: Router<Arc<Served>>) -> Router<Arc<Served>> {
 /// A kind the webhook serves: its decision ([`Gated`]), and how an allowed
 /// write of it is recorded once the API server has stored it.
 trait ServedKind: Gated + Send + 'static {
-    fn witness(gate: &Gate, object: &Self, stored: AllowedChange);
+    fn witness(gate: &Gate, object: &Self, change: AllowedChange);
 }
 
 impl ServedKind for ClusterVersion {
-    fn witness(gate: &Gate, object: &Self, stored: AllowedChange) {
-        gate.witness.expect(object, stored);
+    fn witness(gate: &Gate, object: &Self, change: AllowedChange) {
+        gate.witness.expect(object, change);
     }
 }
 
@@ -389,13 +389,13 @@ async fn validate<K: ServedKind>(
 /// Events, the override counted, the targets it unblocks) waits for the
 /// watch to show the change stored ([`Witness`]).
 fn carry_out<K: ServedKind>(gate: &Gate, request: &Request<K>, verdict: &admission::Verdict) {
-    let mut stored = AllowedChange {
+    let mut change = AllowedChange {
         user: request.user.username.clone(),
         ..AllowedChange::default()
     };
     for effect in &verdict.effects {
         match effect {
-            Effect::Event(note) if verdict.allowed => stored.notes.push(note.clone()),
+            Effect::Event(note) if verdict.allowed => change.notes.push(note.clone()),
             Effect::Event(note) => match (&gate.events, &request.object) {
                 (Some(events), Some(object)) => {
                     gate.metrics.effects.asked_for(EffectKind::Event);
@@ -418,13 +418,13 @@ fn carry_out<K: ServedKind>(gate: &Gate, request: &Request<K>, verdict: &admissi
         }
         return;
     }
-    stored.override_kind = verdict.override_kind;
+    change.override_kind = verdict.override_kind;
     let said = |key: &str| verdict.audit.get(key).cloned().unwrap_or_default();
-    stored.override_reason = said(audit::OVERRIDE_REASON);
-    stored.overridden = said(audit::OVERRIDDEN_CHECKS);
-    stored.settled = settled(verdict);
+    change.override_reason = said(audit::OVERRIDE_REASON);
+    change.overridden = said(audit::OVERRIDDEN_CHECKS);
+    change.settled = settled(verdict);
     if let Some(object) = &request.object {
-        K::witness(gate, object, stored);
+        K::witness(gate, object, change);
     }
 }
 

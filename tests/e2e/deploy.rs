@@ -571,9 +571,8 @@ fn the_checks_namespace_admits_only_the_check_account_an_asked_token_and_images_
         },
     );
 
-    let token_volume = |pod: &mut Value, source: Value| {
-        pod["spec"]["volumes"] =
-            json!([{"name": "token", "projected": {"sources": [{"serviceAccountToken": source}]}}]);
+    let token_volume = |pod: &mut Value, token_source: Value| {
+        pod["spec"]["volumes"] = json!([{"name": "token", "projected": {"sources": [{"serviceAccountToken": token_source}]}}]);
         pod["spec"]["containers"][0]["volumeMounts"] =
             json!([{"name": "token", "mountPath": "/var/run/token"}]);
     };

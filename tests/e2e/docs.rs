@@ -291,9 +291,9 @@ fn all_commands() -> Vec<DocCommand> {
         .collect()
 }
 
-/// The commands of every ```sh, ```bash and ```console block of `source`.
-fn extract(doc: &str, source: &str) -> Vec<DocCommand> {
-    let lines: Vec<&str> = source.lines().collect();
+/// The commands of every ```sh, ```bash and ```console block of `text`.
+fn extract(doc: &str, text: &str) -> Vec<DocCommand> {
+    let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
     // The HTML comment just before a block (blank lines aside).
     let mut comment: Option<String> = None;

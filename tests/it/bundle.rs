@@ -791,11 +791,11 @@ fn the_bundle_keeps_the_overlays_promises() {
     assert_eq!(jobs_namespace["value"], CHECKS_NAMESPACE);
     // Only the API server reaches the webhook port: the overlay's
     // NetworkPolicy, shipped.
-    let policy: Value =
+    let network_policy: Value =
         serde_saphyr::from_str(&files["manifests/preflight-gate.networkpolicy.yaml"]).unwrap();
     let overlay_policy = find(&objects, "NetworkPolicy", "preflight-gate");
-    assert_eq!(policy["spec"], overlay_policy["spec"]);
-    assert!(policy["metadata"].get("namespace").is_none());
+    assert_eq!(network_policy["spec"], overlay_policy["spec"]);
+    assert!(network_policy["metadata"].get("namespace").is_none());
     // OLM's webhook descriptions have no matchConditions: the rules are the
     // overlay's, which name the ClusterVersion alone.
     assert!(webhook.get("matchConditions").is_none());

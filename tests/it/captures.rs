@@ -84,7 +84,7 @@ pub fn report(snapshot: &Snapshot, to: &str, accepted: &[&str]) -> Report {
     let view = snapshot::load(&snapshot.path()).unwrap();
     let target = view.target(to);
     let now: Timestamp = NOW.parse().unwrap();
-    let blocking = Exemptions {
+    let exemptions = Exemptions {
         accepted: accepted.iter().map(|s| s.to_string()).collect(),
         ..Exemptions::default()
     };
@@ -93,10 +93,10 @@ pub fn report(snapshot: &Snapshot, to: &str, accepted: &[&str]) -> Report {
         view.clone(),
         &target,
         now,
-        &blocking.accepted,
+        &exemptions.accepted,
         Limits::default(),
     );
-    Report::new(&Context::new(&view, &target, now), results, &blocking)
+    Report::new(&Context::new(&view, &target, now), results, &exemptions)
 }
 
 pub fn result<'a>(report: &'a Report, check: &str) -> &'a CheckResult {

@@ -1,14 +1,19 @@
 //! One word, one meaning: the `words` block of `docs/ARCHITECTURE.md`
-//! reserves its words, and every source file is parsed (syn) to hold the
-//! code to them, where that can be checked mechanically:
+//! reserves its words, and every Rust file of `src/`, `tests/` and
+//! `benches/` is parsed (syn) to hold the code to them, where that can be
+//! checked mechanically:
 //!
 //! - `name: Type …`: a field, parameter or `let` of that name has one of
 //!   those types (`*Error`: any type whose name ends so);
 //! - `Type = name …`: a field, parameter or `let` of that type has one of
 //!   those names (`name*`: any name that starts so);
 //! - `item @ folder …`: a function, type or trait of that name is declared
-//!   only under those folders of `src/` (`-`: nowhere; the word was
-//!   retired for meaning two things).
+//!   only under those folders of `src/` (or in `tests`, `benches`; `-`:
+//!   nowhere; the word was retired for meaning two things).
+//!
+//! A binding is seen where its type is written (fields, typed parameters
+//! and lets) or built (`let x = Type { .. }`, `Type::new(..)`); untyped
+//! closure parameters, patterns and other calls are not judged.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -166,6 +171,8 @@ impl<'ast> Visit<'ast> for Seen {
     }
 }
 
+/// Every Rust file of `src/`, `tests/` and `benches/`, with what it binds
+/// and declares, named from the repository's root.
 fn sources() -> Vec<(PathBuf, Seen)> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {
@@ -177,9 +184,10 @@ fn sources() -> Vec<(PathBuf, Seen)> {
             }
         }
     }
-    let src = root().join("src");
     let mut paths = Vec::new();
-    walk(&src, &mut paths);
+    for top in ["src", "tests", "benches"] {
+        walk(&root().join(top), &mut paths);
+    }
     paths.sort();
     paths
         .into_iter()
@@ -189,9 +197,25 @@ fn sources() -> Vec<(PathBuf, Seen)> {
                 syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let mut seen = Seen::default();
             seen.visit_file(&syntax);
-            (path.strip_prefix(&src).unwrap().to_path_buf(), seen)
+            (path.strip_prefix(root()).unwrap().to_path_buf(), seen)
         })
         .collect()
+}
+
+/// Where an item is declared, for the `@` rules: its folder of `src/`
+/// (`admission` for `src/admission/decision/mod.rs`), or `tests` or
+/// `benches`.
+fn home(path: &Path) -> String {
+    let mut parts = path.components().map(|c| c.as_os_str().to_string_lossy());
+    match parts.next().as_deref() {
+        Some("src") => parts
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches(".rs")
+            .to_owned(),
+        Some(top) => top.to_owned(),
+        None => String::new(),
+    }
 }
 
 /// Whether `word` is one of `allowed`, where `*x` is any word ending in
@@ -230,23 +254,17 @@ fn breaches(words: &Words, files: &[(PathBuf, Seen)]) -> Vec<String> {
             }
         }
         for item in &seen.items {
-            if let Some(homes) = words.homes_of.get(item) {
-                let home = path
-                    .components()
-                    .next()
-                    .unwrap()
-                    .as_os_str()
-                    .to_string_lossy();
-                if !homes.iter().any(|h| *h == home) {
-                    found.push(format!(
-                        "{file}: declares `{item}`, which the words keep to {}",
-                        if homes == &["-"] {
-                            "nothing (retired)".to_owned()
-                        } else {
-                            homes.join(", ")
-                        }
-                    ));
-                }
+            if let Some(homes) = words.homes_of.get(item)
+                && !homes.contains(&home(path))
+            {
+                found.push(format!(
+                    "{file}: declares `{item}`, which the words keep to {}",
+                    if homes == &["-"] {
+                        "nothing (retired)".to_owned()
+                    } else {
+                        homes.join(", ")
+                    }
+                ));
             }
         }
     }
@@ -271,7 +289,7 @@ fn a_second_meaning_is_found() {
         .unwrap();
     let mut seen = Seen::default();
     seen.visit_file(&file);
-    let found = breaches(&words(), &[(PathBuf::from("admission/x.rs"), seen)]);
+    let found = breaches(&words(), &[(PathBuf::from("src/admission/x.rs"), seen)]);
     let says = |what: &str| found.iter().any(|f| f.contains(what));
     assert!(says("`policy` is a Exemptions"), "{found:#?}");
     assert!(says("a Exemptions is called `policy`"), "{found:#?}");

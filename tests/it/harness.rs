@@ -100,7 +100,7 @@ impl OverrideAuthorizer for FixedAuthorizer {
 }
 
 /// Builds the webhook state over the sample results.
-pub fn gate(authorizer: Arc<dyn OverrideAuthorizer>) -> (Arc<Gate>, Arc<SampleSource>) {
+pub fn sample_gate(authorizer: Arc<dyn OverrideAuthorizer>) -> (Arc<Gate>, Arc<SampleSource>) {
     gate_over(SampleSource::new(), authorizer)
 }
 
@@ -221,7 +221,7 @@ pub async fn start(options: Options) -> Running {
             secret_volume_swap(&serving, 0)
         }
     };
-    let (gate, source) = gate(options.authorizer);
+    let (gate, source) = sample_gate(options.authorizer);
     let metrics = gate.metrics.clone();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let cert = Arc::new(

@@ -83,13 +83,13 @@ fn written(fail_open: &BTreeSet<String>) -> UpdatePreflight {
         },
     );
     object.metadata.generation = Some(1);
-    let policy = Exemptions::fail_open(fail_open.iter().cloned());
-    let (phase, reason, message) = status::conclusion(&results(), &policy);
+    let exemptions = Exemptions::fail_open(fail_open.iter().cloned());
+    let (phase, reason, message) = status::conclusion(&results(), &exemptions);
     let mut written = UpdatePreflightStatus::default();
     status::complete(
         &mut written,
         results(),
-        &policy,
+        &exemptions,
         Ending {
             phase,
             reason,

@@ -36,11 +36,11 @@ fn report_accepting(name: &str, to: &str, accepted: &BTreeSet<String>) -> Report
     let target = view.target(to);
     let (view, now) = (Arc::new(view), NOW.parse::<Timestamp>().unwrap());
     let results = suite::run_accepting(view.clone(), &target, now, accepted, Limits::default());
-    let blocking = Exemptions {
+    let exemptions = Exemptions {
         accepted: accepted.clone(),
         ..Exemptions::default()
     };
-    Report::new(&Context::new(&view, &target, now), results, &blocking)
+    Report::new(&Context::new(&view, &target, now), results, &exemptions)
 }
 
 fn blocking_failures(report: &Report) -> BTreeSet<String> {

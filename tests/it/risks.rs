@@ -300,7 +300,7 @@ fn the_names_a_report_carries_are_known() {
         carried.contains("PodDisruptionBudgetAtLimit"),
         "{carried:?}"
     );
-    let policy = Exemptions {
+    let exemptions = Exemptions {
         accepted: carried
             .iter()
             .cloned()
@@ -308,7 +308,7 @@ fn the_names_a_report_carries_are_known() {
             .collect(),
         ..Exemptions::default()
     };
-    assert_eq!(policy.names_nothing(&plain.results), ["NoSuchRisk"]);
+    assert_eq!(exemptions.names_nothing(&plain.results), ["NoSuchRisk"]);
 }
 
 /// docs/checks.md's table names every name the checks may carry.

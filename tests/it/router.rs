@@ -11,7 +11,7 @@ use preflight_gate::server::app;
 use serde_json::Value;
 use tower::ServiceExt;
 
-use crate::harness::{FixedAuthorizer, SampleSource, gate, gate_over, sum_metric};
+use crate::harness::{FixedAuthorizer, SampleSource, gate_over, sample_gate, sum_metric};
 use crate::reviews::Review;
 
 async fn call(
@@ -35,7 +35,7 @@ async fn call(
 }
 
 async fn review(body: Vec<u8>) -> Value {
-    let (g, _) = gate(FixedAuthorizer::new(Authorization::Denied));
+    let (g, _) = sample_gate(FixedAuthorizer::new(Authorization::Denied));
     let (status, json) = call(app(g, 8), "POST", "application/json", body).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(json["kind"], "AdmissionReview", "{json}");
@@ -90,7 +90,7 @@ async fn a_decided_review_carries_uid_warnings_and_audit_annotations() {
 
 #[tokio::test]
 async fn transport_faults_are_http_errors() {
-    let (g, _) = gate(FixedAuthorizer::new(Authorization::Denied));
+    let (g, _) = sample_gate(FixedAuthorizer::new(Authorization::Denied));
     let body = Review::merge_patch_to("4.15.3").body();
     let (status, _) = call(app(g.clone(), 8), "GET", "application/json", Vec::new()).await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
@@ -112,7 +112,7 @@ async fn transport_faults_are_http_errors() {
 /// to start a run at all: `admission::Effect` has none).
 #[tokio::test]
 async fn a_missing_result_is_pending_for_a_dry_run_and_a_real_review_alike() {
-    let (g, _) = gate(FixedAuthorizer::new(Authorization::Denied));
+    let (g, _) = sample_gate(FixedAuthorizer::new(Authorization::Denied));
     let (_, json) = call(
         app(g.clone(), 8),
         "POST",
@@ -227,7 +227,7 @@ async fn call_run_request(
 /// no such path: every request ran.
 #[tokio::test]
 async fn run_requests_are_limited_per_requester() {
-    let (g, _) = gate(FixedAuthorizer::new(Authorization::Denied));
+    let (g, _) = sample_gate(FixedAuthorizer::new(Authorization::Denied));
     for _ in 0..3 {
         let dry = call_run_request(&g, run_request("alice", true)).await;
         assert_eq!(dry["response"]["allowed"], true, "{dry}");
@@ -271,7 +271,7 @@ async fn run_requests_are_limited_per_requester() {
 #[tokio::test]
 async fn an_override_is_asked_about_once_and_counted_only_when_honoured() {
     let authorizer = FixedAuthorizer::new(Authorization::Allowed);
-    let (g, _) = gate(authorizer.clone());
+    let (g, _) = sample_gate(authorizer.clone());
     let body = Review::merge_patch_to("4.15.3")
         .overridden("4.15.3", "tested in staging")
         .body();
@@ -305,7 +305,7 @@ async fn an_override_is_asked_about_once_and_counted_only_when_honoured() {
 
 #[tokio::test]
 async fn an_access_review_that_outlives_the_budget_refuses_the_override_in_time() {
-    let (g, _) = gate(FixedAuthorizer::slow(
+    let (g, _) = sample_gate(FixedAuthorizer::slow(
         Authorization::Allowed,
         Duration::from_secs(30),
     ));

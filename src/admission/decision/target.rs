@@ -38,7 +38,7 @@ pub(super) fn decide_target(
 
     match resolution {
         _ if preflight_mode => {
-            // Awaited, the change names its target, and the controller
+            // Once stored, the change names its target, and the controller
             // checks it from there: the review itself starts nothing.
             let mut verdict = Verdict::allow(Reason::PreflightMode);
             if let Resolution::Target(target) = &resolution {

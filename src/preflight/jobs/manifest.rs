@@ -11,6 +11,7 @@ use serde_json::json;
 use super::settings::JobSettings;
 use crate::model::Finding;
 use crate::model::UpdatePreflight;
+use crate::model::annotations::UPDATE_PREFLIGHT;
 use crate::model::preflight_check::{DEFAULT_TIMEOUT_SECONDS, NotApplicable, PreflightCheck};
 use crate::model::release::{UpdateKind, Version};
 
@@ -28,7 +29,6 @@ pub(super) const OWNER_UID: &str = "preflight.dev/update-preflight-uid";
 pub(super) const CHECK: &str = "preflight.dev/check";
 /// Label on Jobs and pods: the `PreflightCheck` object.
 pub(super) const PREFLIGHT_CHECK: &str = "preflight.dev/preflight-check";
-use crate::model::annotations::UPDATE_PREFLIGHT;
 
 /// The update a run is for, as a check's environment tells it.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -96,9 +96,9 @@ async fn config_config_maps(api: &Api<ConfigMap>) -> Result<Vec<ConfigMap>, Sign
         if let Some(cm) =
             api.get_opt(name)
                 .await
-                .map_err(|source| SignatureError::ReadConfigMap {
+                .map_err(|error| SignatureError::ReadConfigMap {
                     name: name.to_owned(),
-                    source,
+                    error,
                 })?
         {
             found.push(cm);
@@ -151,7 +151,7 @@ async fn from_store(
                 .await
                 .map_err(|e| SignatureError::StoreUnreachable {
                     store: base.to_owned(),
-                    source: e.into(),
+                    error: e.into(),
                 })?;
         if response.status() == reqwest::StatusCode::NOT_FOUND {
             break;

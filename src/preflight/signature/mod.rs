@@ -53,16 +53,16 @@ const CLAIM_TYPE: &str = "atomic container signature";
 #[derive(Debug, thiserror::Error)]
 pub enum SignatureError {
     /// A `verifier-public-key-*` entry is no armored OpenPGP key.
-    #[error("{name} is not an armored OpenPGP public key: {source}")]
+    #[error("{name} is not an armored OpenPGP public key: {error}")]
     NotAKey {
         name: String,
-        source: pgp::errors::Error,
+        error: pgp::errors::Error,
     },
     /// A key's subkeys are not bound to it.
-    #[error("{name}: its subkeys' bindings do not verify: {source}")]
+    #[error("{name}: its subkeys' bindings do not verify: {error}")]
     Bindings {
         name: String,
-        source: pgp::errors::Error,
+        error: pgp::errors::Error,
     },
     /// The cluster trusts no key for releases.
     #[error(
@@ -125,8 +125,8 @@ pub enum SignatureError {
     #[error("cannot list the ConfigMaps of {NAMESPACE}: {0}")]
     ListConfigMaps(kube::Error),
     /// A verification ConfigMap cannot be read.
-    #[error("cannot read ConfigMap {NAMESPACE}/{name}: {source}")]
-    ReadConfigMap { name: String, source: kube::Error },
+    #[error("cannot read ConfigMap {NAMESPACE}/{name}: {error}")]
+    ReadConfigMap { name: String, error: kube::Error },
     /// The signature ConfigMaps cannot be listed.
     #[error("cannot list the signature ConfigMaps of {NAMESPACE}: {0}")]
     ListSignatures(kube::Error),
@@ -140,8 +140,8 @@ pub enum SignatureError {
     #[error("store {store} is not an http(s) URL")]
     NotHttp { store: String },
     /// A store that cannot be asked.
-    #[error("store {store}: {source}")]
-    StoreUnreachable { store: String, source: BoxedError },
+    #[error("store {store}: {error}")]
+    StoreUnreachable { store: String, error: BoxedError },
     /// A store's answer other than a signature or its absence.
     #[error("store {store}: {url} answered {status}")]
     StoreAnswered {
@@ -207,16 +207,16 @@ impl Keyring {
 
     /// Adds the armored key `text` as `name`.
     pub fn add(&mut self, name: &str, text: &str) -> Result<(), SignatureError> {
-        let (key, _) = SignedPublicKey::from_armor_single(text.as_bytes()).map_err(|source| {
+        let (key, _) = SignedPublicKey::from_armor_single(text.as_bytes()).map_err(|error| {
             SignatureError::NotAKey {
                 name: name.to_owned(),
-                source,
+                error,
             }
         })?;
         key.verify_bindings()
-            .map_err(|source| SignatureError::Bindings {
+            .map_err(|error| SignatureError::Bindings {
                 name: name.to_owned(),
-                source,
+                error,
             })?;
         self.keys.push((name.to_owned(), key));
         Ok(())
