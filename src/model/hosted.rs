@@ -277,6 +277,87 @@ impl SupportedVersions {
     }
 }
 
+/// Why HyperShift would not take an update, or not yet.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The HyperShift operator does not support the target.
+    #[error(transparent)]
+    Unsupported(#[from] SupportError),
+    /// A NodePool's version would not stand beside the control plane's.
+    #[error("NodePool {pool}: {error}")]
+    Skew { pool: String, error: SkewError },
+    /// A NodePool update while the control plane's own is under way.
+    #[error(
+        "HostedCluster {cluster} is updating its control plane; a NodePool update waits until it completes"
+    )]
+    ControlPlaneUpdating { cluster: String },
+    /// The control plane's version cannot be read from its history.
+    #[error("HostedCluster {cluster} has completed no update, so its version is not known")]
+    ControlPlaneUnknown { cluster: String },
+}
+
+/// `namespace/name` of an object.
+fn named(metadata: &Metadata) -> String {
+    match &metadata.namespace {
+        Some(namespace) => format!("{namespace}/{}", metadata.name),
+        None => metadata.name.clone(),
+    }
+}
+
+/// HyperShift's refusals of an update of `cluster`'s control plane to
+/// `target`: a target its operator does not support, and each of the
+/// cluster's NodePools that would be left too far behind (or ahead).
+pub fn control_plane_update(
+    cluster: &HostedCluster,
+    pools: &[NodePool],
+    supported: &SupportedVersions,
+    target: &Version,
+) -> Vec<Refusal> {
+    let mut refusals = Vec::new();
+    if let Err(error) = supported.supports(target) {
+        refusals.push(error.into());
+    }
+    for pool in pools.iter().filter(|p| belongs_to(p, cluster)) {
+        let Some(version) = Version::parse(&pool.status.version) else {
+            continue;
+        };
+        if let Err(error) = nodepool_skew(target, &version) {
+            refusals.push(Refusal::Skew {
+                pool: named(&pool.metadata),
+                error,
+            });
+        }
+    }
+    refusals
+}
+
+/// HyperShift's refusals of an update of `pool`, of `cluster`, to
+/// `target`: while the control plane updates it waits, and it may not
+/// pass the control plane nor lag it by more than [`MAX_NODEPOOL_LAG`]
+/// minors.
+pub fn nodepool_update(cluster: &HostedCluster, pool: &NodePool, target: &Version) -> Vec<Refusal> {
+    let name = named(&cluster.metadata);
+    if cluster.control_plane_updating() {
+        return vec![Refusal::ControlPlaneUpdating { cluster: name }];
+    }
+    let Some(control_plane) = cluster.control_plane_version() else {
+        return vec![Refusal::ControlPlaneUnknown { cluster: name }];
+    };
+    match nodepool_skew(&control_plane, target) {
+        Ok(()) => Vec::new(),
+        Err(error) => vec![Refusal::Skew {
+            pool: named(&pool.metadata),
+            error,
+        }],
+    }
+}
+
+/// Whether `pool` is one of `cluster`'s: named by it, in its namespace.
+pub fn belongs_to(pool: &NodePool, cluster: &HostedCluster) -> bool {
+    pool.spec.cluster_name == cluster.metadata.name
+        && pool.metadata.namespace == cluster.metadata.namespace
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,6 +448,90 @@ mod tests {
         assert_eq!(hc.control_plane_version(), Some(v("4.22.1")));
         assert!(hc.control_plane_updating());
         assert_eq!(hc.status.kubeconfig.unwrap().name, "prod-admin-kubeconfig");
+    }
+
+    fn cluster(history: serde_json::Value) -> HostedCluster {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "prod", "namespace": "clusters"},
+            "status": {"version": {"history": history}}
+        }))
+        .unwrap()
+    }
+
+    fn pool(name: &str, cluster: &str, version: &str) -> NodePool {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "clusters"},
+            "spec": {"clusterName": cluster},
+            "status": {"version": version}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_control_plane_update_names_what_hypershift_refuses() {
+        let hc = cluster(serde_json::json!([{"state": "Completed", "version": "4.20.3"}]));
+        let supported =
+            SupportedVersions::from_data(Some(r#"{"versions":["5.0","4.22","4.21"]}"#), None)
+                .unwrap();
+        let pools = [
+            pool("workers", "prod", "4.20.3"),
+            pool("old", "prod", "4.18.9"),
+            pool("elsewhere", "staging", "4.12.0"),
+        ];
+        assert_eq!(
+            control_plane_update(&hc, &pools, &supported, &v("4.21.2")),
+            Vec::new()
+        );
+        let words: Vec<String> = control_plane_update(&hc, &pools, &supported, &v("5.0.1"))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            words,
+            [
+                "NodePool clusters/old: NodePool version 4.18.9 is 5 minors older than its HostedCluster's 5.0.1; HyperShift allows at most 3"
+            ]
+        );
+        let refusals = control_plane_update(&hc, &pools, &supported, &v("5.1.0"));
+        assert_eq!(
+            refusals[0].to_string(),
+            "the HyperShift operator supports 5.0, 4.22, 4.21, not 5.1"
+        );
+    }
+
+    #[test]
+    fn a_nodepool_update_waits_for_the_control_plane_and_stays_behind_it() {
+        let settled = cluster(serde_json::json!([{"state": "Completed", "version": "4.21.4"}]));
+        let workers = pool("workers", "prod", "4.20.3");
+        assert_eq!(
+            nodepool_update(&settled, &workers, &v("4.21.4")),
+            Vec::new()
+        );
+        assert_eq!(
+            nodepool_update(&settled, &workers, &v("4.21.5"))[0].to_string(),
+            "NodePool clusters/workers: NodePool version 4.21.5 is newer than its HostedCluster's 4.21.4"
+        );
+        let updating = cluster(serde_json::json!([
+            {"state": "Partial", "version": "4.22.0"},
+            {"state": "Completed", "version": "4.21.4"}
+        ]));
+        assert_eq!(
+            nodepool_update(&updating, &workers, &v("4.21.4")),
+            [Refusal::ControlPlaneUpdating {
+                cluster: "clusters/prod".into()
+            }]
+        );
+        let new = cluster(serde_json::json!([{"state": "Partial", "version": "4.22.0"}]));
+        assert!(matches!(
+            nodepool_update(&new, &workers, &v("4.22.0"))[0],
+            Refusal::ControlPlaneUpdating { .. }
+        ));
+        assert_eq!(
+            nodepool_update(&cluster(serde_json::json!([])), &workers, &v("4.22.0")),
+            [Refusal::ControlPlaneUnknown {
+                cluster: "clusters/prod".into()
+            }]
+        );
     }
 
     /// Every field the lean types read is one HyperShift's own CRDs
