@@ -5,6 +5,7 @@
 //! plane's. The version arithmetic is the OpenShift 5 rules' own
 //! ([`Minor::ordinal`]: 5.y stands at 4.(23+y)), as HyperShift counts it.
 
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Deserialize;
 
 use super::cluster_version;
@@ -130,14 +131,14 @@ pub struct Replace {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct RollingUpdate {
-    pub max_surge: Option<serde_json::Value>,
-    pub max_unavailable: Option<serde_json::Value>,
+    pub max_surge: Option<IntOrString>,
+    pub max_unavailable: Option<IntOrString>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct InPlace {
-    pub max_unavailable: Option<serde_json::Value>,
+    pub max_unavailable: Option<IntOrString>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

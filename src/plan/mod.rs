@@ -11,10 +11,13 @@
 //!   MachineConfigNode phase times, else the documented defaults.
 //! - `duration`: the named defaults and how durations add up.
 //! - `status`: the plan bounded, as an `UpdatePreflight`'s status keeps it.
+//! - `hosted`: a NodePool's rollout (hosted control planes), by its
+//!   `upgradeType`: machines at once and waves.
 
 pub mod control_plane;
 pub mod drains;
 pub mod duration;
+pub mod hosted;
 pub mod nodes;
 pub mod pools;
 pub mod status;

@@ -37,20 +37,35 @@ pub const MASTER: &str = "master";
 pub fn max_unavailable(given: Option<&IntOrString>, nodes: usize) -> Result<usize, String> {
     let value = match given {
         None => 1,
-        Some(IntOrString::Int(n)) => {
-            usize::try_from(*n).map_err(|_| format!("maxUnavailable {n} is negative"))?
-        }
-        Some(IntOrString::String(s)) => {
+        Some(given) => scaled("maxUnavailable", given, nodes, false)?,
+    };
+    Ok(value.max(1))
+}
+
+/// A count or a percentage of `total`, as Kubernetes scales one
+/// (`GetScaledValueFromIntOrPercent`): a percentage rounded up or down as
+/// `round_up` says. `field` names it in a refusal.
+pub fn scaled(
+    field: &str,
+    given: &IntOrString,
+    total: usize,
+    round_up: bool,
+) -> Result<usize, String> {
+    match given {
+        IntOrString::Int(n) => usize::try_from(*n).map_err(|_| format!("{field} {n} is negative")),
+        IntOrString::String(s) => {
             let percent = s
                 .strip_suffix('%')
                 .and_then(|p| p.trim().parse::<usize>().ok())
-                .ok_or_else(|| {
-                    format!("maxUnavailable {s:?} is neither a count nor a percentage")
-                })?;
-            percent.saturating_mul(nodes) / 100
+                .ok_or_else(|| format!("{field} {s:?} is neither a count nor a percentage"))?;
+            let share = percent.saturating_mul(total);
+            Ok(if round_up {
+                share.div_ceil(100)
+            } else {
+                share / 100
+            })
         }
-    };
-    Ok(value.max(1))
+    }
 }
 
 /// `maxUnavailable` as the pool gives it, in words.
