@@ -10,10 +10,15 @@ use serde::Deserialize;
 
 use super::cluster_version;
 use super::meta::{Condition, Metadata, is_true, null_as_default};
-use super::release::{Minor, Version};
+use super::release::{Minor, UpdateKind, Version};
 
 /// The API group of HostedCluster and NodePool.
 pub const GROUP: &str = "hypershift.openshift.io";
+
+/// HyperShift's own override of `ClusterVersionUpgradeable=False`: the
+/// release pullspec it forces a HostedCluster to. The gate weighs it as the
+/// override it is; these rules only report what it overrides.
+pub const FORCE_UPGRADE_TO: &str = "hypershift.openshift.io/force-upgrade-to";
 
 /// How many minors a NodePool may be older than its HostedCluster
 /// (HyperShift's `ValidateVersionSkew`).
@@ -292,9 +297,117 @@ pub enum Refusal {
         "HostedCluster {cluster} is updating its control plane; a NodePool update waits until it completes"
     )]
     ControlPlaneUpdating { cluster: String },
+    /// `ClusterVersionUpgradeable=False`, which holds minor and major
+    /// updates (`hypershift.openshift.io/force-upgrade-to` overrides it).
+    #[error("HostedCluster {cluster} is not upgradeable to another minor{}", said(.reason, .message))]
+    NotUpgradeable {
+        cluster: String,
+        reason: String,
+        message: String,
+    },
+    /// A condition of the HostedCluster or a NodePool that an update
+    /// should not start under.
+    #[error("{object} is {condition}={status}{}", said(.reason, .message))]
+    Unhealthy {
+        object: String,
+        condition: &'static str,
+        status: String,
+        reason: String,
+        message: String,
+    },
     /// The control plane's version cannot be read from its history.
     #[error("HostedCluster {cluster} has completed no update, so its version is not known")]
     ControlPlaneUnknown { cluster: String },
+}
+
+/// A condition's reason and message, as a refusal ends: ` (Reason):
+/// message`, or what there is of them.
+fn said(reason: &str, message: &str) -> String {
+    match (reason.is_empty(), message.is_empty()) {
+        (true, true) => String::new(),
+        (false, true) => format!(" ({reason})"),
+        (true, false) => format!(": {message}"),
+        (false, false) => format!(" ({reason}): {message}"),
+    }
+}
+
+/// The HostedCluster's conditions an update should not start under, each
+/// with the status that says so.
+const CLUSTER_CONDITIONS: [(&str, &str); 5] = [
+    ("Available", "False"),
+    ("Degraded", "True"),
+    ("ValidReleaseImage", "False"),
+    ("SupportedHostedCluster", "False"),
+    ("ClusterVersionFailing", "True"),
+];
+
+/// A NodePool's conditions an update should not start under.
+const POOL_CONDITIONS: [(&str, &str); 2] =
+    [("AllMachinesReady", "False"), ("AllNodesHealthy", "False")];
+
+/// Each of `conditions` that is `type_=status` for one of `unhealthy`.
+fn unhealthy(
+    object: String,
+    conditions: &[Condition],
+    unhealthy: &[(&'static str, &'static str)],
+) -> Vec<Refusal> {
+    unhealthy
+        .iter()
+        .filter_map(|(type_, status)| {
+            let c = conditions
+                .iter()
+                .find(|c| c.type_ == *type_ && c.status == *status)?;
+            Some(Refusal::Unhealthy {
+                object: object.clone(),
+                condition: type_,
+                status: c.status.clone(),
+                reason: c.reason.clone().unwrap_or_default(),
+                message: c.message.clone().unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// What HyperShift's conditions say against updating `cluster`'s control
+/// plane to `target`: the cluster unavailable, degraded, failing, on a
+/// release or a version HyperShift calls invalid or unsupported, any of
+/// its NodePools not ready or unhealthy; and, for a minor or major update,
+/// `ClusterVersionUpgradeable=False` (whether
+/// [`FORCE_UPGRADE_TO`] overrides it is the decision's to weigh).
+pub fn control_plane_conditions(
+    cluster: &HostedCluster,
+    pools: &[NodePool],
+    target: &Version,
+) -> Vec<Refusal> {
+    let name = named(&cluster.metadata);
+    let conditions = &cluster.status.conditions;
+    let mut refusals = unhealthy(
+        format!("HostedCluster {name}"),
+        conditions,
+        &CLUSTER_CONDITIONS,
+    );
+    let minor_or_more = cluster
+        .control_plane_version()
+        .is_none_or(|current| UpdateKind::between(&current, target) != UpdateKind::Patch);
+    if minor_or_more
+        && let Some(c) = conditions
+            .iter()
+            .find(|c| c.type_ == "ClusterVersionUpgradeable" && c.status == "False")
+    {
+        refusals.push(Refusal::NotUpgradeable {
+            cluster: name,
+            reason: c.reason.clone().unwrap_or_default(),
+            message: c.message.clone().unwrap_or_default(),
+        });
+    }
+    for pool in pools.iter().filter(|p| belongs_to(p, cluster)) {
+        refusals.extend(unhealthy(
+            format!("NodePool {}", named(&pool.metadata)),
+            &pool.status.conditions,
+            &POOL_CONDITIONS,
+        ));
+    }
+    refusals
 }
 
 /// `namespace/name` of an object.
@@ -533,6 +646,39 @@ mod tests {
                 cluster: "clusters/prod".into()
             }]
         );
+    }
+
+    #[test]
+    fn conditions_say_what_an_update_should_not_start_under() {
+        let mut hc = cluster(serde_json::json!([{"state": "Completed", "version": "4.21.4"}]));
+        hc.status.conditions = serde_json::from_value(serde_json::json!([
+            {"type": "Available", "status": "True"},
+            {"type": "Degraded", "status": "True", "reason": "UnavailableReplicas", "message": "kube-apiserver has 1 of 3 replicas"},
+            {"type": "ClusterVersionUpgradeable", "status": "False", "reason": "AdminAckRequired", "message": "Kubernetes 1.35 removes APIs"}
+        ]))
+        .unwrap();
+        let mut workers = pool("workers", "prod", "4.21.4");
+        workers.status.conditions = serde_json::from_value(serde_json::json!([
+            {"type": "AllMachinesReady", "status": "True"},
+            {"type": "AllNodesHealthy", "status": "False", "reason": "NodeNotReady"}
+        ]))
+        .unwrap();
+        let words = |target: &str| -> Vec<String> {
+            control_plane_conditions(&hc, std::slice::from_ref(&workers), &v(target))
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(
+            words("4.22.0"),
+            [
+                "HostedCluster clusters/prod is Degraded=True (UnavailableReplicas): kube-apiserver has 1 of 3 replicas",
+                "HostedCluster clusters/prod is not upgradeable to another minor (AdminAckRequired): Kubernetes 1.35 removes APIs",
+                "NodePool clusters/workers is AllNodesHealthy=False (NodeNotReady)",
+            ]
+        );
+        // A patch update is not held by ClusterVersionUpgradeable=False.
+        assert_eq!(words("4.21.5").len(), 2, "{:?}", words("4.21.5"));
     }
 
     /// Every field the lean types read is one HyperShift's own CRDs
