@@ -752,8 +752,9 @@ impl World {
         self.wait_for_webhook();
     }
 
-    /// Waits until the API server calls the webhook as registered.
-    fn wait_for_webhook(&self) {
+    /// Waits until the API server calls the webhook as registered: a
+    /// dry-run target change is denied with the sample's reasons.
+    pub fn wait_for_webhook(&self) {
         poll(
             "the webhook to take effect",
             Duration::from_secs(30),

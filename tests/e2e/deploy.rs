@@ -308,21 +308,7 @@ fn the_dev_overlay_is_applied_and_its_webhook_gates_updates() {
     assert_eq!(webhook["matchConditions"].as_array().unwrap().len(), 1);
 
     // The API server calls the gate through the overlay's own configuration.
-    poll(
-        "the dev webhook to gate",
-        std::time::Duration::from_secs(30),
-        || {
-            let out = world.kubectl(
-                User::Admin,
-                &merge_patch_args("4.15.3", &["--dry-run=server"]),
-            );
-            if !out.ok && out.stderr.contains("preflight for 4.15.3 failed") {
-                Ok(())
-            } else {
-                Err(out.stderr)
-            }
-        },
-    );
+    world.wait_for_webhook();
     // A change that leaves the target alone never reaches the gate.
     let out = world.kubectl(
         User::Admin,

@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
 
+use crate::layering::rust_files;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -174,19 +176,9 @@ impl<'ast> Visit<'ast> for Seen {
 /// Every Rust file of `src/`, `tests/` and `benches/`, with what it binds
 /// and declares, named from the repository's root.
 fn sources() -> Vec<(PathBuf, Seen)> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
     let mut paths = Vec::new();
     for top in ["src", "tests", "benches"] {
-        walk(&root().join(top), &mut paths);
+        rust_files(&root().join(top), &mut paths);
     }
     paths.sort();
     paths

@@ -58,20 +58,22 @@ struct File {
     syntax: syn::File,
 }
 
-fn files() -> Vec<File> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
+/// Every Rust file under `dir`, at any depth, added to `out`.
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
         }
     }
+}
+
+fn files() -> Vec<File> {
     let src = root().join("src");
     let mut paths = Vec::new();
-    walk(&src, &mut paths);
+    rust_files(&src, &mut paths);
     paths.sort();
     paths
         .into_iter()
