@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 
 use crate::checks::{self, Check, Context};
+use crate::model::release::Version;
 use crate::model::{CheckResult, Outcome, Severity, Target};
 use crate::view::ClusterView;
 
@@ -56,6 +57,31 @@ pub fn run(
         selection,
         limits,
     )
+}
+
+/// The suite of a hosted cluster's update: the catalogue over the hosted
+/// cluster as its admin kubeconfig reads it (`guest`), then HyperShift's
+/// checks from the management cluster ([`checks::hosted`]). A hosted
+/// cluster that could not be read is one Error
+/// ([`checks::hosted::REACHABLE`]) and none of its own checks, never a
+/// pass for want of data.
+pub fn run_hosted(
+    hosted: &checks::hosted::Hosted,
+    guest: Result<Arc<ClusterView>, String>,
+    target: &Target,
+    clock: Timestamp,
+    limits: Limits,
+) -> Vec<CheckResult> {
+    let version = target.version.as_deref().and_then(Version::parse);
+    let mut results = vec![checks::hosted::reachable(
+        guest.as_ref().map(|_| ()).map_err(String::as_str),
+        hosted.cluster,
+    )];
+    if let Ok(view) = guest {
+        results.extend(run(view, target, clock, None, limits));
+    }
+    results.extend(checks::hosted::checks(hosted, version.as_ref()));
+    results
 }
 
 /// [`run`] of every check for one update whose accepted names are known

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::{Authorization, UserInfo};
 use crate::model::UpdatePreflight;
+use crate::model::hosted::{HostedCluster, HostedName};
 use crate::model::release::ReleaseKey;
 
 /// What the cache holds for one release.
@@ -58,6 +59,22 @@ pub trait ResultLookup: Send + Sync + 'static {
     fn checks_itself(&self, _key: &ReleaseKey) -> bool {
         true
     }
+    /// The hosted clusters of a management cluster, when the gate serves
+    /// hosted control planes (`--hosted-control-planes`); `None` otherwise.
+    fn hosted(&self) -> Option<&dyn HostedLookup> {
+        None
+    }
+}
+
+/// What a management cluster's gate knows of its hosted clusters, from
+/// memory: their HostedClusters as its watch last saw them, and each one's
+/// results, as a source of their own (keyed by release, as a standalone
+/// cluster's are).
+pub trait HostedLookup: Send + Sync {
+    /// The HostedCluster as the watch last saw it.
+    fn cluster(&self, name: &HostedName) -> Option<Arc<HostedCluster>>;
+    /// The results of the hosted cluster `name`.
+    fn results(&self, name: &HostedName) -> Arc<dyn ResultLookup>;
 }
 
 /// A boxed future, for the async port.

@@ -3,6 +3,7 @@
 //! catalogue and returns the results an `UpdatePreflight` records.
 
 mod admin_acks;
+pub mod hosted;
 mod certificates_expiring;
 mod cluster_operators;
 mod cluster_version;

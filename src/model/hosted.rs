@@ -20,6 +20,10 @@ pub const GROUP: &str = "hypershift.openshift.io";
 /// override it is; these rules only report what it overrides.
 pub const FORCE_UPGRADE_TO: &str = "hypershift.openshift.io/force-upgrade-to";
 
+/// The check of `ClusterVersionUpgradeable`, the one HyperShift's
+/// [`FORCE_UPGRADE_TO`] forces past.
+pub const UPGRADEABLE_CHECK: &str = "HostedClusterUpgradeable";
+
 /// How many minors a NodePool may be older than its HostedCluster
 /// (HyperShift's `ValidateVersionSkew`).
 pub const MAX_NODEPOOL_LAG: u64 = 3;
@@ -44,7 +48,13 @@ pub struct HostedCluster {
 pub struct HostedClusterSpec {
     /// The control plane's release: a change of its image is an update.
     pub release: ReleaseImage,
+    /// The control plane's components' own release, when set apart from
+    /// `release` (which the NodePools and the guest's payload follow).
+    pub control_plane_release: Option<ReleaseImage>,
+    /// The update graph's channel and server, as a ClusterVersion's
+    /// `channel` and `upstream`.
     pub channel: String,
+    pub update_service: String,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -72,7 +82,77 @@ pub struct LocalObjectReference {
     pub name: String,
 }
 
+/// A hosted cluster by its HostedCluster's namespace and name, as
+/// `namespace/name`: what its results and its NodePools are held by.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HostedName {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl std::fmt::Display for HostedName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+impl HostedName {
+    /// Reads `namespace/name`.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (namespace, name) = text.split_once('/')?;
+        (!namespace.is_empty() && !name.is_empty() && !name.contains('/')).then(|| Self {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        })
+    }
+}
+
 impl HostedCluster {
+    /// Its name, as its results and NodePools know it.
+    pub fn hosted_name(&self) -> HostedName {
+        HostedName {
+            namespace: self.metadata.namespace.clone().unwrap_or_default(),
+            name: self.metadata.name.clone(),
+        }
+    }
+
+    /// The ClusterVersion write this HostedCluster amounts to: its release
+    /// as `desiredUpdate` (with the version its own update graph or history
+    /// gives the image), its channel and update service as `channel` and
+    /// `upstream`, its `status.version` as the status, its annotations
+    /// (the `preflight.dev/` claims) as they are. A forced update
+    /// ([`FORCE_UPGRADE_TO`] naming the release) accepts
+    /// [`UPGRADEABLE_CHECK`]: what HyperShift's force skips, and nothing
+    /// else. So one decision serves both kinds of cluster.
+    pub fn as_update(&self) -> cluster_version::ClusterVersion {
+        let image = self.spec.release.image.clone();
+        let forced = self
+            .metadata
+            .annotations
+            .get(FORCE_UPGRADE_TO)
+            .is_some_and(|to| !image.is_empty() && *to == image);
+        let desired_update = (!image.is_empty()).then(|| cluster_version::DesiredUpdate {
+            image: Some(image),
+            accept_risks: forced
+                .then(|| cluster_version::AcceptRisk {
+                    name: UPGRADEABLE_CHECK.to_owned(),
+                })
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        });
+        let present = |text: &str| (!text.is_empty()).then(|| text.to_owned());
+        cluster_version::ClusterVersion {
+            metadata: self.metadata.clone(),
+            spec: cluster_version::Spec {
+                channel: present(&self.spec.channel),
+                upstream: present(&self.spec.update_service),
+                desired_update,
+                ..Default::default()
+            },
+            status: self.status.version.clone(),
+        }
+    }
     /// The version the control plane runs: its newest completed update.
     pub fn control_plane_version(&self) -> Option<Version> {
         self.status
@@ -103,6 +183,16 @@ pub struct NodePool {
     pub metadata: Metadata,
     pub spec: NodePoolSpec,
     pub status: NodePoolStatus,
+}
+
+impl NodePool {
+    /// The hosted cluster it belongs to.
+    pub fn hosted_name(&self) -> HostedName {
+        HostedName {
+            namespace: self.metadata.namespace.clone().unwrap_or_default(),
+            name: self.spec.cluster_name.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -369,37 +459,35 @@ fn unhealthy(
 }
 
 /// What HyperShift's conditions say against updating `cluster`'s control
-/// plane to `target`: the cluster unavailable, degraded, failing, on a
-/// release or a version HyperShift calls invalid or unsupported, any of
-/// its NodePools not ready or unhealthy; and, for a minor or major update,
-/// `ClusterVersionUpgradeable=False` (whether
-/// [`FORCE_UPGRADE_TO`] overrides it is the decision's to weigh).
+/// plane to `target`: [`unhealthy_conditions`], and, for a minor or major
+/// update, `ClusterVersionUpgradeable=False` (whether [`FORCE_UPGRADE_TO`]
+/// overrides it is the decision's to weigh).
 pub fn control_plane_conditions(
     cluster: &HostedCluster,
     pools: &[NodePool],
     target: &Version,
 ) -> Vec<Refusal> {
-    let name = named(&cluster.metadata);
-    let conditions = &cluster.status.conditions;
-    let mut refusals = unhealthy(
-        format!("HostedCluster {name}"),
-        conditions,
-        &CLUSTER_CONDITIONS,
-    );
+    let mut refusals = unhealthy_conditions(cluster, pools);
     let minor_or_more = cluster
         .control_plane_version()
         .is_none_or(|current| UpdateKind::between(&current, target) != UpdateKind::Patch);
-    if minor_or_more
-        && let Some(c) = conditions
-            .iter()
-            .find(|c| c.type_ == "ClusterVersionUpgradeable" && c.status == "False")
-    {
-        refusals.push(Refusal::NotUpgradeable {
-            cluster: name,
-            reason: c.reason.clone().unwrap_or_default(),
-            message: c.message.clone().unwrap_or_default(),
-        });
+    if minor_or_more && let Some(refusal) = not_upgradeable(cluster) {
+        refusals.push(refusal);
     }
+    refusals
+}
+
+/// The conditions no update should start under, whatever its target: the
+/// cluster unavailable, degraded, failing, on a release or a version
+/// HyperShift calls invalid or unsupported, any of its NodePools not ready
+/// or unhealthy.
+pub fn unhealthy_conditions(cluster: &HostedCluster, pools: &[NodePool]) -> Vec<Refusal> {
+    let name = named(&cluster.metadata);
+    let mut refusals = unhealthy(
+        format!("HostedCluster {name}"),
+        &cluster.status.conditions,
+        &CLUSTER_CONDITIONS,
+    );
     for pool in pools.iter().filter(|p| belongs_to(p, cluster)) {
         refusals.extend(unhealthy(
             format!("NodePool {}", named(&pool.metadata)),
@@ -410,8 +498,22 @@ pub fn control_plane_conditions(
     refusals
 }
 
+/// `ClusterVersionUpgradeable=False`, which holds minor and major updates.
+pub fn not_upgradeable(cluster: &HostedCluster) -> Option<Refusal> {
+    let c = cluster
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ClusterVersionUpgradeable" && c.status == "False")?;
+    Some(Refusal::NotUpgradeable {
+        cluster: named(&cluster.metadata),
+        reason: c.reason.clone().unwrap_or_default(),
+        message: c.message.clone().unwrap_or_default(),
+    })
+}
+
 /// `namespace/name` of an object.
-fn named(metadata: &Metadata) -> String {
+pub(crate) fn named(metadata: &Metadata) -> String {
     match &metadata.namespace {
         Some(namespace) => format!("{namespace}/{}", metadata.name),
         None => metadata.name.clone(),
@@ -673,8 +775,8 @@ mod tests {
             words("4.22.0"),
             [
                 "HostedCluster clusters/prod is Degraded=True (UnavailableReplicas): kube-apiserver has 1 of 3 replicas",
-                "HostedCluster clusters/prod is not upgradeable to another minor (AdminAckRequired): Kubernetes 1.35 removes APIs",
                 "NodePool clusters/workers is AllNodesHealthy=False (NodeNotReady)",
+                "HostedCluster clusters/prod is not upgradeable to another minor (AdminAckRequired): Kubernetes 1.35 removes APIs",
             ]
         );
         // A patch update is not held by ClusterVersionUpgradeable=False.
@@ -687,7 +789,7 @@ mod tests {
     #[rstest]
     #[case::hosted_cluster(
         include_str!("../../tests/data/hypershift-crds/hostedclusters-Hypershift-Default.crd.yaml"),
-        &["spec.release.image", "spec.channel", "status.version.history", "status.version.availableUpdates",
+        &["spec.release.image", "spec.controlPlaneRelease.image", "spec.channel", "spec.updateService", "status.version.history", "status.version.availableUpdates",
           "status.version.conditionalUpdates", "status.conditions", "status.kubeconfig.name"]
     )]
     #[case::node_pool(

@@ -322,6 +322,16 @@ impl ClusterView {
         !self.cluster_operators.is_empty() || self.infrastructure.is_some()
     }
 
+    /// A hosted cluster (HyperShift): its Infrastructure `cluster` says
+    /// its control plane is `External`, on a management cluster. It has no
+    /// control-plane nodes, etcd members or MachineConfigPools of its own,
+    /// so the checks of them do not apply, rather than find nothing.
+    pub fn hosted(&self) -> bool {
+        self.infrastructure
+            .as_ref()
+            .is_some_and(crate::view::openshift::Infrastructure::hosted)
+    }
+
     /// Whether the cluster runs on a single node ([`Self::single_node_by`]).
     pub fn single_node(&self) -> bool {
         self.single_node_by().is_some()

@@ -472,6 +472,11 @@ pub struct InfrastructureStatus {
 }
 
 impl Infrastructure {
+    /// A hosted cluster: its control plane runs elsewhere (`External`).
+    pub fn hosted(&self) -> bool {
+        self.status.control_plane_topology.as_deref() == Some("External")
+    }
+
     /// A single-node cluster: both topologies `SingleReplica`.
     pub fn single_node(&self) -> bool {
         let single = |t: &Option<String>| t.as_deref() == Some("SingleReplica");
