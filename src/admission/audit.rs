@@ -18,6 +18,8 @@ pub const APPROVED_BY: &str = "approved-by";
 pub const OVERRIDE_BY: &str = "override-by";
 pub const OVERRIDE_REASON: &str = "override-reason";
 pub const OVERRIDDEN_CHECKS: &str = "overridden-checks";
+/// The pullspec HyperShift's `force-upgrade-to` names, when a write sets it.
+pub const FORCE_UPGRADE_TO: &str = "force-upgrade-to";
 /// Who changed what the cluster trusts (`spec.upstream`, `signatureStores`,
 /// `overrides`, `capabilities`), and which of them.
 pub const TRUST_CHANGED_BY: &str = "trust-changed-by";

@@ -20,6 +20,7 @@ use crate::model::annotations::{
     ACCEPT, ACCEPT_FINDINGS, ACCEPT_FOR, ACCEPT_REASON, ACCEPT_UNTIL, CLAIMED_BY,
     CLAIMED_GENERATION, OVERRIDE, OVERRIDE_REASON, OVERRIDE_UNTIL, PREFIX_ANY,
 };
+use crate::model::hosted::FORCE_UPGRADE_TO;
 use crate::model::{CheckResult, Outcome, UpdatePreflight};
 
 /// How many failures a denial lists before "and N more".
@@ -524,6 +525,97 @@ pub(crate) fn force_refused(user: &str) -> String {
         "preflight-gate: {user} may not set spec.desiredUpdate.force\n\
          force makes the cluster-version operator skip its own preconditions and the release's signature check, so it needs the \"override\" verb on updatepreflights.preflight.dev."
     )
+}
+
+/// The denial of HyperShift's force by a user without the `override` verb.
+pub(crate) fn force_upgrade_refused(user: &str) -> String {
+    format!(
+        "preflight-gate: {user} may not set {FORCE_UPGRADE_TO}\n\
+         HyperShift's force updates past ClusterVersionUpgradeable=False, so it needs the \"override\" verb on updatepreflights.preflight.dev, as an override does."
+    )
+}
+
+/// The denial of HyperShift's force written without a reason.
+pub(crate) fn force_upgrade_without_reason() -> String {
+    format!(
+        "preflight-gate: {FORCE_UPGRADE_TO} is an override, and an override gives its reason: write {OVERRIDE_REASON} in the same command:\n\
+         oc annotate --overwrite hostedcluster <name> -n <namespace> {FORCE_UPGRADE_TO}=<pullspec> {OVERRIDE_REASON}='<why>' {CLAIMED_BY}=\"$(oc whoami)\""
+    )
+}
+
+/// The denial of a NodePool's write whose HostedCluster the gate's watch
+/// has not shown.
+pub(crate) fn hosted_cluster_unseen(cluster: &str, pool: &str) -> String {
+    format!(
+        "preflight-gate has not seen HostedCluster {cluster}, which NodePool {pool} belongs to, so it cannot judge the NodePool's update; retry in a minute (is the gate's watch of HostedClusters up?)"
+    )
+}
+
+/// The denial of an update HyperShift would not roll out.
+pub(crate) fn hypershift_refuses(
+    target: &Target,
+    refusals: &[crate::model::hosted::Refusal],
+) -> String {
+    let mut text = format!(
+        "preflight-gate: HyperShift would not take the NodePool to {}:",
+        target.display()
+    );
+    for refusal in refusals {
+        let _ = write!(text, "\n- {}", clean(&refusal.to_string(), MAX_LINE));
+    }
+    text.push_str("\nHyperShift reports such an update only afterwards, in the NodePool's conditions; no override makes it roll out.");
+    text
+}
+
+/// What a denial's commands act on: the ClusterVersion named `version`,
+/// which the messages name, or a hosted cluster's HostedCluster or
+/// NodePool, which [`Address::apply`] names instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Address {
+    /// `hostedcluster prod -n clusters`, as `oc annotate` takes it.
+    object: String,
+}
+
+impl Address {
+    pub(crate) fn hosted_cluster(cluster: &crate::model::hosted::HostedCluster) -> Self {
+        Self::of("hostedcluster", &cluster.metadata)
+    }
+
+    pub(crate) fn nodepool(pool: &crate::model::hosted::NodePool) -> Self {
+        Self::of("nodepool", &pool.metadata)
+    }
+
+    fn of(kind: &str, metadata: &crate::model::meta::Metadata) -> Self {
+        let object = format!(
+            "{kind} {} -n {}",
+            shell_word(&metadata.name),
+            shell_word(metadata.namespace.as_deref().unwrap_or_default())
+        );
+        Self { object }
+    }
+
+    /// `text`, its commands acting on this object: the ClusterVersion's
+    /// `oc annotate` and `oc adm upgrade` become the object's own.
+    pub(crate) fn apply(&self, text: &str) -> String {
+        let mut text = text
+            .replace("clusterversion version", &self.object)
+            .replace("run oc adm upgrade again", "write its release again");
+        const TO_IMAGE: &str = "oc adm upgrade --to-image ";
+        const EXPLICIT: &str = " --allow-explicit-upgrade";
+        while let Some(start) = text.find(TO_IMAGE) {
+            let from = start + TO_IMAGE.len();
+            let Some(length) = text[from..].find(EXPLICIT) else {
+                break;
+            };
+            let image = text[from..from + length].to_owned();
+            let patch = format!(
+                "oc patch {} --type merge -p '{{\"spec\":{{\"release\":{{\"image\":\"{image}\"}}}}}}'",
+                self.object
+            );
+            text.replace_range(start..from + length + EXPLICIT.len(), &patch);
+        }
+        text
+    }
 }
 
 /// The denial of a write that changes what the cluster trusts, by a user

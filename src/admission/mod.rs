@@ -17,4 +17,6 @@ pub use decision::{
 pub use review::{Malformed, Request, Response, ResponseBody, UserInfo};
 
 #[cfg(test)]
+mod hosted_tests;
+#[cfg(test)]
 mod tests;

@@ -24,6 +24,24 @@ pub struct Request<O = ClusterVersion> {
     pub old_object: Option<O>,
 }
 
+impl<O> Request<O> {
+    /// The same request with its objects read as another kind's: a
+    /// HostedCluster's as the ClusterVersion write it amounts to.
+    pub fn read_as<P>(&self, read: impl Fn(&O) -> P) -> Request<P> {
+        Request {
+            uid: self.uid.clone(),
+            api_version: self.api_version.clone(),
+            operation: self.operation,
+            sub_resource: self.sub_resource.clone(),
+            name: self.name.clone(),
+            user: self.user.clone(),
+            dry_run: self.dry_run,
+            object: self.object.as_ref().map(&read),
+            old_object: self.old_object.as_ref().map(&read),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Operation {

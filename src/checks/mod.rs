@@ -3,7 +3,6 @@
 //! catalogue and returns the results an `UpdatePreflight` records.
 
 mod admin_acks;
-pub mod hosted;
 mod certificates_expiring;
 mod cluster_operators;
 mod cluster_version;
@@ -11,6 +10,7 @@ mod critical_alerts;
 mod drain_capacity;
 mod drains_complete;
 mod etcd;
+pub mod hosted;
 mod ingress_certificate;
 mod machine_config_pools;
 mod nodes_ready;

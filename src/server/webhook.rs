@@ -35,6 +35,7 @@ use crate::cluster::EventRecorder;
 use crate::cluster::witness::{AllowedChange, Settled, Witness};
 use crate::metrics::{EffectKind, Metrics};
 use crate::model::cluster_version::ClusterVersion;
+use crate::model::hosted::{HostedCluster, NodePool};
 
 /// The ClusterVersion's path.
 pub const PATH: &str = ClusterVersion::PATH;
@@ -96,18 +97,55 @@ pub fn app(gate: Arc<Gate>, max_concurrency: usize) -> Router {
 /// own path (its webhook in `deploy/`). A new kind is its file under
 /// `admission/decision/`, its row here and its [`ServedKind`].
 fn serve_kinds(router: Router<Arc<Served>>) -> Router<Arc<Served>> {
-    router.route(ClusterVersion::PATH, post(validate::<ClusterVersion>))
+    router
+        .route(ClusterVersion::PATH, post(validate::<ClusterVersion>))
+        .route(HostedCluster::PATH, post(validate::<HostedCluster>))
+        .route(NodePool::PATH, post(validate::<NodePool>))
 }
 
 /// A kind the webhook serves: its decision ([`Gated`]), and how an allowed
 /// write of it is recorded once the API server has stored it.
 trait ServedKind: Gated + Send + 'static {
+    /// Whether its denials leave Events and count blocked targets.
+    const RECORDED: bool;
     fn witness(gate: &Gate, object: &Self, change: AllowedChange);
 }
 
 impl ServedKind for ClusterVersion {
+    const RECORDED: bool = true;
     fn witness(gate: &Gate, object: &Self, change: AllowedChange) {
         gate.witness.expect(object, change);
+    }
+}
+
+/// A hosted cluster's writes are recorded by the API server's audit log
+/// (the verdict's audit annotations) and the gate's log: the witness and
+/// the Events follow the ClusterVersion alone, and the blocked-target
+/// gauge is the management cluster's own.
+fn log_hosted_change(object: &impl Gated, change: &AllowedChange) {
+    let metadata = object.metadata();
+    for note in &change.notes {
+        info!(
+            object = %format_args!("{}/{}", metadata.namespace.as_deref().unwrap_or_default(), metadata.name),
+            user = %change.user,
+            reason = note.reason,
+            note = %note.message,
+            "hosted cluster change allowed"
+        );
+    }
+}
+
+impl ServedKind for HostedCluster {
+    const RECORDED: bool = false;
+    fn witness(_: &Gate, object: &Self, change: AllowedChange) {
+        log_hosted_change(object, &change);
+    }
+}
+
+impl ServedKind for NodePool {
+    const RECORDED: bool = false;
+    fn witness(_: &Gate, object: &Self, change: AllowedChange) {
+        log_hosted_change(object, &change);
     }
 }
 
@@ -396,6 +434,9 @@ fn carry_out<K: ServedKind>(gate: &Gate, request: &Request<K>, verdict: &admissi
     for effect in &verdict.effects {
         match effect {
             Effect::Event(note) if verdict.allowed => change.notes.push(note.clone()),
+            Effect::Event(note) if !K::RECORDED => {
+                info!(reason = note.reason, note = %note.message, "hosted cluster change denied");
+            }
             Effect::Event(note) => match (&gate.events, &request.object) {
                 (Some(events), Some(object)) => {
                     gate.metrics.effects.asked_for(EffectKind::Event);
@@ -407,7 +448,8 @@ fn carry_out<K: ServedKind>(gate: &Gate, request: &Request<K>, verdict: &admissi
         }
     }
     if !verdict.allowed {
-        if let (Reason::Failed | Reason::Pending, Some(target)) = (verdict.reason, &verdict.target)
+        if let (true, Reason::Failed | Reason::Pending, Some(target)) =
+            (K::RECORDED, verdict.reason, &verdict.target)
             && verdict
                 .release
                 .as_ref()

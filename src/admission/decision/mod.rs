@@ -28,6 +28,8 @@ use crate::model::meta::Metadata;
 
 mod claims;
 pub mod cluster_version;
+pub mod hosted_cluster;
+pub mod nodepool;
 mod results;
 mod target;
 mod verdict;

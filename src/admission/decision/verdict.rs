@@ -44,6 +44,12 @@ pub enum Reason {
     /// The update may not finish within the maintenance window
     /// (`preflight.dev/window-end`), or the window cannot be read.
     OutsideWindow,
+    /// A hosted cluster's write the gate cannot decide: it does not serve
+    /// hosted control planes, or has not seen the HostedCluster.
+    NotServed,
+    /// HyperShift would not take the update (a NodePool's version skew, or
+    /// its control plane updating).
+    HypershiftRefuses,
 }
 
 impl Reason {
@@ -194,7 +200,28 @@ impl PendingOverride {
     }
 }
 
+impl Verdict {
+    fn address(mut self, address: &message::Address) -> Self {
+        self.message = address.apply(&self.message);
+        self.warnings = self.warnings.iter().map(|w| address.apply(w)).collect();
+        self
+    }
+}
+
 impl Decision {
+    /// The decision with its commands acting on another object than the
+    /// ClusterVersion (a HostedCluster, a NodePool).
+    pub(super) fn address(self, address: &message::Address) -> Self {
+        match self {
+            Self::Final(verdict) => Self::Final(verdict.address(address)),
+            Self::NeedsAuthorization(mut pending) => {
+                pending.granted = pending.granted.address(address);
+                pending.refused = pending.refused.address(address);
+                Self::NeedsAuthorization(pending)
+            }
+        }
+    }
+
     /// The verdict when no authorization is needed or it is refused up front.
     pub fn into_final(self) -> Option<Verdict> {
         match self {
