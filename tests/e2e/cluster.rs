@@ -17,7 +17,7 @@ mod control_plane;
 pub use control_plane::{
     CLEAR_TARGET, OPENSHIFT_CRDS, Output, image_patch_args, merge_patch_args, run, wait_for,
 };
-use control_plane::{ControlPlane, ROOT, poll};
+pub use control_plane::{ControlPlane, ROOT, example_cluster_version, operator_status, poll};
 
 use crate::support::free_port;
 

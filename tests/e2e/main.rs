@@ -10,6 +10,7 @@ mod deploy;
 mod docs;
 mod external;
 mod flows;
+mod hosted;
 mod metrics;
 mod motion;
 #[path = "../common/oc.rs"]
