@@ -83,11 +83,20 @@ fn check(name: &str, outcome: &str, message: &str) -> Value {
     json!({"name": name, "severity": "Blocking", "outcome": outcome, "message": message})
 }
 
-/// One hosted cluster's results, by release.
+/// One hosted cluster's results, by release; it runs the targets its
+/// update graph offers, as the runtime does, and takes no run requests.
 #[derive(Default)]
 struct Results(BTreeMap<ReleaseKey, Arc<UpdatePreflight>>);
 
 impl ResultLookup for Results {
+    fn checks_itself(&self, key: &ReleaseKey) -> bool {
+        [CURRENT, PATCH, MINOR]
+            .iter()
+            .any(|image| ReleaseKey::from_image(image) == *key)
+    }
+    fn takes_run_requests(&self) -> bool {
+        false
+    }
     fn lookup(&self, key: &ReleaseKey) -> Lookup {
         Lookup {
             result: self.0.get(key).cloned(),
@@ -519,6 +528,33 @@ fn a_new_update_service_or_control_plane_release_is_decided_too() {
     assert!(!verdict.allowed);
     assert!(
         verdict.message.contains("AdminAckRequired"),
+        "{}",
+        verdict.message
+    );
+}
+
+#[test]
+fn a_release_outside_the_hosted_clusters_graph_says_how_it_gets_checked() {
+    let gate = management(hosted_cluster(CURRENT));
+    let elsewhere = "quay.io/openshift-release-dev/ocp-release@sha256:4230";
+    let body = review(
+        "hostedclusters",
+        "HostedCluster",
+        hosted_cluster(CURRENT),
+        hosted_cluster(elsewhere),
+        "alice",
+    );
+    let verdict = final_verdict(decide_cluster(&body, &gate));
+    assert_eq!(verdict.reason, Reason::Pending);
+    assert!(
+        verdict
+            .message
+            .contains("Set the HostedCluster's spec.channel to one that offers the release"),
+        "{}",
+        verdict.message
+    );
+    assert!(
+        !verdict.message.contains("UpdatePreflight"),
         "{}",
         verdict.message
     );

@@ -378,6 +378,9 @@ pub enum Pending {
     /// Results are missing or stale, and the update graph does not offer
     /// the target: only someone allowed to create UpdatePreflights asks.
     NotOffered(String),
+    /// Results are missing or stale, and a hosted cluster's update graph
+    /// does not offer the target: nothing asks for its run but the graph.
+    OutsideGraph(String),
     /// The gate lost its watch of results.
     Untrusted,
     /// The result is the gate's own but its signature does not verify (a
@@ -410,6 +413,10 @@ pub fn pending(target: &Target, why: &Pending, retry: Duration) -> String {
              metadata: {{generateName: manual-}}\n\
              spec: {{image: {image}}}\n\
              EOF"
+        ),
+        Pending::OutsideGraph(why) => format!(
+            "preflight for {target} has not been checked: {why}, and the hosted cluster's update graph does not offer it\n\
+             The gate checks the releases a hosted cluster's update graph offers, and its current one, by itself; no review starts a run. Set the HostedCluster's spec.channel to one that offers the release, or override."
         ),
         Pending::Unsigned(why) => format!(
             "preflight for {target} is running, retry in ~{retry} s\nIts result {why}; the gate runs it again by itself (it repairs a changed spec of its own result; a lost or rotated signing key leaves every result so).",

@@ -59,6 +59,12 @@ pub trait ResultLookup: Send + Sync + 'static {
     fn checks_itself(&self, _key: &ReleaseKey) -> bool {
         true
     }
+    /// Whether a run of a target the gate does not check by itself may be
+    /// asked for with an UpdatePreflight (a hosted cluster's may not: its
+    /// update graph alone names what it runs).
+    fn takes_run_requests(&self) -> bool {
+        true
+    }
     /// The hosted clusters of a management cluster, when the gate serves
     /// hosted control planes (`--hosted-control-planes`); `None` otherwise.
     fn hosted(&self) -> Option<&dyn HostedLookup> {

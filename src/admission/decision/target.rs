@@ -189,8 +189,10 @@ impl Case<'_> {
             Results::Missing(why) if self.source.runs_checks() => {
                 let why = if self.source.checks_itself(&target.key) {
                     message::Pending::Scheduled(why)
-                } else {
+                } else if self.source.takes_run_requests() {
                     message::Pending::NotOffered(why)
+                } else {
+                    message::Pending::OutsideGraph(why)
                 };
                 return pending(target, why, policy);
             }
