@@ -15,7 +15,7 @@ use preflight_gate::view::kinds;
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-pub const OVERLAYS: [&str; 4] = ["openshift", "kubernetes", "dev", "node"];
+pub const OVERLAYS: [&str; 5] = ["openshift", "kubernetes", "hypershift", "dev", "node"];
 const SA_NAMESPACE: &str = "preflight-gate";
 /// Where the check Jobs and the extraction pod run (`--jobs-namespace`).
 const CHECKS_NAMESPACE: &str = "preflight-gate-checks";
@@ -45,7 +45,11 @@ pub fn kubectl() -> &'static str {
 
 /// The overlays an administrator installs: they deploy no image until one
 /// is set (deploy/components/image).
-pub const IMAGE_REQUIRED: [&str; 2] = ["openshift", "kubernetes"];
+pub const IMAGE_REQUIRED: [&str; 3] = ["openshift", "kubernetes", "hypershift"];
+
+/// The overlays for OpenShift: `hypershift` is `openshift` on a management
+/// cluster of hosted control planes, with the hosted webhooks and reads.
+const ON_OPENSHIFT: [&str; 2] = ["openshift", "hypershift"];
 
 /// The image the checked-in renderings of [`IMAGE_REQUIRED`] are made with,
 /// standing for the administrator's: by digest, under a host that does not
@@ -201,7 +205,10 @@ fn the_webhook_configuration_is_as_the_design_says_in_every_overlay() {
             .collect();
         assert_eq!(configs.len(), 1, "{overlay}");
         let webhooks = configs[0]["webhooks"].as_array().unwrap();
-        assert_eq!(webhooks.len(), 2, "{overlay}");
+        // The hosted control planes' two come after these two, in the
+        // hypershift overlay alone (hosted_updates_reach_the_gate_…).
+        let expected = if overlay == "hypershift" { 4 } else { 2 };
+        assert_eq!(webhooks.len(), expected, "{overlay}");
         run_requests_are_limited_never_gated(overlay, &webhooks[1]);
         let w = &webhooks[0];
         assert_eq!(w["name"], "clusterversions.preflight.dev", "{overlay}");
@@ -299,7 +306,7 @@ fn selects(selector: &Value, labels: &Value) -> bool {
 
 #[test]
 fn the_deployment_survives_drains_and_its_own_updates() {
-    for overlay in ["openshift", "kubernetes"] {
+    for overlay in ["openshift", "kubernetes", "hypershift"] {
         let objects = rendered(overlay);
         let d = one(&objects, "Deployment", "preflight-gate");
         let spec = &d["spec"];
@@ -312,7 +319,7 @@ fn the_deployment_survives_drains_and_its_own_updates() {
         assert!(selects(&spec["selector"], labels), "{overlay}");
         // OpenShift's class for add-ons; plain Kubernetes has no such class.
         let priority = match overlay {
-            "openshift" => "openshift-user-critical",
+            "openshift" | "hypershift" => "openshift-user-critical",
             _ => "system-cluster-critical",
         };
         assert_eq!(pod["priorityClassName"], priority, "{overlay}");
@@ -344,7 +351,7 @@ fn the_deployment_survives_drains_and_its_own_updates() {
         // SCC pinned on OpenShift, so a wider one granted later is not used.
         let scc = &spec["template"]["metadata"]["annotations"]["openshift.io/required-scc"];
         match overlay {
-            "openshift" => assert_eq!(scc, "restricted-v2"),
+            "openshift" | "hypershift" => assert_eq!(scc, "restricted-v2"),
             _ => assert!(scc.is_null(), "{overlay}: {scc}"),
         }
 
@@ -421,7 +428,7 @@ fn the_deployment_survives_drains_and_its_own_updates() {
         // And that Secret is the one the overlay's issuer writes.
         let service = one(&objects, "Service", "preflight-gate");
         match overlay {
-            "openshift" => assert_eq!(
+            "openshift" | "hypershift" => assert_eq!(
                 service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"],
                 secret
             ),
@@ -517,7 +524,7 @@ fn the_single_replica_component_leaves_one_replica_and_no_budget() {
 
 #[test]
 fn the_api_server_reaches_the_gate_and_trusts_its_certificate() {
-    for overlay in ["openshift", "kubernetes"] {
+    for overlay in ["openshift", "kubernetes", "hypershift"] {
         let objects = rendered(overlay);
         let d = one(&objects, "Deployment", "preflight-gate");
         let labels = &d["spec"]["template"]["metadata"]["labels"];
@@ -531,6 +538,16 @@ fn the_api_server_reaches_the_gate_and_trusts_its_certificate() {
         assert_eq!(target["name"], service["metadata"]["name"]);
         assert_eq!(target["namespace"], service["metadata"]["namespace"]);
         assert_eq!(target["path"], "/validate/clusterversion");
+        // Every webhook of the configuration calls the same Service and port.
+        for w in config["webhooks"].as_array().unwrap() {
+            let to = &w["clientConfig"]["service"];
+            assert_eq!(
+                (&to["name"], &to["namespace"], &to["port"]),
+                (&target["name"], &target["namespace"], &target["port"]),
+                "{overlay}: {}",
+                w["name"]
+            );
+        }
         let selector = service["spec"]["selector"].as_object().unwrap();
         assert!(selector.iter().all(|(k, v)| &labels[k] == v));
         let port = service["spec"]["ports"]
@@ -550,7 +567,7 @@ fn the_api_server_reaches_the_gate_and_trusts_its_certificate() {
 
         let annotations = &config["metadata"]["annotations"];
         match overlay {
-            "openshift" => assert_eq!(
+            "openshift" | "hypershift" => assert_eq!(
                 annotations["service.beta.openshift.io/inject-cabundle"],
                 "true"
             ),
@@ -640,7 +657,7 @@ fn allowed(
 
 #[test]
 fn rbac_lets_the_gate_list_everything_the_checks_read() {
-    for overlay in ["openshift", "dev"] {
+    for overlay in ["openshift", "hypershift", "dev"] {
         let grants = grants(&rendered(overlay));
         for (kind, listing) in kinds::listings() {
             // TLS Secrets are read only where the overlay opts in
@@ -675,7 +692,7 @@ fn rbac_lets_the_gate_list_everything_the_checks_read() {
 /// EndpointSlice anywhere.
 #[test]
 fn the_gate_watches_only_the_api_servers_own_endpoints() {
-    for overlay in ["openshift", "kubernetes", "node", "dev"] {
+    for overlay in OVERLAYS {
         let grants = grants(&rendered(overlay));
         let may = |verb, namespace, name| {
             allowed(
@@ -707,7 +724,17 @@ fn the_gate_watches_only_the_api_servers_own_endpoints() {
 
 #[test]
 fn rbac_grants_nothing_the_gate_does_not_use() {
-    let objects = rendered("openshift");
+    for overlay in ON_OPENSHIFT {
+        grants_nothing_unused(overlay);
+    }
+}
+
+/// The namespace where the hypershift overlay lets the gate read hosted
+/// clusters' admin kubeconfigs: HyperShift's default for HostedClusters.
+const HOSTED_CLUSTERS_NAMESPACE: &str = "clusters";
+
+fn grants_nothing_unused(overlay: &str) {
+    let objects = rendered(overlay);
     let grants = grants(&objects);
     for (scope, rule) in &grants {
         let verbs = strings(&rule["verbs"]);
@@ -719,7 +746,9 @@ fn rbac_grants_nothing_the_gate_does_not_use() {
         // Nothing the checks read is written, and secrets are only listed,
         // but for the key the gate signs its results with: read and filled
         // by name, in its own namespace, never created (docs/security.md,
-        // 3d and L5).
+        // 3d and L5); and, on a management cluster, hosted clusters' admin
+        // kubeconfigs, fetched by name (get alone) in the namespace bound
+        // for them.
         if resources.contains(&"secrets") {
             let names = strings(&rule["resourceNames"]);
             let own = scope.as_deref() == Some(SA_NAMESPACE);
@@ -727,6 +756,10 @@ fn rbac_grants_nothing_the_gate_does_not_use() {
                 ["get", "patch"] => {
                     assert!(own && names == ["preflight-gate-result-key"], "{rule}")
                 }
+                ["get"] => assert!(
+                    overlay == "hypershift" && scope.as_deref() == Some(HOSTED_CLUSTERS_NAMESPACE),
+                    "{overlay}: {scope:?}: {rule}"
+                ),
                 _ => assert_eq!(verbs, ["list"], "{rule}"),
             }
         }
@@ -755,8 +788,13 @@ fn rbac_grants_nothing_the_gate_does_not_use() {
         "nodes",
         "configmaps",
         "ingresscontrollers",
+        "hostedclusters",
+        "nodepools",
     ] {
-        assert!(writes(read_only).is_empty(), "{read_only} is written");
+        assert!(
+            writes(read_only).is_empty(),
+            "{overlay}: {read_only} is written"
+        );
     }
     assert_eq!(
         writes("secrets"),
@@ -869,16 +907,18 @@ fn the_result_keys_secret_ships_empty_in_every_overlay() {
 
 #[test]
 fn the_openshift_namespace_is_scraped_by_cluster_monitoring() {
-    let objects = rendered("openshift");
-    let ns = one(&objects, "Namespace", "preflight-gate");
-    assert_eq!(
-        ns["metadata"]["labels"]["openshift.io/cluster-monitoring"],
-        "true"
-    );
-    assert_eq!(
-        ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
-        "restricted"
-    );
+    for overlay in ON_OPENSHIFT {
+        let objects = rendered(overlay);
+        let ns = one(&objects, "Namespace", "preflight-gate");
+        assert_eq!(
+            ns["metadata"]["labels"]["openshift.io/cluster-monitoring"], "true",
+            "{overlay}"
+        );
+        assert_eq!(
+            ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "restricted",
+            "{overlay}"
+        );
+    }
 }
 
 #[test]
@@ -901,7 +941,7 @@ fn listing_every_secret_is_opt_in() {
                     })
         })
     };
-    for overlay in ["openshift", "kubernetes", "node"] {
+    for overlay in ["openshift", "kubernetes", "hypershift", "node"] {
         assert!(!lists_secrets(overlay), "{overlay} grants the Secrets list");
         assert!(!flag_set(overlay), "{overlay} sets --read-tls-secrets");
     }
@@ -911,7 +951,13 @@ fn listing_every_secret_is_opt_in() {
 
 #[test]
 fn on_openshift_only_the_api_server_reaches_the_webhook_port_and_only_monitoring_the_admin_port() {
-    let objects = rendered("openshift");
+    for overlay in ON_OPENSHIFT {
+        only_the_api_server_reaches_the_webhook_port(overlay);
+    }
+}
+
+fn only_the_api_server_reaches_the_webhook_port(overlay: &str) {
+    let objects = rendered(overlay);
     let policy = objects
         .iter()
         .find(|o| o["kind"] == "NetworkPolicy")
@@ -1240,7 +1286,7 @@ fn the_check_account_reads_no_pod_template_unless_granted() {
 /// lets it create pods.
 #[test]
 fn check_jobs_run_in_a_namespace_of_their_own_in_every_overlay() {
-    for overlay in ["openshift", "kubernetes", "node"] {
+    for overlay in ["openshift", "kubernetes", "hypershift", "node"] {
         let objects = rendered(overlay);
         let d = one(&objects, "Deployment", "preflight-gate");
         let container = &d["spec"]["template"]["spec"]["containers"][0];
@@ -1270,6 +1316,408 @@ fn check_jobs_run_in_a_namespace_of_their_own_in_every_overlay() {
             pod_creators,
             [&Some(CHECKS_NAMESPACE.to_owned())],
             "{overlay}"
+        );
+    }
+}
+
+/// The HyperShift CRDs as the operator installs them (tests/data/hypershift-crds).
+const HYPERSHIFT_CRDS: [(&str, &str); 2] = [
+    (
+        "hostedclusters",
+        "hostedclusters-Hypershift-Default.crd.yaml",
+    ),
+    ("nodepools", "nodepools-Default.crd.yaml"),
+];
+
+/// The hosted control planes' webhooks, by name: the resource each sees,
+/// the gate's path for it, and the fields whose change reaches the gate.
+const HOSTED_WEBHOOKS: [(&str, &str, &str, &[&str]); 2] = [
+    (
+        "hostedclusters.preflight.dev",
+        "hostedclusters",
+        "/validate/hostedcluster",
+        &[
+            "spec.channel",
+            "spec.controlPlaneRelease",
+            "spec.release.image",
+            "spec.updateService",
+        ],
+    ),
+    (
+        "nodepools.preflight.dev",
+        "nodepools",
+        "/validate/nodepool",
+        &["spec.release.image"],
+    ),
+];
+
+fn kind_and_name(o: &Value) -> (String, String) {
+    (
+        o["kind"].as_str().unwrap().to_owned(),
+        o["metadata"]["name"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// A management cluster is an OpenShift cluster: the hypershift overlay
+/// renders every object of the openshift overlay as it is (the
+/// ClusterVersion's webhook still guards the management cluster's own
+/// updates), but for the Deployment, which gains --hosted-control-planes
+/// alone, and the webhook configuration, which gains the two hosted
+/// webhooks after its own; and adds the hosted reads, nothing else.
+#[test]
+fn the_hypershift_overlay_is_the_openshift_overlay_and_the_hosted_parts() {
+    let openshift = rendered("openshift");
+    let hypershift = rendered("hypershift");
+    for o in &openshift {
+        let (kind, name) = kind_and_name(o);
+        let found = hypershift
+            .iter()
+            .find(|h| {
+                kind_and_name(h) == (kind.clone(), name.clone())
+                    && h["metadata"]["namespace"] == o["metadata"]["namespace"]
+            })
+            .unwrap_or_else(|| panic!("hypershift has no {kind} {name}"));
+        match kind.as_str() {
+            "Deployment" => {
+                let mut expected = o.clone();
+                expected["spec"]["template"]["spec"]["containers"][0]["env"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(serde_json::json!({
+                        "name": "PREFLIGHT_GATE_HOSTED_CONTROL_PLANES",
+                        "value": "true"
+                    }));
+                assert_eq!(found, &expected, "only --hosted-control-planes is added");
+            }
+            "ValidatingWebhookConfiguration" => {
+                let mut head = found.clone();
+                head["webhooks"].as_array_mut().unwrap().truncate(2);
+                assert_eq!(
+                    &head, o,
+                    "the openshift overlay's webhooks come first, as they are"
+                );
+            }
+            _ => assert_eq!(found, o, "{kind} {name}"),
+        }
+    }
+    let mut added: Vec<(String, String)> = hypershift
+        .iter()
+        .filter(|h| {
+            !openshift
+                .iter()
+                .any(|o| kind_and_name(o) == kind_and_name(h))
+        })
+        .map(kind_and_name)
+        .collect();
+    added.sort();
+    let mut expected: Vec<(String, String)> = [
+        ("ClusterRole", "preflight-gate-hosted-control-planes"),
+        ("ClusterRoleBinding", "preflight-gate-hosted-control-planes"),
+        ("Role", "preflight-gate-hypershift-supported-versions"),
+        (
+            "RoleBinding",
+            "preflight-gate-hypershift-supported-versions",
+        ),
+        ("ClusterRole", "preflight-gate-hosted-kubeconfig"),
+        ("RoleBinding", "preflight-gate-hosted-kubeconfig"),
+    ]
+    .iter()
+    .map(|(k, n)| ((*k).to_owned(), (*n).to_owned()))
+    .collect();
+    expected.sort();
+    assert_eq!(added, expected);
+    // No other overlay turns hosted control planes on.
+    for overlay in OVERLAYS.iter().filter(|o| **o != "hypershift") {
+        let objects = rendered(overlay);
+        if let Some(d) = find(&objects, "Deployment", "preflight-gate") {
+            let c = &d["spec"]["template"]["spec"]["containers"][0];
+            assert_eq!(
+                env(c, "PREFLIGHT_GATE_HOSTED_CONTROL_PLANES"),
+                None,
+                "{overlay}"
+            );
+        }
+        assert!(
+            !objects
+                .iter()
+                .any(|o| o.to_string().contains("hypershift.openshift.io")),
+            "{overlay} names hypershift.openshift.io"
+        );
+    }
+}
+
+/// The hosted webhooks (docs/install.md, "Hosted control planes"): writes
+/// of a HostedCluster or a NodePool, never their status, UPDATE alone,
+/// failing closed as the ClusterVersion's does, and only the writes that
+/// change what the match conditions name.
+#[test]
+fn hosted_updates_reach_the_gate_through_their_own_webhooks() {
+    let objects = rendered("hypershift");
+    let config = one(&objects, "ValidatingWebhookConfiguration", "preflight-gate");
+    let webhooks = &config["webhooks"].as_array().unwrap()[2..];
+    assert_eq!(webhooks.len(), HOSTED_WEBHOOKS.len());
+    for (w, (name, resource, path, _)) in webhooks.iter().zip(HOSTED_WEBHOOKS) {
+        assert_eq!(w["name"], name);
+        assert_eq!(w["failurePolicy"], "Fail", "{name}");
+        assert_eq!(w["sideEffects"], "NoneOnDryRun", "{name}");
+        assert_eq!(w["timeoutSeconds"], 5, "{name}");
+        assert_eq!(strings(&w["admissionReviewVersions"]), ["v1"], "{name}");
+        // The paths the gate serves them at (`serve --hosted-control-planes`).
+        let service = &w["clientConfig"]["service"];
+        assert_eq!(service["path"], path, "{name}");
+        assert_eq!(service["name"], "preflight-gate", "{name}");
+        assert_eq!(service["namespace"], SA_NAMESPACE, "{name}");
+        let rules = w["rules"].as_array().unwrap();
+        assert_eq!(rules.len(), 1, "{name}: one rule only");
+        let rule = &rules[0];
+        assert_eq!(strings(&rule["apiGroups"]), ["hypershift.openshift.io"]);
+        assert_eq!(strings(&rule["apiVersions"]), ["v1beta1"]);
+        // Never the status or scale subresource, never a wildcard.
+        assert_eq!(strings(&rule["resources"]), [resource], "{name}");
+        assert_eq!(strings(&rule["operations"]), ["UPDATE"], "{name}");
+        assert_eq!(rule["scope"], "Namespaced", "{name}");
+        // No selector narrows them: every namespace's are gated.
+        assert!(w.get("namespaceSelector").is_none(), "{name}");
+        assert!(w.get("objectSelector").is_none(), "{name}");
+
+        let conditions = w["matchConditions"].as_array().unwrap();
+        assert_eq!(conditions.len(), 1, "{name}");
+        let expression = conditions[0]["expression"].as_str().unwrap();
+        // Claims written or changed reach the gate, as on a ClusterVersion,
+        // and on a HostedCluster HyperShift's own force too.
+        assert!(
+            expression.contains("k.startsWith('preflight.dev/')"),
+            "{name}: {expression}"
+        );
+        let force = "k == 'hypershift.openshift.io/force-upgrade-to'";
+        assert_eq!(
+            expression.contains(force),
+            resource == "hostedclusters",
+            "{name}: {expression}"
+        );
+        // A write that creates nothing new never needs the gate: no
+        // condition matches a CREATE (the rules have none) or every write.
+        assert!(!expression.contains("request.operation"), "{name}");
+    }
+}
+
+/// The paths `object.<path>` and `oldObject.<path>` of a CEL expression,
+/// without a trailing method call (`.exists(`), each as (root, path).
+fn cel_paths(expression: &str) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for root in ["object", "oldObject"] {
+        let needle = format!("{root}.");
+        let mut from = 0;
+        while let Some(at) = expression[from..].find(&needle) {
+            let start = from + at;
+            from = start + needle.len();
+            // `object.` inside another identifier is not the root.
+            let before = expression[..start].chars().next_back();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+                continue;
+            }
+            let rest = &expression[from..];
+            let len = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+                .unwrap_or(rest.len());
+            let mut path = rest[..len].trim_end_matches('.').to_owned();
+            if rest[len..].starts_with('(') {
+                path = path.rsplit_once('.').map(|(p, _)| p.to_owned()).unwrap();
+            }
+            out.push((root, path));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The schema of `path` (`spec.release.image`) in a CRD's v1beta1, if it
+/// defines it.
+fn schema_of<'a>(crd: &'a Value, path: &str) -> Option<&'a Value> {
+    let version = crd["spec"]["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "v1beta1")
+        .expect("the CRD serves v1beta1");
+    let mut schema = &version["schema"]["openAPIV3Schema"];
+    for field in path.split('.') {
+        schema = schema["properties"].get(field)?;
+    }
+    Some(schema)
+}
+
+/// A match condition that names a field the CRD does not define never
+/// matches, silently: a misspelt `spec.controlplaneRelease` would let
+/// every change of it past the gate. Every field the hosted webhooks'
+/// conditions read is one the HyperShift CRDs define, and each is read
+/// only behind has() guards, of itself and of every field above it, on
+/// the object and on the old object alike, so an object without it never
+/// makes the condition fail (and, failing closed, refuse the write).
+#[test]
+fn the_hosted_match_conditions_name_only_fields_the_hypershift_crds_define() {
+    let objects = rendered("hypershift");
+    let config = one(&objects, "ValidatingWebhookConfiguration", "preflight-gate");
+    for (name, resource, _, fields) in HOSTED_WEBHOOKS {
+        let file = HYPERSHIFT_CRDS
+            .iter()
+            .find(|(r, _)| *r == resource)
+            .map(|(_, f)| f)
+            .unwrap();
+        let text =
+            std::fs::read_to_string(format!("{ROOT}/tests/data/hypershift-crds/{file}")).unwrap();
+        let crd: Value = serde_saphyr::from_str(&text).unwrap();
+        assert_eq!(crd["spec"]["names"]["plural"], resource);
+        assert_eq!(crd["spec"]["group"], "hypershift.openshift.io");
+        assert_eq!(crd["spec"]["scope"], "Namespaced");
+
+        let w = config["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == name)
+            .unwrap_or_else(|| panic!("no webhook {name}"));
+        let expression = w["matchConditions"][0]["expression"].as_str().unwrap();
+        let paths = cel_paths(expression);
+        let mut spec_fields: Vec<&str> = Vec::new();
+        for (root, path) in &paths {
+            if path == "metadata.annotations" {
+                continue;
+            }
+            assert!(
+                path.starts_with("spec"),
+                "{name}: {root}.{path} is neither spec nor the annotations"
+            );
+            assert!(
+                schema_of(&crd, path).is_some(),
+                "{name}: {root}.{path} is not a field of {resource}"
+            );
+            if path.contains('.') && !spec_fields.contains(&path.as_str()) {
+                spec_fields.push(path);
+            }
+        }
+        // The fields read, not the ones above them.
+        let all = spec_fields.clone();
+        spec_fields.retain(|f| !all.iter().any(|o| o.starts_with(&format!("{f}."))));
+        spec_fields.sort();
+        assert_eq!(
+            spec_fields, fields,
+            "{name}: the fields whose change reaches the gate"
+        );
+        for (_, path) in &paths {
+            let segments: Vec<&str> = path.split('.').collect();
+            for depth in 1..=segments.len() {
+                let prefix = segments[..depth].join(".");
+                if prefix == "metadata" {
+                    continue;
+                }
+                for root in ["object", "oldObject"] {
+                    let guard = format!("has({root}.{prefix})");
+                    assert!(
+                        expression.contains(&guard),
+                        "{name}: no {guard} before {root}.{path} is read"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// On a management cluster the gate reads HostedClusters and NodePools
+/// everywhere, the HyperShift operator's supported-versions ConfigMap by
+/// name, and hosted clusters' admin kubeconfigs by name (get alone) in the
+/// namespaces bound for them; it writes none of them, and the kubeconfig
+/// grant is never bound cluster-wide (docs/security.md, "Hosted control
+/// planes").
+#[test]
+fn the_hosted_reads_are_the_least_the_gate_needs() {
+    let objects = rendered("hypershift");
+    let grants = grants(&objects);
+    let may =
+        |verb: &str, group: &str, resource: &str, namespace: Option<&str>, name: Option<&str>| {
+            allowed(&grants, verb, group, resource, namespace, name)
+        };
+    const GROUP: &str = "hypershift.openshift.io";
+    for resource in ["hostedclusters", "nodepools"] {
+        for verb in ["get", "list", "watch"] {
+            assert!(may(verb, GROUP, resource, None, None), "{verb} {resource}");
+        }
+        for verb in ["create", "update", "patch", "delete"] {
+            assert!(!may(verb, GROUP, resource, None, None), "{verb} {resource}");
+            assert!(
+                !may(verb, GROUP, &format!("{resource}/status"), None, None),
+                "{verb} {resource}/status"
+            );
+        }
+    }
+    // The operator's ConfigMap, by name, and no other of its namespace.
+    for verb in ["get", "list", "watch"] {
+        assert!(may(
+            verb,
+            "",
+            "configmaps",
+            Some("hypershift"),
+            Some("supported-versions")
+        ));
+        assert!(
+            !may(verb, "", "configmaps", Some("hypershift"), None),
+            "{verb} all"
+        );
+        assert!(!may(
+            verb,
+            "",
+            "configmaps",
+            Some("hypershift"),
+            Some("other")
+        ));
+    }
+    // Admin kubeconfigs: get by name in `clusters`; never list or watch
+    // (which would show every Secret there), never elsewhere.
+    let kubeconfig = Some("prod-admin-kubeconfig");
+    assert!(may(
+        "get",
+        "",
+        "secrets",
+        Some(HOSTED_CLUSTERS_NAMESPACE),
+        kubeconfig
+    ));
+    for verb in ["list", "watch", "create", "update", "patch", "delete"] {
+        assert!(
+            !may(verb, "", "secrets", Some(HOSTED_CLUSTERS_NAMESPACE), None),
+            "{verb} secrets in {HOSTED_CLUSTERS_NAMESPACE}"
+        );
+    }
+    for namespace in [
+        "hypershift",
+        "kube-system",
+        "openshift-config",
+        "clusters-prod",
+    ] {
+        assert!(
+            !may("get", "", "secrets", Some(namespace), kubeconfig),
+            "get secrets in {namespace}"
+        );
+    }
+    assert!(!may("get", "", "secrets", None, kubeconfig), "cluster-wide");
+    // The kubeconfig grant is bound by RoleBindings alone.
+    let role = one(&objects, "ClusterRole", "preflight-gate-hosted-kubeconfig");
+    assert_eq!(role["rules"].as_array().unwrap().len(), 1);
+    assert_eq!(strings(&role["rules"][0]["resources"]), ["secrets"]);
+    assert_eq!(strings(&role["rules"][0]["verbs"]), ["get"]);
+    let bindings: Vec<&Value> = objects
+        .iter()
+        .filter(|o| o["roleRef"]["name"] == "preflight-gate-hosted-kubeconfig")
+        .collect();
+    assert!(!bindings.is_empty());
+    for b in bindings {
+        assert_eq!(b["kind"], "RoleBinding", "{b}");
+    }
+    // The namespaces it reads in are HyperShift's: the overlay makes none.
+    for namespace in ["hypershift", HOSTED_CLUSTERS_NAMESPACE] {
+        assert!(
+            find(&objects, "Namespace", namespace).is_none(),
+            "{namespace}"
         );
     }
 }
