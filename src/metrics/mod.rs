@@ -11,6 +11,7 @@
 mod admission;
 mod controller;
 mod effects;
+mod hosted;
 mod results;
 mod tls;
 
@@ -22,6 +23,7 @@ use crate::model::release::Version;
 pub use admission::{AdmissionMetrics, InFlight, MAX_BLOCKED_TARGETS};
 pub use controller::ControllerMetrics;
 pub use effects::{EffectKind, EffectMetrics};
+pub use hosted::HostedMetrics;
 pub use results::ResultMetrics;
 pub use tls::TlsMetrics;
 
@@ -53,6 +55,9 @@ pub struct Metrics {
     pub results: ResultMetrics,
     /// The controller: leadership and finished runs.
     pub controller: ControllerMetrics,
+    /// Hosted control planes: the hosted clusters followed, their results
+    /// held in memory and the reads of their guests.
+    pub hosted: HostedMetrics,
 }
 
 impl Metrics {
@@ -64,6 +69,7 @@ impl Metrics {
             effects: EffectMetrics::new(&registry)?,
             results: ResultMetrics::new(&registry)?,
             controller: ControllerMetrics::new(&registry)?,
+            hosted: HostedMetrics::new(&registry)?,
             registry,
         })
     }

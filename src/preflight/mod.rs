@@ -7,6 +7,7 @@
 #[cfg(test)]
 mod api_mock;
 pub mod controller;
+pub mod hosted;
 pub mod jobs;
 pub mod leader;
 pub mod live;
@@ -17,6 +18,7 @@ pub mod result_key;
 pub mod signature;
 mod source;
 
+pub use hosted::HostedSource;
 pub use live::LiveSource;
 pub use offline::SnapshotSource;
 pub use result_cache::ResultCache;

@@ -1,0 +1,234 @@
+//! Reading a hosted cluster (the guest) through its admin kubeconfig, the
+//! Secret its HostedCluster's `status.kubeconfig` names. The kubeconfig is
+//! data another party wrote, so only what it holds inline is used: one that
+//! would run a command (`exec`), call an auth provider or read a file of
+//! this pod's (a token, certificate, key or CA file) is refused, as is one
+//! that sends the guest's traffic through a proxy. The guest is only read.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use crate::cluster::live::{self, Reads};
+use crate::model::hosted::HostedCluster;
+use crate::view::ClusterView;
+
+/// The key of the admin kubeconfig in its Secret.
+pub const KUBECONFIG_KEY: &str = "kubeconfig";
+
+/// Why a hosted cluster could not be read. Its text becomes the message
+/// of the run's `HostedClusterReachable` error.
+#[derive(Debug, thiserror::Error)]
+pub enum GuestError {
+    #[error("the HostedCluster names no admin kubeconfig yet (status.kubeconfig)")]
+    NoKubeconfig,
+    #[error("cannot read the Secret {name} of its admin kubeconfig: {error}")]
+    Secret { name: String, error: kube::Error },
+    #[error("the Secret {0} holds no {KUBECONFIG_KEY} key")]
+    NoKey(String),
+    #[error("its admin kubeconfig cannot be read: {0}")]
+    Unreadable(String),
+    #[error("its admin kubeconfig {0}; only credentials held inline are used")]
+    Refused(String),
+    #[error("cannot connect with its admin kubeconfig: {0}")]
+    Client(String),
+    #[error("reading it failed: {0}")]
+    Read(kube::Error),
+    #[error("reading it took longer than {0:?}")]
+    TimedOut(Duration),
+}
+
+/// What of a kubeconfig the gate refuses, in words; `Ok` when everything
+/// it would use is held inline.
+pub fn refuse_outside_data(config: &Kubeconfig) -> Result<(), GuestError> {
+    let refused = |what: String| Err(GuestError::Refused(what));
+    for named in &config.auth_infos {
+        let Some(user) = &named.auth_info else {
+            continue;
+        };
+        let name = &named.name;
+        if user.exec.is_some() {
+            return refused(format!("runs a command (exec) for user {name:?}"));
+        }
+        if user.auth_provider.is_some() {
+            return refused(format!("calls an auth provider for user {name:?}"));
+        }
+        let files = [
+            ("tokenFile", &user.token_file),
+            ("client-certificate", &user.client_certificate),
+            ("client-key", &user.client_key),
+        ];
+        if let Some((field, _)) = files.iter().find(|(_, path)| path.is_some()) {
+            return refused(format!("reads a file ({field}) for user {name:?}"));
+        }
+    }
+    for named in &config.clusters {
+        let Some(cluster) = &named.cluster else {
+            continue;
+        };
+        let name = &named.name;
+        if cluster.certificate_authority.is_some() {
+            return refused(format!(
+                "reads a file (certificate-authority) for cluster {name:?}"
+            ));
+        }
+        if cluster.proxy_url.is_some() {
+            return refused(format!("sends through a proxy for cluster {name:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// A client of the guest from the kubeconfig's text, refused as
+/// [`refuse_outside_data`] says.
+pub async fn client_from(text: &str) -> Result<kube::Client, GuestError> {
+    let config = Kubeconfig::from_yaml(text).map_err(|e| GuestError::Unreadable(e.to_string()))?;
+    refuse_outside_data(&config)?;
+    let config = kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| GuestError::Client(e.to_string()))?;
+    kube::Client::try_from(config).map_err(|e| GuestError::Client(e.to_string()))
+}
+
+/// Reads the guest of `cluster` with the management cluster's `client`:
+/// its admin kubeconfig, then the cluster itself within `limit`.
+pub async fn read(
+    client: &kube::Client,
+    cluster: &HostedCluster,
+    limit: Duration,
+) -> Result<Arc<ClusterView>, GuestError> {
+    let name = cluster
+        .status
+        .kubeconfig
+        .as_ref()
+        .map(|k| k.name.clone())
+        .filter(|n| !n.is_empty())
+        .ok_or(GuestError::NoKubeconfig)?;
+    let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &namespace);
+    let secret = secrets
+        .get(&name)
+        .await
+        .map_err(|error| GuestError::Secret {
+            name: name.clone(),
+            error,
+        })?;
+    let text = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(KUBECONFIG_KEY))
+        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+        .ok_or_else(|| GuestError::NoKey(name.clone()))?;
+    let guest = client_from(&text).await?;
+    match tokio::time::timeout(limit, live::load(&guest, Reads { tls_secrets: false })).await {
+        Ok(Ok(view)) => Ok(Arc::new(view)),
+        Ok(Err(e)) => Err(GuestError::Read(e)),
+        Err(_) => Err(GuestError::TimedOut(limit)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INLINE: &str = r#"
+apiVersion: v1
+kind: Config
+clusters:
+- name: guest
+  cluster:
+    server: https://api.prod.example.com:6443
+    certificate-authority-data: LS0tLQ==
+users:
+- name: admin
+  user:
+    client-certificate-data: LS0tLQ==
+    client-key-data: LS0tLQ==
+contexts:
+- name: admin
+  context: {cluster: guest, user: admin}
+current-context: admin
+"#;
+
+    fn refusal(text: &str) -> String {
+        let config = Kubeconfig::from_yaml(text).unwrap();
+        match refuse_outside_data(&config) {
+            Ok(()) => "accepted".to_owned(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_kubeconfig_with_everything_inline_is_used() {
+        assert_eq!(refusal(INLINE), "accepted");
+        let token = INLINE.replace(
+            "    client-certificate-data: LS0tLQ==\n    client-key-data: LS0tLQ==\n",
+            "    token: sha256~abc\n",
+        );
+        assert_eq!(refusal(&token), "accepted");
+    }
+
+    #[test]
+    fn a_kubeconfig_that_runs_a_command_or_reads_a_file_is_refused() {
+        let user = |entry: &str| {
+            INLINE.replace(
+                "    client-key-data: LS0tLQ==\n",
+                &format!("    client-key-data: LS0tLQ==\n{entry}"),
+            )
+        };
+        let cases = [
+            (
+                user("    exec: {command: sh, apiVersion: client.authentication.k8s.io/v1}\n"),
+                "its admin kubeconfig runs a command (exec) for user \"admin\"; only credentials held inline are used",
+            ),
+            (
+                user("    auth-provider: {name: oidc}\n"),
+                "its admin kubeconfig calls an auth provider for user \"admin\"; only credentials held inline are used",
+            ),
+            (
+                user("    tokenFile: token\n"),
+                "its admin kubeconfig reads a file (tokenFile) for user \"admin\"; only credentials held inline are used",
+            ),
+            (
+                INLINE.replace("client-key-data: LS0tLQ==", "client-key: key.pem"),
+                "its admin kubeconfig reads a file (client-key) for user \"admin\"; only credentials held inline are used",
+            ),
+            (
+                INLINE.replace(
+                    "certificate-authority-data: LS0tLQ==",
+                    "certificate-authority: ca.crt",
+                ),
+                "its admin kubeconfig reads a file (certificate-authority) for cluster \"guest\"; only credentials held inline are used",
+            ),
+            (
+                INLINE.replace(
+                    "    certificate-authority-data",
+                    "    proxy-url: http://proxy:3128\n    certificate-authority-data",
+                ),
+                "its admin kubeconfig sends through a proxy for cluster \"guest\"; only credentials held inline are used",
+            ),
+        ];
+        for (text, said) in cases {
+            assert_eq!(refusal(&text), said);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_kubeconfig_makes_no_client() {
+        let exec = INLINE.replace(
+            "    client-key-data: LS0tLQ==\n",
+            "    exec: {command: touch, args: [ran], apiVersion: client.authentication.k8s.io/v1}\n",
+        );
+        assert!(matches!(
+            client_from(&exec).await,
+            Err(GuestError::Refused(_))
+        ));
+        assert!(matches!(
+            client_from("clusters: [").await,
+            Err(GuestError::Unreadable(_))
+        ));
+    }
+}
