@@ -175,6 +175,13 @@ pub struct ClusterArgs {
     /// been down this long.
     #[arg(long, default_value = "2m", value_parser = humantime::parse_duration, env = "PREFLIGHT_GATE_STALE_AFTER")]
     pub stale_after: Duration,
+    /// On a HyperShift management cluster, also hold hosted clusters' results: every replica watches the HostedClusters and NodePools, reads each hosted cluster through the admin kubeconfig Secret its HostedCluster names, and runs its checks for the releases its update graph offers and its own, in memory (nothing is written). Needs a cluster, and a grant to read those Secrets.
+    #[arg(
+        long,
+        env = "PREFLIGHT_GATE_HOSTED_CONTROL_PLANES",
+        conflicts_with_all = ["results_dir", "snapshot"]
+    )]
+    pub hosted_control_planes: bool,
 }
 
 #[derive(Debug, Args)]

@@ -22,8 +22,10 @@ use crate::cluster::witness::Witness;
 use crate::cluster::{self, EventRecorder, NoCluster, SubjectAccessReviewer};
 use crate::metrics::Metrics;
 use crate::model::vouch::NewestRuns;
+use crate::preflight::hosted::{HostedSettings, WithHosted};
 use crate::preflight::{
-    DirectorySource, LiveSource, SnapshotSource, Source, controller, leader, result_key,
+    DirectorySource, HostedSource, LiveSource, SnapshotSource, Source, controller, leader,
+    result_key,
 };
 use crate::server::{self, CertFiles, ClientCa, Gate, Health, Listen, MinBodyRate, ReloadingCert};
 
@@ -165,20 +167,47 @@ fn results_source(
                 // Every replica verifies results with the key the leader signs them with.
                 let key =
                     result_key::SharedKey::spawn(client.clone(), args.controller.namespace.clone());
-                LiveSource::spawn(
+                let live = LiveSource::spawn(
                     client.clone(),
                     args.cluster.stale_after,
                     metrics.clone(),
                     key,
                     newest_runs.clone(),
-                )
+                );
+                with_hosted(args, client, metrics, live)
             }
+            (None, None, None) if args.cluster.hosted_control_planes => anyhow::bail!(
+                "--hosted-control-planes needs a cluster to watch (--kubeconfig, KUBECONFIG or the pod's service account)"
+            ),
             (None, None, None) => snapshot(
                 cluster::snapshot::sample::load().context("the sample snapshot")?,
                 "the sample snapshot compiled in from examples/snapshot/".to_owned(),
             ),
         },
     )
+}
+
+/// The results, with those of the hosted clusters the gate serves
+/// (`--hosted-control-planes`), held by a [`HostedSource`] of this replica.
+fn with_hosted(
+    args: &ServeArgs,
+    client: &kube::Client,
+    metrics: &Metrics,
+    results: Arc<dyn Source>,
+) -> Arc<dyn Source> {
+    if !args.cluster.hosted_control_planes {
+        return results;
+    }
+    info!("serving hosted control planes: watching HostedClusters and NodePools");
+    let settings = HostedSettings::new(
+        args.policy.max_result_age,
+        args.controller.limits.limits(),
+        args.policy.exemptions(),
+    );
+    Arc::new(WithHosted {
+        results,
+        hosted: HostedSource::spawn(client.clone(), settings, metrics.clone()),
+    })
 }
 
 /// The decision's policy: the flags', and whether the cluster's
@@ -412,6 +441,48 @@ mod tests {
             unreachable!()
         };
         *serve
+    }
+
+    /// Hosted control planes are off unless asked for, and need a cluster
+    /// whose results are watched.
+    #[test]
+    fn hosted_control_planes_are_asked_for_and_need_a_cluster() {
+        assert!(!serve_args(&[]).cluster.hosted_control_planes);
+        let asked = serve_args(&["--hosted-control-planes"]);
+        assert!(asked.cluster.hosted_control_planes);
+        let parsed = <crate::cli::Cli as clap::Parser>::try_parse_from([
+            "preflight-gate",
+            "serve",
+            "--hosted-control-planes",
+            "--results-dir",
+            "examples/results",
+        ]);
+        assert!(
+            parsed.is_err(),
+            "a directory of results has no hosted clusters"
+        );
+        let refused = results_source(
+            &asked,
+            None,
+            &Metrics::new().unwrap(),
+            &Arc::new(NewestRuns::default()),
+        )
+        .err()
+        .expect("no cluster");
+        assert!(
+            refused
+                .to_string()
+                .starts_with("--hosted-control-planes needs a cluster"),
+            "{refused}"
+        );
+        let sample = results_source(
+            &serve_args(&[]),
+            None,
+            &Metrics::new().unwrap(),
+            &Arc::new(NewestRuns::default()),
+        )
+        .unwrap();
+        assert!(sample.hosted().is_none());
     }
 
     /// The development certificates name only this machine, and the admin

@@ -66,12 +66,15 @@ impl HostedMetrics {
         for result in ["success", "failure"] {
             reads.with_label_values(&[result]);
         }
-        Ok(Self {
+        let metrics = Self {
             clusters,
             watch_up,
             results,
             reads,
-        })
+        };
+        // Every phase starts at 0, so a query sees none held.
+        metrics.held([]);
+        Ok(metrics)
     }
 
     /// The watch holds `count` HostedClusters now.

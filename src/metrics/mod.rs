@@ -148,6 +148,9 @@ mod tests {
             "preflight_gate_controller_leader 0",
             "preflight_gate_results_watch_up 0",
             "preflight_gate_target_change_last_accepted_timestamp_seconds 0",
+            r#"preflight_gate_hosted_results{phase="Failed"} 0"#,
+            r#"preflight_gate_hosted_reads_total{result="failure"} 0"#,
+            "preflight_gate_hosted_watch_up 0",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
         }
