@@ -308,17 +308,19 @@ impl HostedSource {
     ) {
         let (state, apply) = self.mirror_of(watched);
         let mut buffer = Vec::new();
+        // Whether this failure has been logged: once until the watch recovers.
+        let mut failing = false;
         let mut events = watcher::watcher(api, config).default_backoff().boxed();
         while let Some(event) = events.next().await {
             let event = match event {
                 Ok(event) => event,
                 Err(e) => {
-                    if state.up.swap(false, Ordering::Relaxed)
-                        || !state.synced.load(Ordering::Relaxed) && buffer.is_empty()
-                    {
-                        warn!(error = %e, "hosted watch failed; retrying with backoff, hosted results untrusted meanwhile");
-                    } else {
+                    state.up.store(false, Ordering::Relaxed);
+                    if failing {
                         debug!(error = %e, "hosted watch still failing");
+                    } else {
+                        warn!(error = %e, "hosted watch failed; retrying with backoff, hosted results untrusted meanwhile");
+                        failing = true;
                     }
                     metrics.hosted.watch_up(false);
                     continue;
@@ -326,7 +328,10 @@ impl HostedSource {
             };
             // Init comes before the list is even tried.
             if !matches!(event, Event::Init) && !state.up.swap(true, Ordering::Relaxed) {
-                info!("hosted watch up");
+                if failing {
+                    info!("hosted watch recovered");
+                }
+                failing = false;
             }
             match event {
                 Event::Init => {
@@ -631,7 +636,6 @@ pub fn evaluate(
             checks: Vec::new(),
         },
     );
-    object.metadata.namespace = hosted.cluster.metadata.namespace.clone();
     object.metadata.generation = Some(1);
     let (phase, reason, message) = status::conclusion(&results, &settings.exemptions);
     let mut status = UpdatePreflightStatus {
