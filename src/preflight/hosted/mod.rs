@@ -692,6 +692,12 @@ impl ResultLookup for HostedResults {
     fn checks_itself(&self, key: &ReleaseKey) -> bool {
         self.checked.contains(key)
     }
+
+    /// Its update graph alone names what it runs: no UpdatePreflight asks
+    /// for a run of a hosted cluster.
+    fn takes_run_requests(&self) -> bool {
+        false
+    }
 }
 
 impl HostedLookup for HostedSource {
@@ -750,6 +756,10 @@ impl ResultLookup for WithHosted {
 
     fn checks_itself(&self, key: &ReleaseKey) -> bool {
         self.results.checks_itself(key)
+    }
+
+    fn takes_run_requests(&self) -> bool {
+        self.results.takes_run_requests()
     }
 
     fn hosted(&self) -> Option<&dyn HostedLookup> {
@@ -845,6 +855,7 @@ mod tests {
         assert!(found.result.is_some() && found.trusted && found.expires);
         assert!(found.status_writer.is_none());
         assert!(results.runs_checks() && results.is_ready());
+        assert!(!results.takes_run_requests());
         assert!(results.checks_itself(&key));
         assert!(results.checks_itself(&ReleaseKey::from_image(STORED)));
         assert!(!results.checks_itself(&ReleaseKey::from_image(ELSEWHERE)));
@@ -865,6 +876,27 @@ mod tests {
         assert!(!results.checks_itself(&key));
         assert!(hosted.cluster(&unknown).is_none());
         assert_eq!(hosted.results.read().unwrap().len(), 1);
+    }
+
+    /// The gate's results answer as the standalone source's, and lead to
+    /// the hosted clusters'.
+    #[test]
+    fn the_gates_results_lead_to_the_hosted_clusters() {
+        let standalone = Arc::new(crate::preflight::DirectorySource::embedded());
+        let gate = WithHosted {
+            results: standalone.clone(),
+            hosted: synced(),
+        };
+        assert!(gate.is_ready() && !gate.runs_checks() && gate.takes_run_requests());
+        let key = ReleaseKey::from_image(OFFERED);
+        assert_eq!(
+            gate.lookup(&key).result.is_some(),
+            standalone.lookup(&key).result.is_some()
+        );
+        let hosted = gate.hosted().expect("served");
+        assert!(hosted.cluster(&prod()).is_some());
+        assert!(hosted.results(&prod()).checks_itself(&key));
+        assert!(standalone.hosted().is_none());
     }
 
     #[test]
