@@ -94,11 +94,20 @@ pub async fn client_from(text: &str) -> Result<kube::Client, GuestError> {
 }
 
 /// Reads the guest of `cluster` with the management cluster's `client`:
-/// its admin kubeconfig, then the cluster itself within `limit`.
+/// its admin kubeconfig, then the cluster itself, all within `limit`.
 pub async fn read(
     client: &kube::Client,
     cluster: &HostedCluster,
     limit: Duration,
+) -> Result<Arc<ClusterView>, GuestError> {
+    tokio::time::timeout(limit, read_unlimited(client, cluster))
+        .await
+        .unwrap_or(Err(GuestError::TimedOut(limit)))
+}
+
+async fn read_unlimited(
+    client: &kube::Client,
+    cluster: &HostedCluster,
 ) -> Result<Arc<ClusterView>, GuestError> {
     let name = cluster
         .status
@@ -123,11 +132,10 @@ pub async fn read(
         .map(|b| String::from_utf8_lossy(&b.0).into_owned())
         .ok_or_else(|| GuestError::NoKey(name.clone()))?;
     let guest = client_from(&text).await?;
-    match tokio::time::timeout(limit, live::load(&guest, Reads { tls_secrets: false })).await {
-        Ok(Ok(view)) => Ok(Arc::new(view)),
-        Ok(Err(e)) => Err(GuestError::Read(e)),
-        Err(_) => Err(GuestError::TimedOut(limit)),
-    }
+    let view = live::load(&guest, Reads { tls_secrets: false })
+        .await
+        .map_err(GuestError::Read)?;
+    Ok(Arc::new(view))
 }
 
 #[cfg(test)]

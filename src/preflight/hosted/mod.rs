@@ -562,6 +562,8 @@ impl HostedSource {
         });
         drop(runs);
         runner.metrics.hosted.held(self.phases());
+        // What changed while it ran is looked at now, not at the next tick.
+        self.changed.notify_one();
     }
 }
 
