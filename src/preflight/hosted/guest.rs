@@ -224,6 +224,62 @@ current-context: admin
         }
     }
 
+    /// The read asks the management cluster for the Secret alone, and
+    /// says why it stops: no kubeconfig named, none in the Secret, or one
+    /// refused, before the guest is ever contacted.
+    #[tokio::test]
+    async fn a_read_says_why_it_could_not_reach_the_guest() {
+        let (client, mut api) = crate::preflight::api_mock::client();
+        let mut cluster: HostedCluster = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "prod", "namespace": "clusters"}
+        }))
+        .unwrap();
+        let limit = Duration::from_secs(5);
+        let said = read(&client, &cluster, limit).await.unwrap_err();
+        assert!(matches!(said, GuestError::NoKubeconfig), "{said}");
+
+        cluster.status.kubeconfig = Some(crate::model::hosted::LocalObjectReference {
+            name: "prod-admin-kubeconfig".into(),
+        });
+        let secret = |data: serde_json::Value| {
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "prod-admin-kubeconfig", "namespace": "clusters"},
+                "data": data
+            })
+        };
+        let b64 = |text: &str| {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD.encode(text)
+        };
+        let exec = INLINE.replace(
+            "    client-key-data: LS0tLQ==\n",
+            "    exec: {command: sh, apiVersion: client.authentication.k8s.io/v1}\n",
+        );
+        for (data, said) in [
+            (
+                serde_json::json!({}),
+                "the Secret prod-admin-kubeconfig holds no kubeconfig key",
+            ),
+            (
+                serde_json::json!({"kubeconfig": b64(&exec)}),
+                "its admin kubeconfig runs a command (exec) for user \"admin\"; only credentials held inline are used",
+            ),
+        ] {
+            let (reading, answered) = tokio::join!(read(&client, &cluster, limit), async {
+                let mut seen = api.next().await;
+                assert_eq!(seen.method, http::Method::GET);
+                assert_eq!(
+                    seen.path,
+                    "/api/v1/namespaces/clusters/secrets/prod-admin-kubeconfig"
+                );
+                seen.ok(&secret(data));
+            });
+            let () = answered;
+            assert_eq!(reading.unwrap_err().to_string(), said);
+        }
+    }
+
     #[tokio::test]
     async fn a_refused_kubeconfig_makes_no_client() {
         let exec = INLINE.replace(
