@@ -939,6 +939,78 @@ mod tests {
         );
     }
 
+    /// Against a scripted API server: HyperShift's API not served at
+    /// first is retried, not fatal; once every watch has listed, the
+    /// hosted cluster is run (its kubeconfig's Secret read, and only read)
+    /// and its results held, trusted while the watches are up.
+    #[tokio::test]
+    async fn the_watches_survive_an_api_not_served_and_feed_the_runs() {
+        let (client, mut api) = api_mock::client();
+        let hosted = HostedSource::spawn(client, settings(), Metrics::new().unwrap());
+        let list = |items: Vec<serde_json::Value>| json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": "7"}, "items": items});
+        // Watch requests are held open, as the API server holds them.
+        let mut open = Vec::new();
+        let mut refused_once = false;
+        let secret = loop {
+            let mut seen = api.next().await;
+            assert_eq!(seen.method, http::Method::GET, "{}", seen.path);
+            if seen.has_query("watch", "true") {
+                open.push(seen);
+                continue;
+            }
+            match seen.path.as_str() {
+                "/apis/hypershift.openshift.io/v1beta1/hostedclusters" if !refused_once => {
+                    refused_once = true;
+                    seen.fail(
+                        404,
+                        "NotFound",
+                        "the server could not find the requested resource",
+                    );
+                }
+                "/apis/hypershift.openshift.io/v1beta1/hostedclusters" => {
+                    seen.ok(&list(vec![
+                        serde_json::to_value(hosted_cluster("prod")).unwrap(),
+                    ]));
+                }
+                "/apis/hypershift.openshift.io/v1beta1/nodepools" => seen.ok(&list(Vec::new())),
+                "/api/v1/namespaces/hypershift/configmaps" => {
+                    assert!(
+                        seen.has_query("fieldSelector", "metadata.name%3Dsupported-versions"),
+                        "{}",
+                        seen.query
+                    );
+                    seen.ok(&list(Vec::new()));
+                }
+                "/api/v1/namespaces/clusters/secrets/prod-admin-kubeconfig" => break seen,
+                other => panic!("unexpected request {other}"),
+            }
+        };
+        assert!(refused_once);
+        let mut secret = secret;
+        secret.fail(
+            404,
+            "NotFound",
+            "secrets \"prod-admin-kubeconfig\" not found",
+        );
+        let results = hosted.results(&prod());
+        let key = ReleaseKey::from_image(OFFERED);
+        let mut held = None;
+        for _ in 0..100 {
+            held = results.lookup(&key).result;
+            if held.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let held = held.expect("a result held");
+        let reachable = &held.status.as_ref().unwrap().results[0];
+        assert_eq!(reachable.outcome, Outcome::Error);
+        assert!(results.lookup(&key).trusted);
+        // HyperShift's supported versions were not found: said, not passed.
+        assert!(hosted.supported().is_err());
+        drop(open);
+    }
+
     /// A pass reads the guest's kubeconfig (the only request it makes, a
     /// read), holds an error result for each target when it cannot, and
     /// waits out the backoff; a HostedCluster gone takes its results along.
