@@ -229,7 +229,10 @@ mod tests {
     }
 
     fn outcomes(results: &[CheckResult]) -> Vec<(&str, Outcome)> {
-        results.iter().map(|r| (r.name.as_str(), r.outcome)).collect()
+        results
+            .iter()
+            .map(|r| (r.name.as_str(), r.outcome))
+            .collect()
     }
 
     #[test]
@@ -266,19 +269,30 @@ mod tests {
             supported: Ok(&supported),
         };
         let results = checks(&hosted, Version::parse("5.1.0").as_ref());
-        assert!(results.iter().all(|r| r.outcome == Outcome::Fail), "{results:#?}");
+        assert!(
+            results.iter().all(|r| r.outcome == Outcome::Fail),
+            "{results:#?}"
+        );
         assert_eq!(
             results[0].message,
             "HostedCluster clusters/prod is Degraded=True (EtcdQuorumLost): etcd has 1 of 3 members"
         );
-        assert!(results[1].message.contains("(AdminAckRequired): ack the API removals"));
+        assert!(
+            results[1]
+                .message
+                .contains("(AdminAckRequired): ack the API removals")
+        );
         assert_eq!(results[1].risks, ["ClusterVersionUpgradeable"]);
         assert_eq!(
             results[2].message,
             "the HyperShift operator supports 5.0, 4.22, 4.21, not 5.1"
         );
         assert_eq!(results[3].subjects, ["clusters/old"]);
-        assert!(results[3].message.contains("is 6 minors older"), "{}", results[3].message);
+        assert!(
+            results[3].message.contains("is 6 minors older"),
+            "{}",
+            results[3].message
+        );
     }
 
     #[test]

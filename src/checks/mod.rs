@@ -3,7 +3,6 @@
 //! catalogue and returns the results an `UpdatePreflight` records.
 
 mod admin_acks;
-pub mod hosted;
 mod certificates_expiring;
 mod cluster_operators;
 mod cluster_version;
@@ -11,6 +10,7 @@ mod critical_alerts;
 mod drain_capacity;
 mod drains_complete;
 mod etcd;
+pub mod hosted;
 mod ingress_certificate;
 mod machine_config_pools;
 mod nodes_ready;
@@ -256,6 +256,17 @@ pub fn require(view: &ClusterView, kinds: &[Kind]) -> Result<(), Finding> {
         ))),
         None => Ok(()),
     }
+}
+
+/// What a hosted cluster (HyperShift; [`ClusterView::hosted`]) does not
+/// have of its own, said once: its checks are skipped there, never a
+/// look that found nothing nor a failure.
+pub(crate) const NOT_IN_A_HOSTED_CLUSTER: &str = "does not apply: a hosted cluster's control plane and its machine configuration run on the management cluster";
+
+/// The finding of a check of what a hosted cluster does not have: what
+/// it lacks, and who looks after it instead.
+pub(crate) fn not_in_a_hosted_cluster(instead: &str) -> Finding {
+    Finding::skipped(format!("{NOT_IN_A_HOSTED_CLUSTER} ({instead})"))
 }
 
 /// The finding of a check that needs the target's version while it is

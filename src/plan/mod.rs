@@ -282,7 +282,9 @@ pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
     }
     let single_node = view.single_node();
     let (members, inferred) = pools::members(view);
-    if inferred && !members.is_empty() {
+    if view.hosted() {
+        plan.unknowns.push(HOSTED_GUEST.to_owned());
+    } else if inferred && !members.is_empty() {
         plan.unknowns.push(
             "no MachineConfigPool data: pools told apart by the nodes' node-role labels, each with maxUnavailable 1".to_owned(),
         );
@@ -362,6 +364,9 @@ pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
     }
     plan
 }
+
+/// What the plan of a hosted cluster, read alone, says of its pools.
+pub const HOSTED_GUEST: &str = "a hosted cluster: its control plane runs on the management cluster and its NodePools roll its nodes, by their upgradeType; pools here are its NodePools, told apart by the nodes' hypershift.openshift.io/nodePool label, each with maxUnavailable 1 (check --hosted-cluster plans them by their own settings)";
 
 /// What every pool's plan is computed with.
 #[derive(Clone, Copy)]
