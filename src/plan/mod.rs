@@ -50,6 +50,10 @@ pub struct Plan {
     pub control_plane: ControlPlane,
     /// The master pool first, then by name.
     pub pools: Vec<PoolPlan>,
+    /// A hosted cluster's NodePools ([`hosted::plan`]), in the order its
+    /// management cluster lists them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub node_pools: Vec<hosted::NodePoolPlan>,
     /// The whole update, until every node of a pool that updates runs the
     /// target: the control plane, then the slowest other pool (never less
     /// than a pool's own rollout); P90 from each part's own worst cases.
@@ -252,6 +256,7 @@ pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
         p50_seconds: 0,
         p90_seconds: 0,
         pools: Vec::new(),
+        node_pools: Vec::new(),
         blockers: Vec::new(),
         waits: Vec::new(),
         warnings: Vec::new(),
