@@ -404,7 +404,10 @@ pub struct CheckArgs {
     /// NAMESPACE/NAME of its HostedCluster: --snapshot is then the
     /// management cluster's (its HostedClusters, NodePools and the
     /// hypershift/supported-versions ConfigMap), --hosted-snapshot the
-    /// hosted cluster's own.
+    /// hosted cluster's own; or --kubeconfig the management cluster's, the
+    /// hosted cluster read through the admin kubeconfig its HostedCluster
+    /// names (never one that runs a command, calls an auth provider or
+    /// reads a local file).
     #[arg(
         long,
         value_name = "NAMESPACE/NAME",

@@ -135,17 +135,19 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
     if !is_image(to) && crate::model::release::Version::parse(to).is_none() {
         return Err(CheckError::BadTarget(to.to_owned()));
     }
-    let hosted = args
+    let progress = progress_bar();
+    if args.hosted_cluster.is_some() {
+        progress.set_message("reading the management cluster");
+    }
+    let mut hosted = args
         .hosted_cluster
         .as_deref()
         .map(|named| hosted::read(args, named))
         .transpose()?;
-    let progress = progress_bar();
-    let mut view = match &hosted {
+    let mut view = match &mut hosted {
         Some(read) => {
-            let path = read.guest_path(args);
-            progress.set_message(format!("reading {}", path.display()));
-            crate::cluster::snapshot::load(path)?
+            progress.set_message("reading the hosted cluster");
+            read.guest_view(args)?
         }
         None => load(
             args.snapshot.as_deref(),

@@ -334,6 +334,11 @@ fn usage_errors_exit_2_and_say_what_is_wrong() {
         "4.21.9",
     ]);
     assert!(no_guest.contains("needs --hosted-snapshot"), "{no_guest}");
+    let nowhere = usage_error(&["--hosted-cluster", "clusters/prod", "--to", "4.21.9"]);
+    assert!(
+        nowhere.contains("--hosted-cluster needs the management cluster: --snapshot of it"),
+        "{nowhere}"
+    );
     let no_cluster = usage_error(&["--nodepool", "metal", "--to", "4.21.9"]);
     assert!(no_cluster.contains("--hosted-cluster"), "{no_cluster}");
     let no_pool = usage_error(&[

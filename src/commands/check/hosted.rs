@@ -3,9 +3,10 @@
 //! its NodePools and the operator's supported versions; the hosted
 //! cluster's own snapshot, the catalogue's data. The target resolves
 //! against the HostedCluster's update graph (its `status.version`, as a
-//! ClusterVersion's), else the hosted cluster's ClusterVersion.
+//! ClusterVersion's), else the hosted cluster's ClusterVersion. Live
+//! (`--kubeconfig` of the management cluster), the same objects from its
+//! API server and the hosted cluster through its admin kubeconfig.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use super::{CheckError, Prepared};
@@ -21,37 +22,82 @@ use crate::suite;
 use crate::view::ClusterView;
 
 /// What `--hosted-cluster` names, read: the management cluster's part
-/// and the hosted cluster's view.
+/// and, live, the hosted cluster or why it could not be read.
 pub(super) struct Read {
     management: Management,
     cluster: usize,
     pool: Option<usize>,
+    /// The hosted cluster read live through its admin kubeconfig, until
+    /// [`Read::guest_view`] takes it.
+    live_guest: Option<Result<ClusterView, String>>,
+    /// Why the hosted cluster could not be read live.
+    guest_error: Option<String>,
 }
 
-/// Reads the management cluster's snapshot and finds the HostedCluster
-/// (and the NodePool) named; every mistake is a usage error that says
-/// what there is.
+/// Reads the management cluster (its snapshot, or live through
+/// --kubeconfig) and finds the HostedCluster (and the NodePool) named;
+/// every mistake is a usage error that says what there is.
 pub(super) fn read(args: &CheckArgs, named: &str) -> Result<Read, CheckError> {
     let name = HostedName::parse(named).ok_or_else(|| {
         CheckError::Hosted(format!(
             "--hosted-cluster {named:?} is not NAMESPACE/NAME of a HostedCluster (clusters/prod)"
         ))
     })?;
-    let Some(snapshot) = args.snapshot.as_deref() else {
-        return Err(CheckError::Hosted(
-            "--hosted-cluster needs --snapshot of the management cluster (its HostedClusters, NodePools and the hypershift/supported-versions ConfigMap); reading a live management cluster is not supported yet".to_owned(),
-        ));
-    };
-    if args.hosted_snapshot.is_none() {
-        return Err(CheckError::Hosted(
-            "--hosted-cluster with --snapshot needs --hosted-snapshot: the hosted cluster's own snapshot or must-gather, which its checks run on".to_owned(),
-        ));
+    match (args.snapshot.as_deref(), args.kubeconfig.as_deref()) {
+        (Some(snapshot), _) => {
+            if args.hosted_snapshot.is_none() {
+                return Err(CheckError::Hosted(
+                    "--hosted-cluster with --snapshot needs --hosted-snapshot: the hosted cluster's own snapshot or must-gather, which its checks run on".to_owned(),
+                ));
+            }
+            let management = management::load(snapshot).map_err(CheckError::Management)?;
+            let (cluster, pool) = find(&management, &name, args, &snapshot.display().to_string())?;
+            Ok(Read {
+                management,
+                cluster,
+                pool,
+                live_guest: None,
+                guest_error: None,
+            })
+        }
+        (None, Some(kubeconfig)) => super::runtime()?.block_on(async {
+            let client = crate::cluster::client(Some(kubeconfig))
+                .await
+                .map_err(CheckError::Live)?;
+            let management = management::read_live(&client, &name.namespace)
+                .await
+                .map_err(CheckError::Live)?;
+            let (cluster, pool) = find(&management, &name, args, "the management cluster")?;
+            let live_guest = match args.hosted_snapshot {
+                Some(_) => None,
+                None => Some(management::read_guest(&client, &management.clusters[cluster]).await),
+            };
+            Ok(Read {
+                management,
+                cluster,
+                pool,
+                live_guest,
+                guest_error: None,
+            })
+        }),
+        (None, None) => Err(CheckError::Hosted(
+            "--hosted-cluster needs the management cluster: --snapshot of it (its HostedClusters, NodePools and the hypershift/supported-versions ConfigMap) or --kubeconfig".to_owned(),
+        )),
     }
-    let management = management::load(snapshot).map_err(CheckError::Management)?;
+}
+
+/// The HostedCluster `name` of `management` and the NodePool --nodepool
+/// names, by their places, or a usage error naming those `place` holds.
+fn find(
+    management: &Management,
+    name: &HostedName,
+    args: &CheckArgs,
+    place: &str,
+) -> Result<(usize, Option<usize>), CheckError> {
     let Some(cluster) = management
         .clusters
         .iter()
-        .position(|c| c.hosted_name() == name)
+        .position(|c| c.hosted_name() == *name)
     else {
         let there: Vec<String> = management
             .clusters
@@ -59,44 +105,38 @@ pub(super) fn read(args: &CheckArgs, named: &str) -> Result<Read, CheckError> {
             .map(|c| c.hosted_name().to_string())
             .collect();
         return Err(CheckError::Hosted(format!(
-            "no HostedCluster {name} in {}; it holds {}",
-            snapshot.display(),
-            there.join(", ")
+            "no HostedCluster {name} in {place}; it holds {}",
+            if there.is_empty() {
+                "none".to_owned()
+            } else {
+                there.join(", ")
+            }
         )));
     };
-    let pool = match &args.nodepool {
-        None => None,
-        Some(pool_name) => {
-            let hosted = &management.clusters[cluster];
-            let own: Vec<(usize, &NodePool)> = management
-                .pools
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| belongs_to(p, hosted))
-                .collect();
-            match own.iter().find(|(_, p)| p.metadata.name == *pool_name) {
-                Some((i, _)) => Some(*i),
-                None => {
-                    let there: Vec<&str> =
-                        own.iter().map(|(_, p)| p.metadata.name.as_str()).collect();
-                    return Err(CheckError::Hosted(format!(
-                        "no NodePool {pool_name:?} of HostedCluster {name} in {}; its NodePools: {}",
-                        snapshot.display(),
-                        if there.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            there.join(", ")
-                        }
-                    )));
-                }
-            }
-        }
+    let Some(pool_name) = &args.nodepool else {
+        return Ok((cluster, None));
     };
-    Ok(Read {
-        management,
-        cluster,
-        pool,
-    })
+    let hosted = &management.clusters[cluster];
+    let own: Vec<(usize, &NodePool)> = management
+        .pools
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| belongs_to(p, hosted))
+        .collect();
+    match own.iter().find(|(_, p)| p.metadata.name == *pool_name) {
+        Some((i, _)) => Ok((cluster, Some(*i))),
+        None => {
+            let there: Vec<&str> = own.iter().map(|(_, p)| p.metadata.name.as_str()).collect();
+            Err(CheckError::Hosted(format!(
+                "no NodePool {pool_name:?} of HostedCluster {name} in {place}; its NodePools: {}",
+                if there.is_empty() {
+                    "none".to_owned()
+                } else {
+                    there.join(", ")
+                }
+            )))
+        }
+    }
 }
 
 impl Read {
@@ -116,11 +156,23 @@ impl Read {
         }
     }
 
-    /// The hosted cluster's snapshot, as --snapshot is read.
-    pub(super) fn guest_path<'a>(&self, args: &'a CheckArgs) -> &'a Path {
-        args.hosted_snapshot
-            .as_deref()
-            .expect("read() demands --hosted-snapshot")
+    /// The hosted cluster: its snapshot, as --snapshot is read, or as it
+    /// was read live; one that could not be read live is an empty view,
+    /// and why is kept for [`checks::hosted::REACHABLE`].
+    pub(super) fn guest_view(&mut self, args: &CheckArgs) -> Result<ClusterView, CheckError> {
+        if let Some(path) = args.hosted_snapshot.as_deref() {
+            return Ok(crate::cluster::snapshot::load(path)?);
+        }
+        match self.live_guest.take() {
+            Some(Ok(view)) => Ok(view),
+            Some(Err(why)) => {
+                self.guest_error = Some(why);
+                Ok(ClusterView::default())
+            }
+            None => Err(CheckError::Hosted(
+                "the hosted cluster was read once already".to_owned(),
+            )),
+        }
     }
 
     /// `to` by the HostedCluster's update graph, else the hosted
@@ -135,7 +187,10 @@ impl Read {
     /// The results of the update: the control plane's suite, or the
     /// NodePool's.
     pub(super) fn results(&self, prepared: &Prepared) -> Vec<CheckResult> {
-        let guest = Ok(Arc::clone(&prepared.view));
+        let guest = match &self.guest_error {
+            Some(why) => Err(why.clone()),
+            None => Ok(Arc::clone(&prepared.view)),
+        };
         match self.pool() {
             Some(pool) => suite::run_nodepool(
                 &self.hosted(),
@@ -186,7 +241,7 @@ impl Read {
         crate::plan::hosted::plan(
             self.cluster(),
             &self.management.pools,
-            Some(&prepared.view),
+            self.guest_error.is_none().then_some(&*prepared.view),
             version.as_ref(),
             part,
             now,
