@@ -373,3 +373,25 @@ fn usage_errors_exit_2_and_say_what_is_wrong() {
         "{not_management}"
     );
 }
+
+#[test]
+fn a_maintenance_window_is_held_to_the_hosted_plan() {
+    // The plan: the control plane's P90 of 40m, then metal's 21m in place.
+    let now = ["--now", "2026-11-30T11:50:00Z"];
+    let (short, code) = hosted(
+        "clusters/prod",
+        "4.21.9",
+        &[&now[..], &["--window-end", "2026-11-30T12:30:00Z"]].concat(),
+    );
+    assert_eq!(code, Some(3));
+    let (outcome, message) = result(&short, "MaintenanceWindow");
+    assert_eq!(outcome, "Fail");
+    assert!(message.contains("its P90 of 1h01m"), "{message}");
+    let (long, _) = hosted(
+        "clusters/prod",
+        "4.21.9",
+        &[&now[..], &["--window-end", "2026-11-30T13:30:00Z"]].concat(),
+    );
+    assert_eq!(result(&long, "MaintenanceWindow").0, "Pass");
+    assert_eq!(long["plan"]["window"]["fits"], true);
+}
