@@ -455,6 +455,20 @@ mod tests {
             "{:?}",
             plan.unknowns
         );
+        // The status keeps each NodePool among its pools, its waves as batches.
+        let summary = crate::plan::status::summary(&plan, now);
+        let kept: Vec<(&str, u32, u32)> = summary
+            .pools
+            .iter()
+            .map(|p| (p.name.as_str(), p.batches, p.batch_size))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                ("NodePool clusters/workers", 4, 1),
+                ("NodePool clusters/metal", 2, 2)
+            ]
+        );
         let one = super::plan(
             &cluster(),
             &pools,
