@@ -361,7 +361,7 @@ current-context: admin
         "runs a command (exec)"
     )]
     #[case::auth_provider("user: {auth-provider: {name: oidc}}", "calls an auth provider")]
-    #[case::token_file("user: {tokenFile: /var/run/token}", "reads a local file")]
+    #[case::token_file("user: {tokenFile: token}", "reads a local file")]
     #[case::client_key(
         "user: {client-certificate: a.crt, client-key: a.key}",
         "reads a local file"
@@ -378,7 +378,7 @@ current-context: admin
         assert!(e.contains(says) && e.contains("user \"admin\""), "{e}");
         let ca = KUBECONFIG.replace(
             "certificate-authority-data: Zm9v",
-            "certificate-authority: /ca.crt",
+            "certificate-authority: ca.crt",
         );
         assert!(
             guest_kubeconfig(&ca)
