@@ -407,6 +407,32 @@ pub struct CheckArgs {
     /// Kubeconfig of a live cluster to read (read-only).
     #[arg(long, env = "PREFLIGHT_GATE_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
+    /// A hosted cluster (HyperShift) to judge the update of, as
+    /// NAMESPACE/NAME of its HostedCluster: --snapshot is then the
+    /// management cluster's (its HostedClusters, NodePools and the
+    /// hypershift/supported-versions ConfigMap), --hosted-snapshot the
+    /// hosted cluster's own; or --kubeconfig the management cluster's, the
+    /// hosted cluster read through the admin kubeconfig its HostedCluster
+    /// names (never one that runs a command, calls an auth provider or
+    /// reads a local file).
+    #[arg(
+        long,
+        value_name = "NAMESPACE/NAME",
+        env = "PREFLIGHT_GATE_HOSTED_CLUSTER"
+    )]
+    pub hosted_cluster: Option<String>,
+    /// Snapshot of the hosted cluster, as --snapshot reads one (a
+    /// directory, a must-gather or its archive, one file).
+    #[arg(
+        long,
+        requires = "hosted_cluster",
+        env = "PREFLIGHT_GATE_HOSTED_SNAPSHOT"
+    )]
+    pub hosted_snapshot: Option<PathBuf>,
+    /// Judge updating this NodePool of the hosted cluster to --to, rather
+    /// than its control plane.
+    #[arg(long, requires = "hosted_cluster", env = "PREFLIGHT_GATE_NODEPOOL")]
+    pub nodepool: Option<String>,
     /// Report format.
     #[arg(short, long, value_enum, default_value_t = crate::report::Format::Table, env = "PREFLIGHT_GATE_OUTPUT")]
     pub output: crate::report::Format,

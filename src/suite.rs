@@ -84,6 +84,45 @@ pub fn run_hosted(
     results
 }
 
+/// The catalogue's checks of what a NodePool's update does to the hosted
+/// cluster: its nodes drained, its workloads moved.
+pub const NODEPOOL_CHECKS: [&str; 6] = [
+    "NodesReady",
+    "PodDisruptionBudgetsAllowDrain",
+    "DrainCapacity",
+    "DrainsComplete",
+    "ClusterOperatorsHealthy",
+    "CriticalAlertsFiring",
+];
+
+/// The suite of a NodePool's update: the catalogue's checks of the
+/// hosted cluster's workers ([`NODEPOOL_CHECKS`]), then HyperShift's
+/// checks of that pool ([`checks::hosted::nodepool_checks`]).
+pub fn run_nodepool(
+    hosted: &checks::hosted::Hosted,
+    pool: &crate::model::hosted::NodePool,
+    guest: Result<Arc<ClusterView>, String>,
+    target: &Target,
+    clock: Timestamp,
+    limits: Limits,
+) -> Vec<CheckResult> {
+    let version = target.version.as_deref().and_then(Version::parse);
+    let mut results = vec![checks::hosted::reachable(
+        guest.as_ref().map(|_| ()).map_err(String::as_str),
+        hosted.cluster,
+    )];
+    if let Ok(view) = guest {
+        let selection = NODEPOOL_CHECKS.map(str::to_owned);
+        results.extend(run(view, target, clock, Some(&selection), limits));
+    }
+    results.extend(checks::hosted::nodepool_checks(
+        hosted,
+        pool,
+        version.as_ref(),
+    ));
+    results
+}
+
 /// [`run`] of every check for one update whose accepted names are known
 /// (`check --accept`): a check may judge by them, as TargetRecommended
 /// passes a conditional update whose every applying risk is accepted.

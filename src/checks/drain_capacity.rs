@@ -9,6 +9,9 @@
 //! worker pool), and the message says so: masters and workers never drain
 //! onto each other, so one pool of all nodes would find room that is not
 //! there. Custom pools cannot be told apart then and count as workers.
+//!
+//! A hosted cluster (HyperShift) has no MachineConfigPools and no
+//! control-plane nodes: its nodes are grouped by their NodePool.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -70,9 +73,12 @@ impl Check for DrainCapacity {
             }
         }
         let mut pools: BTreeMap<String, Vec<&Node>> = BTreeMap::new();
-        let inferred = view.machine_config_pools.is_empty();
+        let hosted = view.hosted();
+        let inferred = !hosted && view.machine_config_pools.is_empty();
         for node in &view.nodes {
-            let pool = if inferred {
+            let pool = if hosted {
+                Some(nodepool(node).to_owned())
+            } else if inferred {
                 Some(role_pool(node).to_owned())
             } else {
                 view.pool_of(node)
@@ -118,12 +124,10 @@ impl Check for DrainCapacity {
             if message.is_empty() {
                 message = "no node is drained: no pool that is not paused has a node".to_owned();
             }
-            if inferred {
-                message.push_str(INFERRED);
-            }
+            message.push_str(grouped(hosted, inferred));
             Finding::pass(message)
         } else {
-            let message = list(&short, 5) + if inferred { INFERRED } else { "" };
+            let message = list(&short, 5) + grouped(hosted, inferred);
             Finding::fail(message)
                 .with_items(&short, 5)
                 .with_subjects(subjects)
@@ -134,6 +138,24 @@ impl Check for DrainCapacity {
 
 /// What a finding says when the pools were told apart by node roles.
 const INFERRED: &str = " (no MachineConfigPool data: pools told apart by the nodes' node-role labels, as the default master and worker pools select them)";
+
+/// What a finding says when the pools were told apart by NodePool.
+const BY_NODEPOOL: &str = " (a hosted cluster: pools are its NodePools, told apart by the nodes' hypershift.openshift.io/nodePool label)";
+
+/// What a finding adds of how the pools were told apart.
+fn grouped(hosted: bool, inferred: bool) -> &'static str {
+    match (hosted, inferred) {
+        (true, _) => BY_NODEPOOL,
+        (false, true) => INFERRED,
+        (false, false) => "",
+    }
+}
+
+/// The NodePool of a hosted cluster's `node`; a node without the label
+/// counts as a worker.
+fn nodepool(node: &Node) -> &str {
+    crate::view::ClusterView::nodepool_of(node).unwrap_or("worker")
+}
 
 /// The default pool that selects `node`, by its node-role labels: the
 /// master pool wins over the worker pool, as the MCO has it for a node
@@ -382,5 +404,27 @@ mod tests {
             "{}",
             finding.message
         );
+    }
+
+    #[test]
+    fn a_hosted_cluster_drains_within_its_nodepools_and_says_so() {
+        let view = fixture::view(vec![
+            fixture::hosted_infrastructure(),
+            fixture::hosted_worker("a-0", "a"),
+            fixture::hosted_worker("a-1", "a"),
+            fixture::hosted_worker("b-0", "b"),
+            pod("p", "a-0", "3", "ReplicaSet"),
+        ]);
+        let finding = fixture::evaluate(&DrainCapacity, &view, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
+        assert!(
+            finding.message.contains("pool b (b-0) is of a single node")
+                && finding
+                    .message
+                    .ends_with("told apart by the nodes' hypershift.openshift.io/nodePool label)"),
+            "{}",
+            finding.message
+        );
+        assert!(!finding.message.contains("master"), "{}", finding.message);
     }
 }

@@ -199,4 +199,20 @@ mod tests {
         );
         assert!(finding.message.contains(says), "{}", finding.message);
     }
+
+    #[test]
+    fn a_hosted_cluster_plans_drains_by_nodepool() {
+        let worker = |name: &str| fixture::hosted_worker(name, "workers");
+        let view = fixture::view(vec![
+            fixture::hosted_infrastructure(),
+            worker("w0"),
+            worker("w1"),
+            pod("db-0", "w0"),
+            pod("db-1", "w1"),
+            pdb(2, 1),
+        ]);
+        let finding = fixture::evaluate(&DrainsComplete, &view, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
+        assert!(finding.message.contains("2 batches"), "{}", finding.message);
+    }
 }

@@ -30,6 +30,11 @@ impl Check for EtcdHealthy {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
+        if ctx.view.hosted() {
+            return super::not_in_a_hosted_cluster(
+                "it has no etcd members of its own: its etcd runs in the control plane's namespace, which HostedClusterHealthy judges",
+            );
+        }
         if let Err(skip) = require(ctx.view, &[kinds::CLUSTER_OPERATOR]) {
             return skip;
         }
@@ -171,5 +176,22 @@ mod tests {
         let finding = fixture::evaluate(&EtcdHealthy, &fixture::view(vec![co]), "4.15.4");
         assert_eq!(finding.outcome, outcome, "{}", finding.message);
         assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    #[test]
+    fn a_hosted_cluster_has_no_etcd_of_its_own() {
+        let view = fixture::view(vec![
+            fixture::hosted_infrastructure(),
+            json!({"kind": "ClusterOperator", "metadata": {"name": "kube-apiserver"}}),
+        ]);
+        let finding = fixture::evaluate(&EtcdHealthy, &view, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Skipped);
+        assert!(
+            finding
+                .message
+                .starts_with(crate::checks::NOT_IN_A_HOSTED_CLUSTER),
+            "{}",
+            finding.message
+        );
     }
 }

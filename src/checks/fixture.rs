@@ -74,6 +74,22 @@ pub(crate) fn evaluate_accepting(
     check.evaluate(&Context::new(view, &target, now).accepting(&accepted))
 }
 
+/// The Infrastructure `cluster` of a hosted cluster (HyperShift): its
+/// control plane `External`.
+pub fn hosted_infrastructure() -> Value {
+    json!({"kind": "Infrastructure", "metadata": {"name": "cluster"},
+           "status": {"controlPlaneTopology": "External", "infrastructureTopology": "HighlyAvailable"}})
+}
+
+/// A worker of a hosted cluster, Ready, in the NodePool `pool`.
+pub fn hosted_worker(name: &str, pool: &str) -> Value {
+    json!({"kind": "Node",
+           "metadata": {"name": name, "labels": {"node-role.kubernetes.io/worker": "",
+                        crate::view::NODEPOOL_LABEL: pool}},
+           "status": {"allocatable": {"cpu": "4", "memory": "16Gi"},
+                      "conditions": [{"type": "Ready", "status": "True"}]}})
+}
+
 /// A condition.
 pub fn condition(type_: &str, status: &str, message: &str) -> Value {
     json!({"type": type_, "status": status, "message": message,

@@ -7,7 +7,7 @@
 
 use crate::model::hosted::{
     HostedCluster, NodePool, Refusal, SupportError, SupportedVersions, UPGRADEABLE_CHECK,
-    belongs_to, named, nodepool_skew, not_upgradeable, unhealthy_conditions,
+    belongs_to, named, nodepool_skew, nodepool_update, not_upgradeable, unhealthy_conditions,
 };
 use crate::model::release::{UpdateKind, Version};
 use crate::model::{CheckResult, Outcome, Severity};
@@ -52,6 +52,46 @@ pub fn checks(hosted: &Hosted, target: Option<&Version>) -> Vec<CheckResult> {
         supported(hosted, target),
         skew(hosted, target),
     ]
+}
+
+/// HyperShift's checks of an update of `hosted`'s NodePool `pool` to
+/// `target`: the cluster and that pool healthy, and the pool's update
+/// one HyperShift takes ([`nodepool_update`]: not while the control
+/// plane updates, never past it nor too far behind it), as
+/// [`SKEW`].
+pub fn nodepool_checks(
+    hosted: &Hosted,
+    pool: &NodePool,
+    target: Option<&Version>,
+) -> Vec<CheckResult> {
+    let alone = Hosted {
+        pools: std::slice::from_ref(pool),
+        ..*hosted
+    };
+    let name = named(&pool.metadata);
+    let skew = match target {
+        None => result(
+            SKEW,
+            Outcome::Error,
+            "the target's version is not known, so its skew from the control plane cannot be told"
+                .to_owned(),
+        ),
+        Some(target) => {
+            let refusals = nodepool_update(hosted.cluster, pool, target);
+            if refusals.is_empty() {
+                result(
+                    SKEW,
+                    Outcome::Pass,
+                    format!(
+                        "NodePool {name} at {target} stays within HyperShift's skew of its control plane (not newer, at most 3 minors older)"
+                    ),
+                )
+            } else {
+                failed(SKEW, &refusals, vec![name])
+            }
+        }
+    };
+    vec![healthy(&alone), skew]
 }
 
 /// The result of reading the hosted cluster: a pass, or an Error that

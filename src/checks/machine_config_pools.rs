@@ -40,6 +40,11 @@ impl Check for MachineConfigPoolsHealthy {
     }
 
     fn evaluate(&self, ctx: &Context) -> Finding {
+        if ctx.view.hosted() {
+            return super::not_in_a_hosted_cluster(
+                "it has no MachineConfigPools: its NodePools roll its nodes, which HostedClusterHealthy and NodePoolVersionSkew judge",
+            );
+        }
         if let Err(skip) = require(ctx.view, &[kinds::MACHINE_CONFIG_POOL]) {
             return skip;
         }
@@ -276,5 +281,19 @@ mod tests {
             finding.message
         );
         assert!(finding.message.contains(says), "{}", finding.message);
+    }
+
+    #[test]
+    fn a_hosted_cluster_has_no_pools_to_judge() {
+        let view = fixture::view(vec![fixture::hosted_infrastructure()]);
+        let finding = fixture::evaluate(&MachineConfigPoolsHealthy, &view, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Skipped);
+        assert!(
+            finding
+                .message
+                .starts_with("does not apply: a hosted cluster's control plane and its machine configuration run on the management cluster (it has no MachineConfigPools"),
+            "{}",
+            finding.message
+        );
     }
 }

@@ -258,6 +258,17 @@ pub fn require(view: &ClusterView, kinds: &[Kind]) -> Result<(), Finding> {
     }
 }
 
+/// What a hosted cluster (HyperShift; [`ClusterView::hosted`]) does not
+/// have of its own, said once: its checks are skipped there, never a
+/// look that found nothing nor a failure.
+pub(crate) const NOT_IN_A_HOSTED_CLUSTER: &str = "does not apply: a hosted cluster's control plane and its machine configuration run on the management cluster";
+
+/// The finding of a check of what a hosted cluster does not have: what
+/// it lacks, and who looks after it instead.
+pub(crate) fn not_in_a_hosted_cluster(instead: &str) -> Finding {
+    Finding::skipped(format!("{NOT_IN_A_HOSTED_CLUSTER} ({instead})"))
+}
+
 /// The finding of a check that needs the target's version while it is
 /// unknown: failing, never skipped, since what it would have found is not
 /// known. The version is only ever taken from the update graph or the

@@ -282,4 +282,21 @@ mod tests {
             "no Node objects in the cluster data: this check could not look"
         );
     }
+
+    #[test]
+    fn a_hosted_cluster_judges_its_workers_and_wants_no_control_plane_node() {
+        let view = fixture::view(vec![
+            fixture::hosted_infrastructure(),
+            fixture::hosted_worker("w-0", "workers"),
+            fixture::hosted_worker("w-1", "workers"),
+        ]);
+        let finding = fixture::evaluate(&NodesReady, &view, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Pass, "{}", finding.message);
+        let down = fixture::view(vec![
+            fixture::hosted_infrastructure(),
+            node("w-0", "False", false, ""),
+        ]);
+        let finding = fixture::evaluate(&NodesReady, &down, "4.15.4");
+        assert_eq!(finding.outcome, Outcome::Fail, "{}", finding.message);
+    }
 }

@@ -1,5 +1,6 @@
 //! The cluster, as I/O: the client; the live reader and the snapshot and
-//! must-gather reader that fill a [`crate::view::ClusterView`]; the alert
+//! must-gather reader that fill a [`crate::view::ClusterView`]; a management
+//! cluster's snapshot of its hosted clusters (`management`); the alert
 //! querier; override authorization by SubjectAccessReview; Events on the
 //! ClusterVersion; whether the replica's own node is cordoned; who may read
 //! `/metrics` (TokenReview and SubjectAccessReview); the API server's own
@@ -12,6 +13,7 @@ mod authz;
 pub mod cordon;
 mod events;
 pub mod live;
+pub mod management;
 pub mod prometheus;
 pub mod scrape;
 pub mod snapshot;

@@ -2,6 +2,9 @@
 //! server, or the embedded sample) and, if asked, alerts from Prometheus;
 //! resolve the target, run the catalogue, hold the plan to the maintenance
 //! window if one is given, print the report and turn it into an exit code.
+//! A hosted cluster's update (`--hosted-cluster`) is read in `hosted`.
+
+mod hosted;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -42,6 +45,19 @@ pub(crate) enum CheckError {
     UnknownAccept(String),
     #[error("{0}; give the end of the maintenance window as an RFC 3339 time to come")]
     Window(window::TimeError),
+    /// `--hosted-cluster` and its flags do not fit what is given.
+    #[error("{0}")]
+    Hosted(String),
+    #[error(transparent)]
+    Management(crate::cluster::management::ManagementError),
+}
+
+/// What the checks of one update run with.
+pub(crate) struct Prepared {
+    view: std::sync::Arc<ClusterView>,
+    target: crate::model::Target,
+    clock: jiff::Timestamp,
+    limits: suite::Limits,
 }
 
 /// Runs the command and returns the process's exit code.
@@ -75,8 +91,10 @@ pub fn check(args: &CheckArgs) -> ExitCode {
                 CheckError::NoTarget
                 | CheckError::BadTarget(_)
                 | CheckError::UnknownAccept(_)
-                | CheckError::Window(_) => EXIT_USAGE,
+                | CheckError::Window(_)
+                | CheckError::Hosted(_) => EXIT_USAGE,
                 CheckError::Snapshot(e) if e.is_not_a_snapshot() => EXIT_USAGE,
+                CheckError::Management(e) if e.is_not_a_snapshot() => EXIT_USAGE,
                 _ => EXIT_ERROR,
             })
         }
@@ -118,11 +136,25 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         return Err(CheckError::BadTarget(to.to_owned()));
     }
     let progress = progress_bar();
-    let mut view = load(
-        args.snapshot.as_deref(),
-        args.kubeconfig.as_deref(),
-        &progress,
-    )?;
+    if args.hosted_cluster.is_some() {
+        progress.set_message("reading the management cluster");
+    }
+    let mut hosted = args
+        .hosted_cluster
+        .as_deref()
+        .map(|named| hosted::read(args, named))
+        .transpose()?;
+    let mut view = match &mut hosted {
+        Some(read) => {
+            progress.set_message("reading the hosted cluster");
+            read.guest_view(args)?
+        }
+        None => load(
+            args.snapshot.as_deref(),
+            args.kubeconfig.as_deref(),
+            &progress,
+        )?,
+    };
     view.alert_namespaces = args.alerts.namespaces();
     view.gate_namespace = Some(args.namespace.clone());
     if let Some(prometheus) = args.alerts.source() {
@@ -136,7 +168,10 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
     if let Some(now) = args.now {
         view.as_of = Some(crate::view::AsOf::new(now, "--now"));
     }
-    let target = view.target(to);
+    let target = match &hosted {
+        Some(read) => read.target(&view, to),
+        None => view.target(to),
+    };
     let view = std::sync::Arc::new(view);
     let clock = jiff::Timestamp::now();
     // The update starts now at the earliest (or at --now): the window is
@@ -161,8 +196,16 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         ..Exemptions::default()
     };
     // The plan alone runs no check.
+    let prepared = Prepared {
+        view: view.clone(),
+        target: target.clone(),
+        clock,
+        limits: args.limits.limits(),
+    };
     let mut results = if args.plan_only {
         Vec::new()
+    } else if let Some(read) = &hosted {
+        read.results(&prepared)
     } else {
         suite::run_accepting(
             view.clone(),
@@ -173,10 +216,17 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         )
     };
     progress.finish_and_clear();
-    let ctx = Context::new(&view, &target, clock);
+    let pool_view = hosted.as_ref().and_then(|read| read.report_view(&view));
+    let ctx = Context::new(pool_view.as_ref().unwrap_or(&view), &target, clock);
+    let hosted_plan = hosted
+        .as_ref()
+        .map(|read| read.update_plan(&prepared, ctx.now));
     let fit = window.map(|end| {
-        let plan = crate::plan::plan_to(ctx.view, ctx.target, ctx.kind, ctx.now);
-        WindowFit::new(end, start, plan.p90_seconds)
+        let p90 = match &hosted_plan {
+            Some(plan) => plan.p90_seconds,
+            None => crate::plan::plan_to(ctx.view, ctx.target, ctx.kind, ctx.now).p90_seconds,
+        };
+        WindowFit::new(end, start, p90)
     });
     // The plan alone carries the window in the plan, and its exit code.
     if let Some(fit) = fit.as_ref().filter(|_| !args.plan_only) {
@@ -189,6 +239,9 @@ fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
         return Err(CheckError::UnknownAccept(why));
     }
     let mut report = Report::new(&ctx, results, &exemptions);
+    if hosted_plan.is_some() {
+        report.plan = hosted_plan;
+    }
     if let (Some(fit), Some(plan)) = (fit, report.plan.as_mut()) {
         plan.window = Some(crate::plan::Window {
             end: fit.end,

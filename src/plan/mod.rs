@@ -50,6 +50,10 @@ pub struct Plan {
     pub control_plane: ControlPlane,
     /// The master pool first, then by name.
     pub pools: Vec<PoolPlan>,
+    /// A hosted cluster's NodePools ([`hosted::plan`]), in the order its
+    /// management cluster lists them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub node_pools: Vec<hosted::NodePoolPlan>,
     /// The whole update, until every node of a pool that updates runs the
     /// target: the control plane, then the slowest other pool (never less
     /// than a pool's own rollout); P90 from each part's own worst cases.
@@ -252,6 +256,7 @@ pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
         p50_seconds: 0,
         p90_seconds: 0,
         pools: Vec::new(),
+        node_pools: Vec::new(),
         blockers: Vec::new(),
         waits: Vec::new(),
         warnings: Vec::new(),
@@ -282,7 +287,9 @@ pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
     }
     let single_node = view.single_node();
     let (members, inferred) = pools::members(view);
-    if inferred && !members.is_empty() {
+    if view.hosted() {
+        plan.unknowns.push(HOSTED_GUEST.to_owned());
+    } else if inferred && !members.is_empty() {
         plan.unknowns.push(
             "no MachineConfigPool data: pools told apart by the nodes' node-role labels, each with maxUnavailable 1".to_owned(),
         );
@@ -362,6 +369,9 @@ pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
     }
     plan
 }
+
+/// What the plan of a hosted cluster, read alone, says of its pools.
+pub const HOSTED_GUEST: &str = "a hosted cluster: its control plane runs on the management cluster and its NodePools roll its nodes, by their upgradeType; pools here are its NodePools, told apart by the nodes' hypershift.openshift.io/nodePool label, each with maxUnavailable 1 (check --hosted-cluster plans them by their own settings)";
 
 /// What every pool's plan is computed with.
 #[derive(Clone, Copy)]

@@ -109,7 +109,23 @@ pub fn unavailable(node: &Node) -> bool {
 /// over `worker`, as the MCO has it). Without MachineConfigPool data, the
 /// default pools by the nodes' roles (`master` or `control-plane` in
 /// master, every other node in worker); the bool says so.
+///
+/// A hosted cluster (HyperShift) has neither MachineConfigPools nor
+/// control-plane nodes: its pools are its NodePools, by the label
+/// HyperShift gives their nodes, and no master pool is made up.
 pub fn members(view: &ClusterView) -> (Vec<(String, Vec<&Node>)>, bool) {
+    if view.hosted() {
+        let mut pools: Vec<(String, Vec<&Node>)> = Vec::new();
+        for node in &view.nodes {
+            let pool = ClusterView::nodepool_of(node).unwrap_or("worker");
+            match pools.iter_mut().find(|(name, _)| name == pool) {
+                Some((_, nodes)) => nodes.push(node),
+                None => pools.push((pool.to_owned(), vec![node])),
+            }
+        }
+        pools.sort_by(|a, b| a.0.cmp(&b.0));
+        return (pools, false);
+    }
     let inferred = view.machine_config_pools.is_empty();
     let mut pools: Vec<(String, Vec<&Node>)> = if inferred {
         vec![

@@ -47,6 +47,18 @@ pub fn summary(plan: &Plan, computed_at: Timestamp) -> PlanSummary {
             seconds: p.seconds,
             blocked: p.blocked,
         })
+        .chain(plan.node_pools.iter().map(|p| {
+            let r = p.rollout.as_ref();
+            PoolSummary {
+                name: clean(&format!("NodePool {}", p.name), 253),
+                nodes: count(r.map_or(0, |r| r.replicas)),
+                updates: r.is_some(),
+                batches: count(r.map_or(0, |r| r.waves)),
+                batch_size: count(r.map_or(0, |r| r.at_once)),
+                seconds: p.seconds,
+                blocked: false,
+            }
+        }))
         .collect();
     let mut batches = Vec::new();
     let mut more_batches = 0;

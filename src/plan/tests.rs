@@ -570,3 +570,36 @@ fn what_the_target_is_to_the_cluster() {
     );
     assert!(rc.pre_release && !rc.migration && !rc.remaining, "{rc:?}");
 }
+
+#[test]
+fn a_hosted_cluster_plans_its_nodepools_and_invents_no_master_pool() {
+    let hosted = |name: &str, pool: &str| {
+        json!({"kind": "Node", "metadata": {"name": name,
+                "labels": {"node-role.kubernetes.io/worker": "", crate::view::NODEPOOL_LABEL: pool}},
+               "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    };
+    let infrastructure = json!({"kind": "Infrastructure", "metadata": {"name": "cluster"},
+        "status": {"controlPlaneTopology": "External", "infrastructureTopology": "HighlyAvailable"}});
+    let plan = plan_of(vec![
+        infrastructure,
+        hosted("b-0", "blue"),
+        hosted("a-0", "amber"),
+        hosted("a-1", "amber"),
+    ]);
+    let names: Vec<&str> = plan.pools.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["amber", "blue"]);
+    assert_eq!(batches(&plan, "amber"), [["a-0"], ["a-1"]]);
+    assert!(
+        plan.unknowns.contains(&HOSTED_GUEST.to_owned()),
+        "{:?}",
+        plan.unknowns
+    );
+    assert!(
+        !plan
+            .unknowns
+            .iter()
+            .any(|u| u.contains("no MachineConfigPool data")),
+        "{:?}",
+        plan.unknowns
+    );
+}

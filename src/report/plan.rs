@@ -88,6 +88,9 @@ pub fn plan_table(plan: &Plan, color: bool) -> String {
         ));
         out.push_str(&format!("{}\n", batches(pool, color)));
     }
+    for pool in &plan.node_pools {
+        out.push_str(&node_pool(pool));
+    }
     for (title, lines) in [
         ("Downtime", &plan.downtime),
         ("Blocked", &plan.blockers),
@@ -107,6 +110,27 @@ pub fn plan_table(plan: &Plan, color: bool) -> String {
         }
     }
     out
+}
+
+/// One NodePool's rollout, in a line.
+fn node_pool(pool: &crate::plan::hosted::NodePoolPlan) -> String {
+    let name = clean(&pool.name, 200);
+    match (&pool.rollout, &pool.problem) {
+        (Some(r), _) => format!(
+            "  NodePool {name}: {} machines, {:?}, {} wave(s) of {}, about {} (P90 {}): {}\n",
+            r.replicas,
+            r.upgrade_type,
+            r.waves,
+            r.at_once,
+            words(pool.seconds),
+            words(pool.p90_seconds),
+            clean(&pool.basis, 600)
+        ),
+        (None, problem) => format!(
+            "  NodePool {name}: not rolled out: {}\n",
+            clean(problem.as_deref().unwrap_or("unknown"), 600)
+        ),
+    }
 }
 
 /// One pool's batches as a table.

@@ -54,6 +54,10 @@ impl SingleNode {
 /// (`withheld`).
 pub const TLS_SECRETS_WITHHELD: &str = "TLS Secrets are not read: the gate runs without --read-tls-secrets (docs/install.md, \"The sensitive grant: Secrets\")";
 
+/// The label HyperShift gives a hosted cluster's nodes: the name of
+/// their NodePool.
+pub const NODEPOOL_LABEL: &str = "hypershift.openshift.io/nodePool";
+
 /// When the data was taken, and how that was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AsOf {
@@ -330,6 +334,16 @@ impl ClusterView {
         self.infrastructure
             .as_ref()
             .is_some_and(crate::view::openshift::Infrastructure::hosted)
+    }
+
+    /// The NodePool a hosted cluster's node belongs to, by the label
+    /// HyperShift gives its nodes ([`NODEPOOL_LABEL`]).
+    pub fn nodepool_of(node: &Node) -> Option<&str> {
+        node.metadata
+            .labels
+            .get(NODEPOOL_LABEL)
+            .map(String::as_str)
+            .filter(|pool| !pool.is_empty())
     }
 
     /// Whether the cluster runs on a single node ([`Self::single_node_by`]).

@@ -14,6 +14,7 @@ mod glossary;
 #[path = "../common/golden.rs"]
 mod golden;
 mod harness;
+mod hosted;
 mod image;
 mod keys;
 mod layering;
