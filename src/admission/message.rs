@@ -581,29 +581,46 @@ pub(crate) fn hypershift_refuses(
 pub struct Address {
     /// `hostedcluster prod -n clusters`, as `oc annotate` takes it.
     object: String,
+    /// How `preflight-gate check` names it: `--hosted-cluster clusters/prod`,
+    /// and `--nodepool workers` for a NodePool.
+    checked_as: String,
 }
 
 impl Address {
     pub(crate) fn hosted_cluster(cluster: &crate::model::hosted::HostedCluster) -> Self {
-        Self::of("hostedcluster", &cluster.metadata)
+        Self {
+            object: Self::object("hostedcluster", &cluster.metadata),
+            checked_as: format!(
+                "--hosted-cluster {}",
+                shell_word(&cluster.hosted_name().to_string())
+            ),
+        }
     }
 
     pub(crate) fn nodepool(pool: &crate::model::hosted::NodePool) -> Self {
-        Self::of("nodepool", &pool.metadata)
+        Self {
+            object: Self::object("nodepool", &pool.metadata),
+            checked_as: format!(
+                "--hosted-cluster {} --nodepool {}",
+                shell_word(&pool.hosted_name().to_string()),
+                shell_word(&pool.metadata.name)
+            ),
+        }
     }
 
-    fn of(kind: &str, metadata: &crate::model::meta::Metadata) -> Self {
-        let object = format!(
+    fn object(kind: &str, metadata: &crate::model::meta::Metadata) -> String {
+        format!(
             "{kind} {} -n {}",
             shell_word(&metadata.name),
             shell_word(metadata.namespace.as_deref().unwrap_or_default())
-        );
-        Self { object }
+        )
     }
 
     /// `text`, its commands acting on this object: the ClusterVersion's
-    /// `oc annotate` and `oc adm upgrade` become the object's own.
-    pub(crate) fn apply(&self, text: &str) -> String {
+    /// `oc annotate` and `oc adm upgrade` become the object's own, and the
+    /// full report, which no UpdatePreflight holds for a hosted cluster,
+    /// is `preflight-gate check`'s of `target`.
+    pub(crate) fn apply(&self, text: &str, target: Option<&str>) -> String {
         let mut text = text
             .replace("clusterversion version", &self.object)
             .replace("run oc adm upgrade again", "write its release again");
@@ -620,6 +637,15 @@ impl Address {
                 self.object
             );
             text.replace_range(start..from + length + EXPLICIT.len(), &patch);
+        }
+        if let Some(start) = text.find("Full report: oc get updatepreflight") {
+            let end = text[start..].find('\n').map_or(text.len(), |n| start + n);
+            let to = target.map_or_else(|| "<release>".to_owned(), shell_word);
+            let report = format!(
+                "Full report: preflight-gate check --kubeconfig <the management cluster's> {} --to {to}",
+                self.checked_as
+            );
+            text.replace_range(start..end, &report);
         }
         text
     }

@@ -4,10 +4,9 @@
 //! `oc get -o yaml` or `-o json` output or one such file. What the
 //! hosted cluster holds is read from its own snapshot; a management
 //! cluster's ClusterVersion is none of the update's business, so none is
-//! asked for. Live ([`read_live`]), the same objects from the API server,
-//! and the hosted cluster through the admin kubeconfig its HostedCluster
-//! names, which may not make the gate run a command, call an auth
-//! provider or read a local file ([`guest_kubeconfig`]).
+//! asked for. Live ([`read_live`]), the same objects from the API server;
+//! the hosted cluster itself is read through its admin kubeconfig by
+//! [`super::guest`].
 
 use std::path::{Path, PathBuf};
 
@@ -223,88 +222,6 @@ fn typed<T: serde::de::DeserializeOwned>(
         .map_err(|e| anyhow::anyhow!("a {kind} does not fit HyperShift's schema: {e}"))
 }
 
-/// The hosted cluster read through the admin kubeconfig `cluster`'s
-/// status names (the Secret's key `kubeconfig`), or why it could not be.
-pub async fn read_guest(
-    client: &kube::Client,
-    cluster: &HostedCluster,
-) -> Result<crate::view::ClusterView, String> {
-    use kube::api::Api;
-    let namespace = cluster.metadata.namespace.as_deref().unwrap_or_default();
-    let Some(secret) = cluster.status.kubeconfig.as_ref().map(|r| r.name.as_str()) else {
-        return Err("its status names no admin kubeconfig (status.kubeconfig)".to_owned());
-    };
-    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
-        Api::namespaced(client.clone(), namespace);
-    let read = secrets
-        .get(secret)
-        .await
-        .map_err(|e| format!("cannot read the Secret {namespace}/{secret}: {e}"))?;
-    let text = read
-        .data
-        .unwrap_or_default()
-        .remove("kubeconfig")
-        .and_then(|bytes| String::from_utf8(bytes.0).ok())
-        .ok_or_else(|| format!("the Secret {namespace}/{secret} has no key kubeconfig"))?;
-    let kubeconfig = guest_kubeconfig(&text)?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .map_err(|e| format!("its admin kubeconfig cannot be used: {e}"))?;
-    let guest = kube::Client::try_from(config)
-        .map_err(|e| format!("its admin kubeconfig cannot be used: {e}"))?;
-    crate::cluster::live::load(&guest, crate::cluster::live::Reads::ALL)
-        .await
-        .map_err(|e| crate::model::text::chain(&e))
-}
-
-/// A hosted cluster's admin kubeconfig, read from a Secret: refused if
-/// it would have the gate run a command (`exec`), call an auth provider,
-/// or read a file of the machine it runs on (a token, certificate, key or
-/// CA file); only the data inline is taken.
-pub fn guest_kubeconfig(text: &str) -> Result<kube::config::Kubeconfig, String> {
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(text)
-        .map_err(|e| format!("its admin kubeconfig is not a kubeconfig: {e}"))?;
-    let refuse = |what: &str, whose: &str| {
-        Err(format!(
-            "its admin kubeconfig is refused: {whose} {what}, which a kubeconfig from a Secret may not make the gate do"
-        ))
-    };
-    for named in &kubeconfig.auth_infos {
-        let whose = format!("user {:?}", named.name);
-        let Some(auth) = &named.auth_info else {
-            continue;
-        };
-        if auth.exec.is_some() {
-            return refuse("runs a command (exec)", &whose);
-        }
-        if auth.auth_provider.is_some() {
-            return refuse("calls an auth provider", &whose);
-        }
-        if auth.token_file.is_some()
-            || auth.client_certificate.is_some()
-            || auth.client_key.is_some()
-        {
-            return refuse(
-                "reads a local file (tokenFile, client-certificate or client-key)",
-                &whose,
-            );
-        }
-    }
-    for named in &kubeconfig.clusters {
-        if named
-            .cluster
-            .as_ref()
-            .is_some_and(|c| c.certificate_authority.is_some())
-        {
-            return refuse(
-                "reads a local file (certificate-authority)",
-                &format!("cluster {:?}", named.name),
-            );
-        }
-    }
-    Ok(kubeconfig)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,52 +256,5 @@ mod tests {
         let e = load(dir.path()).unwrap_err();
         assert!(e.is_not_a_snapshot());
         assert!(e.to_string().ends_with("holds no HostedCluster (hypershift.openshift.io): not the snapshot of a management cluster"), "{e}");
-    }
-
-    const KUBECONFIG: &str = "apiVersion: v1
-kind: Config
-clusters:
-- name: prod
-  cluster: {server: 'https://api.prod.example.com:6443', certificate-authority-data: Zm9v}
-users:
-- name: admin
-  user: {client-certificate-data: Zm9v, client-key-data: Zm9v}
-contexts:
-- name: admin
-  context: {cluster: prod, user: admin}
-current-context: admin
-";
-
-    #[rstest::rstest]
-    #[case::exec(
-        "user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: sh}}",
-        "runs a command (exec)"
-    )]
-    #[case::auth_provider("user: {auth-provider: {name: oidc}}", "calls an auth provider")]
-    #[case::token_file("user: {tokenFile: token}", "reads a local file")]
-    #[case::client_key(
-        "user: {client-certificate: a.crt, client-key: a.key}",
-        "reads a local file"
-    )]
-    fn a_guest_kubeconfig_that_would_reach_outside_its_data_is_refused(
-        #[case] user: &str,
-        #[case] says: &str,
-    ) {
-        let text = KUBECONFIG.replace(
-            "user: {client-certificate-data: Zm9v, client-key-data: Zm9v}",
-            user,
-        );
-        let e = guest_kubeconfig(&text).unwrap_err();
-        assert!(e.contains(says) && e.contains("user \"admin\""), "{e}");
-        let ca = KUBECONFIG.replace(
-            "certificate-authority-data: Zm9v",
-            "certificate-authority: ca.crt",
-        );
-        assert!(
-            guest_kubeconfig(&ca)
-                .unwrap_err()
-                .contains("certificate-authority")
-        );
-        assert!(guest_kubeconfig(KUBECONFIG).is_ok());
     }
 }

@@ -12,6 +12,7 @@ pub mod api_server;
 mod authz;
 pub mod cordon;
 mod events;
+pub mod guest;
 pub mod live;
 pub mod management;
 pub mod prometheus;

@@ -5,7 +5,7 @@
 //! `PreflightCheck`s, administrators' and vendors' checks, run as Jobs.
 
 #[cfg(test)]
-mod api_mock;
+pub(crate) mod api_mock;
 pub mod controller;
 pub mod hosted;
 pub mod jobs;

@@ -1,7 +1,7 @@
 //! A HostedCluster (HyperShift, on a management cluster): its write is
 //! the ClusterVersion write it amounts to ([`HostedCluster::as_update`]),
 //! decided as one is, against that hosted cluster's own results
-//! ([`HostedLookup::results`]): its release is the target, its update
+//! ([`crate::admission::ports::HostedLookup::results`]): its release is the target, its update
 //! service what it trusts, its `preflight.dev/` annotations the claims.
 //! `spec.controlPlaneRelease`, when set apart, is a target too. HyperShift's
 //! [`FORCE_UPGRADE_TO`] is the override it is: it needs the `override`

@@ -202,8 +202,13 @@ impl PendingOverride {
 
 impl Verdict {
     fn address(mut self, address: &message::Address) -> Self {
-        self.message = address.apply(&self.message);
-        self.warnings = self.warnings.iter().map(|w| address.apply(w)).collect();
+        let target = self.target.as_deref();
+        self.message = address.apply(&self.message, target);
+        self.warnings = self
+            .warnings
+            .iter()
+            .map(|w| address.apply(w, target))
+            .collect();
         self
     }
 }

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use super::{CheckError, Prepared};
 use crate::checks::hosted::Hosted;
 use crate::cli::CheckArgs;
+use crate::cluster::guest;
+use crate::cluster::live::Reads;
 use crate::cluster::management::{self, Management};
 use crate::model::hosted::{HostedCluster, HostedName, NodePool, belongs_to};
 use crate::model::release::Version;
@@ -70,7 +72,17 @@ pub(super) fn read(args: &CheckArgs, named: &str) -> Result<Read, CheckError> {
             let (cluster, pool) = find(&management, &name, args, "the management cluster")?;
             let live_guest = match args.hosted_snapshot {
                 Some(_) => None,
-                None => Some(management::read_guest(&client, &management.clusters[cluster]).await),
+                None => Some(
+                    guest::read(
+                        &client,
+                        &management.clusters[cluster],
+                        Reads::ALL,
+                        guest::READ_LIMIT,
+                    )
+                    .await
+                    .map(Arc::unwrap_or_clone)
+                    .map_err(|e| e.to_string()),
+                ),
             };
             Ok(Read {
                 management,
@@ -158,7 +170,7 @@ impl Read {
 
     /// The hosted cluster: its snapshot, as --snapshot is read, or as it
     /// was read live; one that could not be read live is an empty view,
-    /// and why is kept for [`checks::hosted::REACHABLE`].
+    /// and why is kept for [`crate::checks::hosted::REACHABLE`].
     pub(super) fn guest_view(&mut self, args: &CheckArgs) -> Result<ClusterView, CheckError> {
         if let Some(path) = args.hosted_snapshot.as_deref() {
             return Ok(crate::cluster::snapshot::load(path)?);

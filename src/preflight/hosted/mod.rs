@@ -12,7 +12,6 @@
 //! cost of every replica reading every guest. Nothing here writes, to the
 //! management cluster or to a guest; a review never starts a run.
 
-mod guest;
 pub mod schedule;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -38,7 +37,7 @@ use crate::model::cluster_version::DesiredUpdate;
 use crate::model::hosted::{
     self as model, HostedCluster, HostedName, NodePool, SupportError, SupportedVersions,
 };
-use crate::model::release::ReleaseKey;
+use crate::model::release::{ReleaseKey, Version};
 use crate::model::standing::Exemptions;
 use crate::model::status::{self, Ending};
 use crate::model::{
@@ -49,13 +48,12 @@ use crate::preflight::live::RunRequest;
 use crate::suite::{self, Limits};
 use crate::view::ClusterView;
 
-pub use guest::{GuestError, refuse_outside_data};
+use crate::cluster::guest::{self, READ_LIMIT};
+use crate::cluster::live::Reads;
 use schedule::Ran;
 
 /// Hosted clusters run at once by one replica.
 pub const RUNS_AT_ONCE: usize = 2;
-/// Time allowed to read a guest, its kubeconfig's Secret included.
-pub const READ_LIMIT: Duration = Duration::from_secs(60);
 /// How often the runner looks again when nothing has changed: for results
 /// aging and guests waiting out their backoff.
 const TICK: Duration = Duration::from_secs(30);
@@ -495,7 +493,13 @@ impl HostedSource {
         let name = job.cluster.hosted_name();
         let permit = runner.permits.clone().acquire_owned().await;
         let started = Timestamp::now();
-        let guest = guest::read(&runner.client, &job.cluster, runner.settings.read_limit).await;
+        let guest = guest::read(
+            &runner.client,
+            &job.cluster,
+            Reads { tls_secrets: false },
+            runner.settings.read_limit,
+        )
+        .await;
         runner.metrics.hosted.read(guest.is_ok());
         let read = guest.is_ok();
         let guest = guest.map_err(|e| {
@@ -628,7 +632,23 @@ pub fn evaluate(
         Resolution::Target(known) if known.version.is_some() => known,
         _ => Target::image(&request.image, request.version.clone()),
     };
+    let view = guest.as_ref().ok().cloned();
     let results = suite::run_hosted(hosted, guest, &target, now, settings.limits);
+    // The plan of the same hosted cluster, at the same time; a plan that
+    // panics is no plan, never a lost result.
+    let version = target.version.as_deref().and_then(Version::parse);
+    let plan = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let plan = crate::plan::hosted::plan(
+            hosted.cluster,
+            hosted.pools,
+            view.as_deref(),
+            version.as_ref(),
+            crate::plan::hosted::Part::ControlPlane,
+            now,
+        );
+        crate::plan::status::summary(&plan, now)
+    }))
+    .ok();
     let name = ReleaseKey::from_image(&request.image).object_name();
     let mut object = UpdatePreflight::new(
         &name,
@@ -656,6 +676,7 @@ pub fn evaluate(
             at: now,
         },
     );
+    status.plan = plan;
     object.status = Some(status);
     object
 }
@@ -902,6 +923,47 @@ mod tests {
     }
 
     #[test]
+    fn a_result_carries_the_plan_of_the_control_plane_and_its_nodepools() {
+        let hosted = synced();
+        let cluster = hosted.cluster(&prod()).unwrap();
+        let supported = hosted.supported().unwrap();
+        let pools: Vec<NodePool> = vec![
+            serde_json::from_value(json!({
+                "metadata": {"name": "workers", "namespace": "clusters"},
+                "spec": {"clusterName": "prod", "replicas": 6,
+                         "management": {"upgradeType": "InPlace", "inPlace": {"maxUnavailable": 2}}},
+                "status": {"version": "4.21.4"}
+            }))
+            .unwrap(),
+        ];
+        let view = Hosted {
+            cluster: &cluster,
+            pools: &pools,
+            supported: Ok(&supported),
+        };
+        let request = RunRequest {
+            image: OFFERED.to_owned(),
+            version: None,
+            existing: None,
+        };
+        let result = evaluate(
+            &view,
+            Err("unreachable".into()),
+            &request,
+            Timestamp::now(),
+            &settings(),
+        );
+        let plan = result.status.unwrap().plan.expect("a plan");
+        let pool = plan
+            .pools
+            .iter()
+            .find(|p| p.name.contains("clusters/workers"))
+            .unwrap_or_else(|| panic!("no NodePool in {plan:#?}"));
+        assert_eq!(pool.nodes, 6);
+        assert_eq!(pool.batches, 3, "{pool:#?}");
+    }
+
+    #[test]
     fn an_unreadable_guest_is_an_error_that_says_why_never_a_pass() {
         let hosted = synced();
         let cluster = hosted.cluster(&prod()).unwrap();
@@ -916,7 +978,7 @@ mod tests {
             version: None,
             existing: None,
         };
-        let why = GuestError::NoKey("prod-admin-kubeconfig".into()).to_string();
+        let why = guest::GuestError::NoKey("prod-admin-kubeconfig".into()).to_string();
         let result = evaluate(&view, Err(why), &request, Timestamp::now(), &settings());
         assert_eq!(
             result.metadata.name.as_deref(),

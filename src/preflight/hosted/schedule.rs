@@ -15,8 +15,9 @@ use crate::preflight::live::{RunRequest, offered};
 
 /// The first wait after a guest could not be read.
 pub const FIRST_RETRY: Duration = Duration::from_secs(30);
-/// The longest wait between tries of a guest that cannot be read.
-pub const LAST_RETRY: Duration = Duration::from_secs(5 * 60);
+/// The longest wait between tries of a guest that cannot be read: the
+/// rerun of an errored result the denial promises ("within 2 minutes").
+pub const LAST_RETRY: Duration = crate::model::status::ERRORED_RERUN;
 
 /// The targets the gate runs for `cluster` by itself: the releases its
 /// update graph offers (`status.version.availableUpdates` and
@@ -215,7 +216,7 @@ mod tests {
         let secs = |n| backoff(n).as_secs();
         assert_eq!(
             (0..=7).map(secs).collect::<Vec<_>>(),
-            [0, 30, 60, 120, 240, 300, 300, 300]
+            [0, 30, 60, 120, 120, 120, 120, 120]
         );
         assert_eq!(backoff(u32::MAX), LAST_RETRY);
     }

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use crate::cluster::live::{self, Reads};
+use super::live::{self, Reads};
 use crate::model::hosted::HostedCluster;
 use crate::view::ClusterView;
 
@@ -93,14 +93,19 @@ pub async fn client_from(text: &str) -> Result<kube::Client, GuestError> {
     kube::Client::try_from(config).map_err(|e| GuestError::Client(e.to_string()))
 }
 
+/// How long reading a guest may take, its Secret and connection included.
+pub const READ_LIMIT: Duration = Duration::from_secs(60);
+
 /// Reads the guest of `cluster` with the management cluster's `client`:
-/// its admin kubeconfig, then the cluster itself, all within `limit`.
+/// its admin kubeconfig, then the cluster itself (what `reads` allows),
+/// all within `limit`.
 pub async fn read(
     client: &kube::Client,
     cluster: &HostedCluster,
+    reads: Reads,
     limit: Duration,
 ) -> Result<Arc<ClusterView>, GuestError> {
-    tokio::time::timeout(limit, read_unlimited(client, cluster))
+    tokio::time::timeout(limit, read_unlimited(client, cluster, reads))
         .await
         .unwrap_or(Err(GuestError::TimedOut(limit)))
 }
@@ -108,6 +113,7 @@ pub async fn read(
 async fn read_unlimited(
     client: &kube::Client,
     cluster: &HostedCluster,
+    reads: Reads,
 ) -> Result<Arc<ClusterView>, GuestError> {
     let name = cluster
         .status
@@ -132,9 +138,7 @@ async fn read_unlimited(
         .map(|b| String::from_utf8_lossy(&b.0).into_owned())
         .ok_or_else(|| GuestError::NoKey(name.clone()))?;
     let guest = client_from(&text).await?;
-    let view = live::load(&guest, Reads { tls_secrets: false })
-        .await
-        .map_err(GuestError::Read)?;
+    let view = live::load(&guest, reads).await.map_err(GuestError::Read)?;
     Ok(Arc::new(view))
 }
 
@@ -235,7 +239,9 @@ current-context: admin
         }))
         .unwrap();
         let limit = Duration::from_secs(5);
-        let said = read(&client, &cluster, limit).await.unwrap_err();
+        let said = read(&client, &cluster, Reads { tls_secrets: false }, limit)
+            .await
+            .unwrap_err();
         assert!(matches!(said, GuestError::NoKubeconfig), "{said}");
 
         cluster.status.kubeconfig = Some(crate::model::hosted::LocalObjectReference {
@@ -266,15 +272,18 @@ current-context: admin
                 "its admin kubeconfig runs a command (exec) for user \"admin\"; only credentials held inline are used",
             ),
         ] {
-            let (reading, answered) = tokio::join!(read(&client, &cluster, limit), async {
-                let mut seen = api.next().await;
-                assert_eq!(seen.method, http::Method::GET);
-                assert_eq!(
-                    seen.path,
-                    "/api/v1/namespaces/clusters/secrets/prod-admin-kubeconfig"
-                );
-                seen.ok(&secret(data));
-            });
+            let (reading, answered) = tokio::join!(
+                read(&client, &cluster, Reads { tls_secrets: false }, limit),
+                async {
+                    let mut seen = api.next().await;
+                    assert_eq!(seen.method, http::Method::GET);
+                    assert_eq!(
+                        seen.path,
+                        "/api/v1/namespaces/clusters/secrets/prod-admin-kubeconfig"
+                    );
+                    seen.ok(&secret(data));
+                }
+            );
             let () = answered;
             assert_eq!(reading.unwrap_err().to_string(), said);
         }
