@@ -233,7 +233,7 @@ current-context: admin
     /// refused, before the guest is ever contacted.
     #[tokio::test]
     async fn a_read_says_why_it_could_not_reach_the_guest() {
-        let (client, mut api) = crate::preflight::api_mock::client();
+        let (client, mut api) = crate::cluster::api_mock::client();
         let mut cluster: HostedCluster = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "prod", "namespace": "clusters"}
         }))

@@ -8,6 +8,8 @@
 //! API server stored it. What they read is `crate::view`, pure. Nothing here runs
 //! on the decision's path except the authorization question.
 
+#[cfg(test)]
+pub(crate) mod api_mock;
 pub mod api_server;
 mod authz;
 pub mod cordon;

@@ -4,8 +4,6 @@
 //! leader-elected controller that runs suites and writes their results;
 //! `PreflightCheck`s, administrators' and vendors' checks, run as Jobs.
 
-#[cfg(test)]
-pub(crate) mod api_mock;
 pub mod controller;
 pub mod hosted;
 pub mod jobs;

@@ -794,7 +794,7 @@ impl ResultLookup for WithHosted {
 mod tests {
     use super::*;
     use crate::model::{Outcome, Phase};
-    use crate::preflight::api_mock;
+    use crate::cluster::api_mock;
     use serde_json::json;
 
     const OFFERED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:aa11";

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{LeaseSettings, lead};
 use crate::metrics::Metrics;
-use crate::preflight::api_mock::{self, ApiServer, PATIENCE};
+use crate::cluster::api_mock::{self, ApiServer, PATIENCE};
 
 const NAMESPACE: &str = "preflight-gate";
 const NAME: &str = "preflight-gate-leader";

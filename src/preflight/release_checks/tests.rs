@@ -366,9 +366,9 @@ fn finished(image: &str) -> serde_json::Value {
 /// The scripted API server's answer to the creation of the extraction pod,
 /// named `name`: the pod, and the first request for it.
 async fn pod_created(
-    api: &mut crate::preflight::api_mock::ApiServer,
+    api: &mut crate::cluster::api_mock::ApiServer,
     name: &str,
-) -> (serde_json::Value, crate::preflight::api_mock::Seen) {
+) -> (serde_json::Value, crate::cluster::api_mock::Seen) {
     let mut created = api.next().await;
     assert_eq!(created.method, http::Method::POST);
     let mut pod = created.body.clone();
@@ -386,7 +386,7 @@ async fn pod_created(
 /// pod is created and has finished, and its log is answered with `log`.
 /// Returns the answer and the log request's query.
 async fn discover_with_log(log: Vec<u8>) -> (Result<Declared, DiscoveryError>, String) {
-    use crate::preflight::api_mock;
+    use crate::cluster::api_mock;
     use http::Method;
 
     let (client, mut api) = api_mock::client();
@@ -455,7 +455,7 @@ async fn an_extraction_log_at_the_limit_is_read() {
 /// refresh.
 #[tokio::test]
 async fn an_extraction_pod_deleted_by_a_drain_is_started_again_within_the_run() {
-    use crate::preflight::api_mock;
+    use crate::cluster::api_mock;
     use http::Method;
 
     let (client, mut api) = api_mock::client();

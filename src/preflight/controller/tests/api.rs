@@ -21,7 +21,7 @@ use crate::model::standing::Exemptions;
 use crate::model::status;
 use crate::model::vouch::ResultKey;
 use crate::model::{CheckResult, UpdatePreflight};
-use crate::preflight::api_mock::{self, ApiServer, PATIENCE, Seen};
+use crate::cluster::api_mock::{self, ApiServer, PATIENCE, Seen};
 use crate::view::kinds;
 
 const IMAGE: &str = "quay.io/openshift-release-dev/ocp-release@sha256:1111111111111111111111111111111111111111111111111111111111111111";
