@@ -424,14 +424,14 @@ fn release_files(dir: &Path) -> Vec<String> {
 fn assert_current_release(dir: &Path, shown: &str) {
     assert_eq!(
         release_files(dir),
-        ["IMAGE", "kubernetes.yaml", "openshift.yaml"],
+        ["IMAGE", "hypershift.yaml", "kubernetes.yaml", "openshift.yaml"],
         "{shown}: not a whole release"
     );
     let image = std::fs::read_to_string(dir.join("IMAGE")).unwrap();
     let image = image.trim();
     let (_, digest) = image.split_once('@').expect("IMAGE is pinned by digest");
     assert!(is_digest(digest), "{shown}/IMAGE: {image}");
-    for overlay in ["openshift", "kubernetes"] {
+    for overlay in ["openshift", "hypershift", "kubernetes"] {
         let released =
             objects(&std::fs::read_to_string(dir.join(format!("{overlay}.yaml"))).unwrap());
         assert_eq!(images(&released), [image.to_owned()], "{shown}: {overlay}");
@@ -657,7 +657,7 @@ fn the_release_script_cuts_a_release() {
     );
 
     // The manifests: each overlay as checked in, with the image pinned.
-    for overlay in ["openshift", "kubernetes"] {
+    for overlay in ["openshift", "hypershift", "kubernetes"] {
         let text = std::fs::read_to_string(path(&format!("manifests/{overlay}.yaml"))).unwrap();
         let released = objects(&text);
         assert_eq!(images(&released), std::slice::from_ref(&image), "{overlay}");
