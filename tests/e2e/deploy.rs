@@ -127,8 +127,13 @@ fn the_overlays_pass_a_server_side_dry_run() {
     // ServiceAccount are what the pod below is admitted against.
     apply_dev(world);
     openshift_priority_classes(world);
+    // A management cluster's namespaces of HostedClusters and of the
+    // HyperShift operator, where the hypershift overlay grants its reads.
+    for namespace in ["clusters", "hypershift"] {
+        let _ = world.kubectl(User::Admin, &["create", "namespace", namespace]);
+    }
     let dir = tempfile::tempdir().unwrap();
-    for overlay in ["openshift", "kubernetes"] {
+    for overlay in ["openshift", "hypershift", "kubernetes"] {
         let objects = rendered(overlay);
         let (skipped, checked): (Vec<&Value>, Vec<&Value>) =
             objects.iter().partition(|o| NOT_SERVED.contains(&group(o)));
