@@ -381,3 +381,32 @@ fn fleet_html_page_renders_in_a_browser_with_the_jsons_numbers() {
         png.len()
     );
 }
+
+/// Two snapshots of one cluster share its clusterID: each is named by it
+/// and by where it came from, so that the causes still tell them apart.
+#[test]
+fn fleet_two_snapshots_of_one_cluster_are_told_apart_by_their_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("east-again");
+    std::fs::create_dir(&copy).unwrap();
+    for entry in std::fs::read_dir(data("blocked-east")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, copy.join(path.file_name().unwrap())).unwrap();
+    }
+    let east = data("blocked-east");
+    let out = fleet(&[
+        "--to",
+        "4.14.12",
+        "-o",
+        "json",
+        &east,
+        copy.to_str().unwrap(),
+    ]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names = [
+        format!("{EAST} ({east})"),
+        format!("{EAST} ({})", copy.display()),
+    ];
+    assert_eq!(report["causes"][0]["clusters"], serde_json::json!(names));
+    assert_eq!(report["causes"][0]["count"], 2);
+}
