@@ -40,6 +40,12 @@ pub enum Command {
     Check(Box<CheckArgs>),
     /// Ask the cluster's gate for a preflight run of a target and print the result.
     Run(RunArgs),
+    /// Judge every cluster of a fleet as `check` judges one, in parallel, and
+    /// print one report: which clusters are cleared for the target, which are
+    /// blocked and by what, which could not be judged, and the causes they
+    /// share. Exit codes: 0 all cleared, 3 some blocked, 1 none blocked but
+    /// some could not be judged, 2 bad arguments.
+    Fleet(Box<FleetArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -472,6 +478,53 @@ pub struct CheckArgs {
     pub namespace: String,
     #[command(flatten)]
     pub alerts: AlertArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// Target release: a version (looked up in each ClusterVersion's
+    /// availableUpdates and conditionalUpdates) or a release image pullspec.
+    #[arg(long, env = "PREFLIGHT_GATE_TO")]
+    pub to: String,
+    /// The clusters: each a snapshot (a directory, a must-gather archive or
+    /// one YAML or JSON file, as `check --snapshot` reads it) or a
+    /// kubeconfig (a file of kind Config, read with its current context).
+    #[arg(value_name = "SNAPSHOT_OR_KUBECONFIG", required = true)]
+    pub clusters: Vec<PathBuf>,
+    /// Report format: a table, JSON (docs/fleet.md), or one self-contained
+    /// HTML page.
+    #[arg(short, long, value_enum, default_value_t = crate::report::fleet::Format::Table, env = "PREFLIGHT_GATE_OUTPUT")]
+    pub output: crate::report::fleet::Format,
+    /// Clusters judged at once; by default the number of CPUs.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..), env = "PREFLIGHT_GATE_JOBS")]
+    pub jobs: Option<u16>,
+    /// The time to judge every cluster at (RFC 3339), as `check --now`.
+    #[arg(long, env = "PREFLIGHT_GATE_NOW")]
+    pub now: Option<jiff::Timestamp>,
+    /// Names whose failures to accept as warnings in every cluster
+    /// (comma-separated), as `check --accept`; a name no result of a
+    /// cluster carries changes nothing there.
+    #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_ACCEPT")]
+    pub accept: Vec<String>,
+    /// The end of the maintenance window every update must fit in (RFC
+    /// 3339), as `check --window-end`: a cluster whose plan ends past it at
+    /// its P90 is blocked by MaintenanceWindow.
+    #[arg(long, value_name = "RFC3339", env = "PREFLIGHT_GATE_WINDOW_END")]
+    pub window_end: Option<String>,
+    #[command(flatten)]
+    pub limits: LimitsArgs,
+    /// Checks whose errors only warn (comma-separated), as the gate's
+    /// --fail-open-checks.
+    #[arg(long, value_delimiter = ',', env = "PREFLIGHT_GATE_FAIL_OPEN_CHECKS")]
+    pub fail_open_checks: Vec<String>,
+    /// The namespace the gate is installed in: its own PodDisruptionBudget
+    /// never holds the update.
+    #[arg(
+        long,
+        default_value = "preflight-gate",
+        env = "PREFLIGHT_GATE_NAMESPACE"
+    )]
+    pub namespace: String,
 }
 
 /// Where alerts are read from, for `check` and the controller alike.

@@ -27,6 +27,7 @@ fn main() -> std::process::ExitCode {
             preflight_gate::commands::certs(&args).map(|()| std::process::ExitCode::SUCCESS)
         }
         Command::Check(args) => return preflight_gate::commands::check(&args),
+        Command::Fleet(args) => return preflight_gate::commands::fleet(&args),
         Command::Serve(args) => runtime()
             .and_then(|rt| rt.block_on(preflight_gate::commands::serve(*args)))
             .map(|()| std::process::ExitCode::SUCCESS),

@@ -127,15 +127,30 @@ fn unknown_accepts(names: &[String], results: &[CheckResult]) -> Option<String> 
     })
 }
 
-fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
-    let to = args.to.trim();
+/// The target `--to` names, trimmed: a version or a release image.
+pub(crate) fn target(to: &str) -> Result<&str, CheckError> {
+    let to = to.trim();
     if to.is_empty() {
         return Err(CheckError::NoTarget);
     }
     if !is_image(to) && crate::model::release::Version::parse(to).is_none() {
         return Err(CheckError::BadTarget(to.to_owned()));
     }
-    let progress = progress_bar();
+    Ok(to)
+}
+
+fn report(args: &CheckArgs) -> Result<(Report, Format), CheckError> {
+    report_with(args, progress_bar)
+}
+
+/// The report of one cluster, as `check` makes it; `progress` makes the
+/// bar it shows while it reads and runs (`fleet` passes a hidden one).
+pub(crate) fn report_with(
+    args: &CheckArgs,
+    progress: impl FnOnce() -> ProgressBar,
+) -> Result<(Report, Format), CheckError> {
+    let to = target(&args.to)?;
+    let progress = progress();
     if args.hosted_cluster.is_some() {
         progress.set_message("reading the management cluster");
     }

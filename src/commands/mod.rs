@@ -1,13 +1,16 @@
 //! The subcommands, each built from its flags: [`serve`](fn@serve) (in `serve.rs`),
 //! [`run`](fn@run) (ask the cluster for a preflight run, in `run.rs`),
-//! [`certs`](fn@certs) and [`check`](fn@check) (the offline report, in
-//! `check.rs`).
+//! [`certs`](fn@certs), [`check`](fn@check) (the offline report, in
+//! `check.rs`) and [`fleet`](fn@fleet) (`check` across many clusters, one
+//! report, in `fleet.rs`).
 
 mod check;
+mod fleet;
 mod run;
 mod serve;
 
 pub use check::check;
+pub use fleet::fleet;
 pub use run::run;
 pub use serve::serve;
 

@@ -3,6 +3,7 @@
 //! program, and the exit code that sums it up (0 all pass or no change, 3
 //! blocking failures, 4 warnings only, as troubleshoot's preflight does).
 
+pub mod fleet;
 mod plan;
 mod table;
 
@@ -193,6 +194,10 @@ pub struct Report {
     /// multi-architecture, 47% done`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub migration: Option<String>,
+    /// The ClusterVersion's `spec.clusterID`, which names the cluster in a
+    /// fleet's report; not part of `check`'s document.
+    #[serde(skip)]
+    pub cluster_id: Option<String>,
 }
 
 /// The version of the JSON and YAML report's shape; a change that removes
@@ -267,6 +272,12 @@ impl Report {
             .filter(|p| no_change.is_none() || p.pools.iter().any(|p| !p.batches.is_empty())),
             no_change,
             migration,
+            cluster_id: ctx
+                .view
+                .cluster_version
+                .as_ref()
+                .and_then(|cv| cv.spec.cluster_id.clone())
+                .filter(|id| !id.trim().is_empty()),
         }
     }
 
@@ -290,7 +301,17 @@ impl Report {
             plan: None,
             no_change: None,
             migration: None,
+            cluster_id: None,
         }
+    }
+
+    /// The results that block the update (standing `Blocks`), in order.
+    pub fn blocking(&self) -> impl Iterator<Item = &CheckResult> {
+        self.results
+            .iter()
+            .zip(&self.standings)
+            .filter(|(_, s)| **s == Standing::Blocks)
+            .map(|(r, _)| r)
     }
 
     /// Whether the update may go ahead: blocked by a blocking failure

@@ -68,7 +68,7 @@ fn the_readme_lists_every_flag_as_help_prints_it() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
     let readme = std::fs::read_to_string(path).unwrap();
     let mut expected = readme.clone();
-    for sub in ["serve", "certs", "check", "run"] {
+    for sub in ["serve", "certs", "check", "run", "fleet"] {
         expected = splice(
             &expected,
             &format!("preflight-gate {sub} --help"),

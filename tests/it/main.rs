@@ -9,6 +9,7 @@ mod checks_doc;
 mod connections;
 mod dashboard;
 mod deploy;
+mod fleet;
 mod generated;
 mod glossary;
 #[path = "../common/golden.rs"]

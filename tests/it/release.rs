@@ -424,7 +424,12 @@ fn release_files(dir: &Path) -> Vec<String> {
 fn assert_current_release(dir: &Path, shown: &str) {
     assert_eq!(
         release_files(dir),
-        ["IMAGE", "hypershift.yaml", "kubernetes.yaml", "openshift.yaml"],
+        [
+            "IMAGE",
+            "hypershift.yaml",
+            "kubernetes.yaml",
+            "openshift.yaml"
+        ],
         "{shown}: not a whole release"
     );
     let image = std::fs::read_to_string(dir.join("IMAGE")).unwrap();

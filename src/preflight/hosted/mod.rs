@@ -793,8 +793,8 @@ impl ResultLookup for WithHosted {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Outcome, Phase};
     use crate::cluster::api_mock;
+    use crate::model::{Outcome, Phase};
     use serde_json::json;
 
     const OFFERED: &str = "quay.io/openshift-release-dev/ocp-release@sha256:aa11";

@@ -13,8 +13,8 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{LeaseSettings, lead};
-use crate::metrics::Metrics;
 use crate::cluster::api_mock::{self, ApiServer, PATIENCE};
+use crate::metrics::Metrics;
 
 const NAMESPACE: &str = "preflight-gate";
 const NAME: &str = "preflight-gate-leader";

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use super::super::reconcile::reconcile;
 use super::super::{Ctx, Settings};
 use crate::checks;
+use crate::cluster::api_mock::{self, ApiServer, PATIENCE, Seen};
 use crate::cluster::live::Reads;
 use crate::metrics::Metrics;
 use crate::model::annotations::REQUESTED_AT;
@@ -21,7 +22,6 @@ use crate::model::standing::Exemptions;
 use crate::model::status;
 use crate::model::vouch::ResultKey;
 use crate::model::{CheckResult, UpdatePreflight};
-use crate::cluster::api_mock::{self, ApiServer, PATIENCE, Seen};
 use crate::view::kinds;
 
 const IMAGE: &str = "quay.io/openshift-release-dev/ocp-release@sha256:1111111111111111111111111111111111111111111111111111111111111111";
