@@ -76,6 +76,11 @@ fn runs() -> Vec<(String, &'static str, &'static str)> {
             "preflight-gate check --to 4.15.3 --snapshot ./must-gather/",
             "preflight-gate check --to 4.15.3 --snapshot must-gather.tar.gz",
             "preflight-gate check --to 4.15.3 --kubeconfig ~/.kube/config",
+            "preflight-gate check --snapshot ./management/ --hosted-cluster clusters/prod --hosted-snapshot ./prod-must-gather/ --to",
+            "preflight-gate check --snapshot ./management/ --hosted-cluster clusters/prod --hosted-snapshot ./prod-must-gather/ --nodepool",
+            "preflight-gate fleet --to 4.15.3 snapshots/*/",
+            "preflight-gate fleet --to 4.15.3 -o json prod-*.kubeconfig",
+            "preflight-gate fleet --to 4.15.3 -o html",
         ],
     );
     add(
@@ -891,6 +896,89 @@ fn the_readmes_serve_curl_and_check_commands_run() {
         if begins.contains("--kubeconfig") {
             // The live cluster's own checks ran.
             assert!(out.stdout.contains("ClusterVersionState"), "{}", out.stdout);
+        }
+    }
+
+    // A hosted cluster's, from the made-up pair of tests/data/hosted: the
+    // management cluster's snapshot and the hosted cluster's own.
+    std::os::unix::fs::symlink(
+        format!("{ROOT}/tests/data/hosted/management"),
+        dir.path().join("management"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        format!("{ROOT}/tests/data/hosted/guest"),
+        dir.path().join("prod-must-gather"),
+    )
+    .unwrap();
+    for (begins, says) in [
+        (
+            "preflight-gate check --snapshot ./management/ --hosted-cluster clusters/prod --hosted-snapshot ./prod-must-gather/ --to",
+            "HostedClusterVersionSupported",
+        ),
+        (
+            "preflight-gate check --snapshot ./management/ --hosted-cluster clusters/prod --hosted-snapshot ./prod-must-gather/ --nodepool",
+            "NodePoolVersionSkew",
+        ),
+    ] {
+        let text = command(SERVE, README, begins);
+        let out = shell.run(dir.path(), &text);
+        assert!(
+            [Some(0), Some(3), Some(4)].contains(&out.code),
+            "{text}: {:?}\n{}\n{}",
+            out.code,
+            out.stdout,
+            out.stderr
+        );
+        assert!(out.stdout.contains(says), "{text}:\n{}", out.stdout);
+    }
+
+    // A fleet: two snapshots (the sample and a must-gather), and the test
+    // cluster through a kubeconfig of its own.
+    std::fs::create_dir(dir.path().join("snapshots")).unwrap();
+    std::os::unix::fs::symlink(
+        format!("{ROOT}/examples/snapshot"),
+        dir.path().join("snapshots/sample"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&must_gather, dir.path().join("snapshots/installing")).unwrap();
+    std::fs::copy(&kubeconfig, dir.path().join("prod-a.kubeconfig")).unwrap();
+    for (begins, clusters) in [
+        ("preflight-gate fleet --to 4.15.3 snapshots/*/", 2),
+        (
+            "preflight-gate fleet --to 4.15.3 -o json prod-*.kubeconfig",
+            1,
+        ),
+    ] {
+        let text = command(SERVE, README, begins);
+        let out = shell.run(dir.path(), &text);
+        assert!(
+            [Some(0), Some(1), Some(3)].contains(&out.code),
+            "{text}: {:?}\n{}\n{}",
+            out.code,
+            out.stdout,
+            out.stderr
+        );
+        let printed = match text.contains("-o html") {
+            true => std::fs::read_to_string(dir.path().join("fleet.html")).unwrap(),
+            false => out.stdout.clone(),
+        };
+        assert!(printed.contains("4.15.3"), "{text}:\n{printed}");
+        if text.contains("-o html") {
+            assert_eq!(printed.matches("<svg").count(), clusters, "{printed}");
+        } else if text.contains("-o json") {
+            let report: Value = serde_json::from_str(&out.stdout).unwrap();
+            assert_eq!(
+                report["clusters"].as_array().unwrap().len(),
+                clusters,
+                "{report}"
+            );
+        } else {
+            assert!(
+                out.stdout.contains("sample") && out.stdout.contains("installing"),
+                "{}",
+                out.stdout
+            );
         }
     }
 }
