@@ -83,18 +83,39 @@ pub fn evaluate(
     // no plan, never a lost result.
     let plan =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| plan_of(view, &target, now))).ok();
-    let name = ReleaseKey::from_image(&request.image).object_name();
+    held_result(
+        &request.image,
+        request.version.clone(),
+        results,
+        &Exemptions::default(),
+        plan,
+        now,
+    )
+}
+
+/// A finished run held in memory, as the controller would have written
+/// it: the gate's own object for `image`, its results concluded by
+/// `exemptions`, with its plan. The snapshot source and the hosted
+/// clusters' results both hold theirs so.
+pub(crate) fn held_result(
+    image: &str,
+    version: Option<String>,
+    results: Vec<crate::model::CheckResult>,
+    exemptions: &Exemptions,
+    plan: Option<PlanSummary>,
+    now: Timestamp,
+) -> UpdatePreflight {
+    let name = ReleaseKey::from_image(image).object_name();
     let mut object = UpdatePreflight::new(
         &name,
         UpdatePreflightSpec {
-            image: request.image.clone(),
-            version: request.version.clone(),
+            image: image.to_owned(),
+            version,
             checks: Vec::new(),
         },
     );
     object.metadata.generation = Some(1);
-    let exemptions = Exemptions::default();
-    let (phase, reason, message) = status::conclusion(&results, &exemptions);
+    let (phase, reason, message) = status::conclusion(&results, exemptions);
     let mut status = UpdatePreflightStatus {
         start_time: Some(Time(now)),
         ..Default::default()
@@ -102,7 +123,7 @@ pub fn evaluate(
     status::complete(
         &mut status,
         results,
-        &exemptions,
+        exemptions,
         Ending {
             phase,
             reason,

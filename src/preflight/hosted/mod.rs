@@ -22,7 +22,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -39,10 +38,7 @@ use crate::model::hosted::{
 };
 use crate::model::release::{ReleaseKey, Version};
 use crate::model::standing::Exemptions;
-use crate::model::status::{self, Ending};
-use crate::model::{
-    Resolution, Target, UpdatePreflight, UpdatePreflightSpec, UpdatePreflightStatus,
-};
+use crate::model::{Resolution, Target, UpdatePreflight};
 use crate::preflight::Source;
 use crate::preflight::live::RunRequest;
 use crate::suite::{self, Limits};
@@ -649,36 +645,14 @@ pub fn evaluate(
         crate::plan::status::summary(&plan, now)
     }))
     .ok();
-    let name = ReleaseKey::from_image(&request.image).object_name();
-    let mut object = UpdatePreflight::new(
-        &name,
-        UpdatePreflightSpec {
-            image: request.image.clone(),
-            version: target.version.clone(),
-            checks: Vec::new(),
-        },
-    );
-    object.metadata.generation = Some(1);
-    let (phase, reason, message) = status::conclusion(&results, &settings.exemptions);
-    let mut status = UpdatePreflightStatus {
-        start_time: Some(Time(now)),
-        ..Default::default()
-    };
-    status::complete(
-        &mut status,
+    crate::preflight::offline::held_result(
+        &request.image,
+        target.version.clone(),
         results,
         &settings.exemptions,
-        Ending {
-            phase,
-            reason,
-            message,
-            generation: Some(1),
-            at: now,
-        },
-    );
-    status.plan = plan;
-    object.status = Some(status);
-    object
+        plan,
+        now,
+    )
 }
 
 /// One hosted cluster's results, as the decision reads them.
