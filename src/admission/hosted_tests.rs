@@ -559,3 +559,19 @@ fn a_release_outside_the_hosted_clusters_graph_says_how_it_gets_checked() {
         verdict.message
     );
 }
+
+#[test]
+fn a_nodepools_claims_alone_are_decided_without_its_hosted_cluster() {
+    let mut gate = management(hosted_cluster(CURRENT));
+    gate.cluster = None;
+    let mut claimed = nodepool(CURRENT);
+    claimed["metadata"]["annotations"] = json!({
+        "preflight.dev/window-end": "2026-12-05T02:00:00Z",
+        "preflight.dev/claimed-by": "alice"
+    });
+    let body = review("nodepools", "NodePool", nodepool(CURRENT), claimed, "alice");
+    let Decision::NeedsAuthorization(pending) = decide_pool(&body, &gate) else {
+        panic!("a claim's write asks for its verb");
+    };
+    assert!(pending.resolve(Authorization::Allowed).allowed);
+}

@@ -488,7 +488,16 @@ pub fn unhealthy_conditions(cluster: &HostedCluster, pools: &[NodePool]) -> Vec<
         &cluster.status.conditions,
         &CLUSTER_CONDITIONS,
     );
-    for pool in pools.iter().filter(|p| belongs_to(p, cluster)) {
+    // A NodePool rolling out has machines not ready by design: the
+    // rollout's doing, not a fault to stop on.
+    let rolling = |p: &NodePool| {
+        is_true(&p.status.conditions, "UpdatingVersion")
+            || is_true(&p.status.conditions, "UpdatingConfig")
+    };
+    for pool in pools
+        .iter()
+        .filter(|p| belongs_to(p, cluster) && !rolling(p))
+    {
         refusals.extend(unhealthy(
             format!("NodePool {}", named(&pool.metadata)),
             &pool.status.conditions,
@@ -781,6 +790,26 @@ mod tests {
         );
         // A patch update is not held by ClusterVersionUpgradeable=False.
         assert_eq!(words("4.21.5").len(), 2, "{:?}", words("4.21.5"));
+    }
+
+    #[test]
+    fn a_nodepool_rolling_out_is_not_unhealthy_for_its_machines_not_ready() {
+        let hc: HostedCluster = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "prod", "namespace": "clusters"}
+        }))
+        .unwrap();
+        let mut workers = pool("workers", "prod", "4.21.4");
+        workers.status.conditions = serde_json::from_value(serde_json::json!([
+            {"type": "AllMachinesReady", "status": "False", "reason": "Replacing"},
+            {"type": "UpdatingVersion", "status": "True"}
+        ]))
+        .unwrap();
+        assert_eq!(
+            unhealthy_conditions(&hc, std::slice::from_ref(&workers)),
+            []
+        );
+        workers.status.conditions.pop();
+        assert_eq!(unhealthy_conditions(&hc, &[workers]).len(), 1);
     }
 
     /// Every field the lean types read is one HyperShift's own CRDs

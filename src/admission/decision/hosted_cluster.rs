@@ -42,11 +42,7 @@ impl Gated for HostedCluster {
         };
         let address = message::Address::hosted_cluster(new);
         let results = hosted.results(&new.hosted_name());
-        // A hosted cluster's denial offers no `oc adm upgrade accept`.
-        let policy = &Policy {
-            accept_risks_field: false,
-            ..policy.clone()
-        };
+        let policy = &hosted_policy(policy);
         let old = request.old_object.as_ref();
         let mut decision = decide_release(request, new, &*results, policy, now);
         if let Some(control_plane) = control_plane_release(old, new) {
@@ -69,6 +65,15 @@ impl Gated for HostedCluster {
 
     fn metadata(&self) -> &Metadata {
         &self.metadata
+    }
+}
+
+/// The policy for a hosted cluster's write: its denial offers no `oc adm
+/// upgrade accept`, which acts on a ClusterVersion.
+pub(super) fn hosted_policy(policy: &Policy) -> Policy {
+    Policy {
+        accept_risks_field: false,
+        ..policy.clone()
     }
 }
 

@@ -8,7 +8,7 @@
 
 use jiff::Timestamp;
 
-use super::hosted_cluster::not_served;
+use super::hosted_cluster::{hosted_policy, not_served};
 use super::verdict::{Decision, Reason, Verdict};
 use super::{Gated, Policy, target, write};
 use crate::admission::message;
@@ -41,24 +41,27 @@ impl Gated for NodePool {
             return Decision::Final(not_served(Self::KIND));
         };
         let name = new.hosted_name();
-        let Some(cluster) = hosted.cluster(&name) else {
-            return Decision::Final(Verdict::deny(
-                Reason::NotServed,
-                503,
-                message::hosted_cluster_unseen(&name.to_string(), &new.metadata.name),
-            ));
-        };
-        let address = message::Address::nodepool(new);
-        let policy = &Policy {
-            accept_risks_field: false,
-            ..policy.clone()
-        };
-        let request = request.read_as(|pool| as_update(pool, &cluster));
-        let update = as_update(new, &cluster);
         let changes_release = request
             .old_object
             .as_ref()
-            .is_none_or(|old| old.spec.desired_update != update.spec.desired_update);
+            .is_none_or(|old| old.spec.release != new.spec.release);
+        // Its HostedCluster is needed to judge a release only: a write of
+        // claims alone is decided without it.
+        let cluster = match hosted.cluster(&name) {
+            Some(cluster) => cluster,
+            None if !changes_release => Default::default(),
+            None => {
+                return Decision::Final(Verdict::deny(
+                    Reason::NotServed,
+                    503,
+                    message::hosted_cluster_unseen(&name.to_string(), &new.metadata.name),
+                ));
+            }
+        };
+        let address = message::Address::nodepool(new);
+        let policy = &hosted_policy(policy);
+        let request = request.read_as(|pool| as_update(pool, &cluster));
+        let update = as_update(new, &cluster);
         if changes_release
             && let Resolution::Target(target) = update.resolve_target()
             && let Some(version) = target.version.as_deref().and_then(Version::parse)
