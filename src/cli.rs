@@ -188,6 +188,13 @@ pub struct ClusterArgs {
         conflicts_with_all = ["results_dir", "snapshot"]
     )]
     pub hosted_control_planes: bool,
+    /// On a cluster managed from an Open Cluster Management hub, publish whether each offered update would be let through now as ClusterClaims (`update-<version>.preflight.dev`: Cleared, Blocked, Pending or Error; and the summary `updates.preflight.dev`), which the hub's Placements select on with claimSelector. The leader publishes, every 15s; needs a cluster, the controller, and a grant on clusterclaims (deploy/components/cluster-claims).
+    #[arg(
+        long,
+        env = "PREFLIGHT_GATE_CLUSTER_CLAIMS",
+        conflicts_with_all = ["results_dir", "snapshot"]
+    )]
+    pub cluster_claims: bool,
 }
 
 #[derive(Debug, Args)]

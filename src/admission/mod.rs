@@ -7,6 +7,7 @@ pub mod decision;
 pub mod message;
 pub mod overrides;
 pub mod ports;
+pub mod readiness;
 pub mod review;
 pub mod run_requests;
 

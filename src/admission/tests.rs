@@ -2425,3 +2425,101 @@ fn a_result_signed_with_another_key_is_run_again_by_the_gate(
     );
     assert!(!v.message.contains("Delete it"), "{}", v.message);
 }
+
+/// The cluster's readiness for what it is offered, from the webhook's own
+/// answer to a write of each target.
+mod readiness {
+    use super::*;
+    use crate::admission::readiness::readiness;
+    use crate::model::cluster_claim::Readiness;
+    use crate::model::cluster_version::ClusterVersion;
+
+    fn of(review: Review, source: &TestSource) -> Vec<(String, Readiness)> {
+        let cv: ClusterVersion =
+            serde_json::from_value(review.body["request"]["oldObject"].clone()).unwrap();
+        readiness(&cv, source, &Policy::default(), now())
+            .into_iter()
+            .map(|(version, readiness)| (version.to_string(), readiness))
+            .collect()
+    }
+
+    #[test]
+    fn each_offered_target_is_cleared_blocked_by_its_checks_or_pending() {
+        assert_eq!(
+            of(Review::new(), &source()),
+            [
+                ("4.14.12".to_owned(), Readiness::Cleared),
+                (
+                    "4.15.3".to_owned(),
+                    Readiness::Blocked(vec!["ClusterOperatorsHealthy".into(), "NodesReady".into()])
+                ),
+                ("4.15.16".to_owned(), Readiness::Pending),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_override_or_accept_on_the_cluster_version_clears_nothing() {
+        for review in [
+            forced(Review::new()),
+            accepting(Review::new(), "ClusterOperatorsHealthy,NodesReady"),
+        ] {
+            let blocked = of(review, &source());
+            assert!(matches!(blocked[1].1, Readiness::Blocked(_)), "{blocked:?}");
+        }
+    }
+
+    #[test]
+    fn what_the_cluster_runs_is_no_update_and_untrusted_results_clear_nothing() {
+        let mut review = Review::new();
+        review.old_obj()["status"]["availableUpdates"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"version": "4.14.1", "image": IMG_CURRENT}));
+        let versions: Vec<String> = of(review, &source()).into_iter().map(|(v, _)| v).collect();
+        assert_eq!(versions, ["4.14.12", "4.15.3", "4.15.16"]);
+        let untrusted = TestSource {
+            trusted: false,
+            ..source()
+        };
+        assert!(
+            of(Review::new(), &untrusted)
+                .iter()
+                .all(|(_, r)| *r == Readiness::Pending)
+        );
+    }
+
+    #[test]
+    fn a_fail_open_error_does_not_block_and_an_unvouched_result_is_an_error() {
+        let cache = TestCache::default();
+        cache.apply(result(
+            IMG_PASS,
+            "Failed",
+            "2026-11-30T11:00:00Z",
+            json!([check("EtcdHealthy", "Blocking", "Error")]),
+        ));
+        let errored = TestSource { cache, ..source() };
+        let policy = Policy {
+            fail_open_checks: ["EtcdHealthy".to_owned()].into(),
+            ..Policy::default()
+        };
+        let cv: ClusterVersion = serde_json::from_value(cluster_version()).unwrap();
+        let first = |policy: &Policy, source: &TestSource| {
+            readiness(&cv, source, policy, now()).remove(0).1
+        };
+        assert_eq!(
+            first(&Policy::default(), &errored),
+            Readiness::Blocked(vec!["EtcdHealthy".into()])
+        );
+        assert_eq!(first(&policy, &errored), Readiness::Cleared);
+        let unvouched = TestSource {
+            writer: Some(crate::model::vouch::StatusWriter {
+                field_manager: crate::model::vouch::FIELD_MANAGER,
+                key: Err("no key yet".into()),
+                newest_run: None,
+            }),
+            ..source()
+        };
+        assert_eq!(first(&Policy::default(), &unvouched), Readiness::Error);
+    }
+}

@@ -24,8 +24,8 @@ use crate::metrics::Metrics;
 use crate::model::vouch::NewestRuns;
 use crate::preflight::hosted::{HostedSettings, WithHosted};
 use crate::preflight::{
-    DirectorySource, HostedSource, LiveSource, SnapshotSource, Source, controller, leader,
-    result_key,
+    DirectorySource, HostedSource, LiveSource, SnapshotSource, Source, cluster_claims, controller,
+    leader, result_key,
 };
 use crate::server::{self, CertFiles, ClientCa, Gate, Health, Listen, MinBodyRate, ReloadingCert};
 
@@ -48,7 +48,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // What the results watch learns of each object's runs, the controller
     // knows too, should this replica lead.
     let newest_runs = Arc::new(NewestRuns::default());
-    let source = results_source(&args, client.as_ref(), &metrics, &newest_runs)?;
+    let Results { source, live } = results_source(&args, client.as_ref(), &metrics, &newest_runs)?;
+    let policy = policy(&args, client.as_ref()).await;
     let effects = ClusterEffects::new(client.as_ref(), &instance, &metrics);
     let (tls, admin_tls) = tls_configs(&args, &metrics)?;
     let (webhook, admin) = bind(&args)?;
@@ -65,7 +66,12 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             &metrics,
             stopped.clone(),
             newest_runs,
+            live.filter(|_| args.cluster.cluster_claims)
+                .map(|live| (live, policy.clone())),
         )),
+        _ if args.cluster.cluster_claims => anyhow::bail!(
+            "--cluster-claims needs a cluster (--kubeconfig, KUBECONFIG or the pod's service account) and the controller, whose leader publishes them"
+        ),
         _ => None,
     };
 
@@ -74,7 +80,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         authorizer: effects.authorizer,
         events: effects.events,
         witness: effects.witness,
-        policy: policy(&args, client.as_ref()).await,
+        policy,
         run_requests: RunRequests::new(
             args.server.max_run_requests,
             RunRequests::own_account(&args.controller.namespace),
@@ -142,7 +148,7 @@ fn results_source(
     client: Option<&kube::Client>,
     metrics: &Metrics,
     newest_runs: &Arc<NewestRuns>,
-) -> anyhow::Result<Arc<dyn Source>> {
+) -> anyhow::Result<Results> {
     let snapshot = |mut view: crate::view::ClusterView, name: String| -> Arc<dyn Source> {
         view.alert_namespaces = args.controller.alerts.namespaces();
         view.gate_namespace = Some(args.controller.namespace.clone());
@@ -152,39 +158,49 @@ fn results_source(
             args.controller.limits.limits(),
         ))
     };
-    Ok(
-        match (&args.cluster.results_dir, &args.cluster.snapshot, client) {
-            (Some(dir), _, _) => {
-                let source = DirectorySource::load(dir)?;
-                info!(dir = %dir.display(), objects = source.len(), "serving results from a directory");
-                Arc::new(source)
-            }
-            (None, Some(dir), _) => {
-                snapshot(cluster::snapshot::load(dir)?, dir.display().to_string())
-            }
-            (None, None, Some(client)) => {
-                info!("serving results from the cluster's UpdatePreflight objects");
-                // Every replica verifies results with the key the leader signs them with.
-                let key =
-                    result_key::SharedKey::spawn(client.clone(), args.controller.namespace.clone());
-                let live = LiveSource::spawn(
-                    client.clone(),
-                    args.cluster.stale_after,
-                    metrics.clone(),
-                    key,
-                    newest_runs.clone(),
-                );
-                with_hosted(args, client, metrics, live)
-            }
-            (None, None, None) if args.cluster.hosted_control_planes => anyhow::bail!(
-                "--hosted-control-planes needs a cluster to watch (--kubeconfig, KUBECONFIG or the pod's service account)"
-            ),
-            (None, None, None) => snapshot(
-                cluster::snapshot::sample::load().context("the sample snapshot")?,
-                "the sample snapshot compiled in from examples/snapshot/".to_owned(),
-            ),
-        },
-    )
+    let fixed = match (&args.cluster.results_dir, &args.cluster.snapshot, client) {
+        (Some(dir), _, _) => {
+            let source = DirectorySource::load(dir)?;
+            info!(dir = %dir.display(), objects = source.len(), "serving results from a directory");
+            Arc::new(source)
+        }
+        (None, Some(dir), _) => snapshot(cluster::snapshot::load(dir)?, dir.display().to_string()),
+        (None, None, Some(client)) => {
+            info!("serving results from the cluster's UpdatePreflight objects");
+            // Every replica verifies results with the key the leader signs them with.
+            let key =
+                result_key::SharedKey::spawn(client.clone(), args.controller.namespace.clone());
+            let live = LiveSource::spawn(
+                client.clone(),
+                args.cluster.stale_after,
+                metrics.clone(),
+                key,
+                newest_runs.clone(),
+            );
+            return Ok(Results {
+                source: with_hosted(args, client, metrics, live.clone()),
+                live: Some(live),
+            });
+        }
+        (None, None, None) if args.cluster.hosted_control_planes => anyhow::bail!(
+            "--hosted-control-planes needs a cluster to watch (--kubeconfig, KUBECONFIG or the pod's service account)"
+        ),
+        (None, None, None) => snapshot(
+            cluster::snapshot::sample::load().context("the sample snapshot")?,
+            "the sample snapshot compiled in from examples/snapshot/".to_owned(),
+        ),
+    };
+    Ok(Results {
+        source: fixed,
+        live: None,
+    })
+}
+
+/// Where the webhook's results come from, and the cluster's own watch of
+/// them when they come from it (whose leader publishes `--cluster-claims`).
+struct Results {
+    source: Arc<dyn Source>,
+    live: Option<Arc<LiveSource>>,
 }
 
 /// The results, with those of the hosted clusters the gate serves
@@ -386,6 +402,7 @@ fn lead(
     metrics: &Metrics,
     mut stopped: watch::Receiver<bool>,
     newest_runs: Arc<NewestRuns>,
+    cluster_claims: Option<(Arc<LiveSource>, crate::admission::Policy)>,
 ) -> JoinHandle<()> {
     let lease = leader::LeaseSettings {
         namespace: args.controller.namespace.clone(),
@@ -400,12 +417,23 @@ fn lead(
     let work = {
         let (client, metrics, instance) = (client.clone(), metrics.clone(), instance.to_owned());
         move || {
-            controller::start(
+            let controller = controller::start(
                 client.clone(),
                 settings.clone(),
                 metrics.clone(),
                 instance.clone(),
-            )
+            );
+            let claims = cluster_claims.clone().map(|(live, policy)| {
+                cluster_claims::publish(client.clone(), live, policy, metrics.clone())
+            });
+            async move {
+                match claims {
+                    Some(claims) => {
+                        tokio::join!(controller, claims);
+                    }
+                    None => controller.await,
+                }
+            }
         }
     };
     let until_stopped = async move {
@@ -482,7 +510,28 @@ mod tests {
             &Arc::new(NewestRuns::default()),
         )
         .unwrap();
-        assert!(sample.hosted().is_none());
+        assert!(sample.source.hosted().is_none());
+        assert!(
+            sample.live.is_none(),
+            "the sample is no cluster to publish for"
+        );
+    }
+
+    #[test]
+    fn cluster_claims_are_asked_for_and_need_the_clusters_results() {
+        assert!(!serve_args(&[]).cluster.cluster_claims);
+        assert!(serve_args(&["--cluster-claims"]).cluster.cluster_claims);
+        for fixed in [
+            ["--results-dir", "examples/results"],
+            ["--snapshot", "examples/snapshot"],
+        ] {
+            let parsed = <crate::cli::Cli as clap::Parser>::try_parse_from(
+                ["preflight-gate", "serve", "--cluster-claims"]
+                    .into_iter()
+                    .chain(fixed),
+            );
+            assert!(parsed.is_err(), "{fixed:?} holds no cluster's readiness");
+        }
     }
 
     /// The development certificates name only this machine, and the admin

@@ -9,6 +9,7 @@
 //! knows the model (`crate::model`) and the prometheus crate, nothing else.
 
 mod admission;
+mod cluster_claims;
 mod controller;
 mod effects;
 mod hosted;
@@ -21,6 +22,7 @@ use prometheus::{Registry, TextEncoder};
 use crate::model::release::Version;
 
 pub use admission::{AdmissionMetrics, InFlight, MAX_BLOCKED_TARGETS};
+pub use cluster_claims::{ClaimWrite, ClusterClaimMetrics};
 pub use controller::ControllerMetrics;
 pub use effects::{EffectKind, EffectMetrics};
 pub use hosted::HostedMetrics;
@@ -58,6 +60,9 @@ pub struct Metrics {
     /// Hosted control planes: the hosted clusters followed, their results
     /// held in memory and the reads of their guests.
     pub hosted: HostedMetrics,
+    /// The readiness claims the leader publishes to a fleet's hub
+    /// (`--cluster-claims`).
+    pub cluster_claims: ClusterClaimMetrics,
 }
 
 impl Metrics {
@@ -70,6 +75,7 @@ impl Metrics {
             results: ResultMetrics::new(&registry)?,
             controller: ControllerMetrics::new(&registry)?,
             hosted: HostedMetrics::new(&registry)?,
+            cluster_claims: ClusterClaimMetrics::new(&registry)?,
             registry,
         })
     }

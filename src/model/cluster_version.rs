@@ -634,13 +634,19 @@ impl ClusterVersion {
             && target.architecture.is_none()
     }
 
-    fn releases(&self) -> impl Iterator<Item = &Release> {
+    /// The releases the update graph offers: `availableUpdates`, then the
+    /// conditional updates' (an entry without an image is none).
+    pub fn offered(&self) -> impl Iterator<Item = &Release> {
         let status = &self.status;
         status
             .available_updates
             .iter()
             .chain(status.conditional_updates.iter().map(|c| &c.release))
-            .chain(std::iter::once(&status.desired))
+            .filter(|r| !r.image.is_empty())
+    }
+
+    fn releases(&self) -> impl Iterator<Item = &Release> {
+        self.offered().chain(std::iter::once(&self.status.desired))
     }
 
     fn image_of_version(&self, version: &str) -> Option<&str> {

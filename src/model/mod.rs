@@ -24,6 +24,7 @@
 //!   HyperShift's update rules: supported versions, NodePool skew.
 
 pub mod annotations;
+pub mod cluster_claim;
 pub mod cluster_version;
 pub mod finding;
 pub mod grace;

@@ -62,6 +62,8 @@ pub struct LiveSource {
     /// watch (never from a review): those its update graph offers and its
     /// stored target.
     checked: RwLock<HashSet<ReleaseKey>>,
+    /// The ClusterVersion `version` as that watch last saw it.
+    cluster_version: RwLock<Option<Arc<ClusterVersion>>>,
     /// The newest signed run of each object the watch delivered, shared
     /// with this replica's controller.
     newest_runs: Arc<NewestRuns>,
@@ -84,6 +86,7 @@ impl LiveSource {
             health: WatchHealth::default(),
             stale_after,
             checked: RwLock::new(HashSet::new()),
+            cluster_version: RwLock::new(None),
             newest_runs,
             metrics,
             result_key,
@@ -170,6 +173,10 @@ impl LiveSource {
                         .write()
                         .unwrap_or_else(|e| e.into_inner())
                         .clear();
+                    *self
+                        .cluster_version
+                        .write()
+                        .unwrap_or_else(|e| e.into_inner()) = None;
                     continue;
                 }
                 Ok(_) => continue,
@@ -191,7 +198,19 @@ impl LiveSource {
                 .map(|r| ReleaseKey::from_image(&r.image))
                 .collect();
             *self.checked.write().unwrap_or_else(|e| e.into_inner()) = keys;
+            *self
+                .cluster_version
+                .write()
+                .unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(cv));
         }
+    }
+
+    /// The ClusterVersion `version` as the watch last saw it, once it has.
+    pub fn cluster_version(&self) -> Option<Arc<ClusterVersion>> {
+        self.cluster_version
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Remembers the object's run when the gate signed it, so that an
@@ -303,12 +322,7 @@ pub async fn trigger(
 
 /// Targets the update graph offers the cluster, with their versions.
 pub fn offered(cv: &ClusterVersion) -> Vec<RunRequest> {
-    let status = &cv.status;
-    status
-        .available_updates
-        .iter()
-        .chain(status.conditional_updates.iter().map(|c| &c.release))
-        .filter(|r| !r.image.is_empty())
+    cv.offered()
         .map(|r| RunRequest {
             image: r.image.clone(),
             version: (!r.version.is_empty()).then(|| r.version.clone()),

@@ -4,6 +4,7 @@
 //! leader-elected controller that runs suites and writes their results;
 //! `PreflightCheck`s, administrators' and vendors' checks, run as Jobs.
 
+pub mod cluster_claims;
 pub mod controller;
 pub mod hosted;
 pub mod jobs;
