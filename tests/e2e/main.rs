@@ -9,6 +9,7 @@ mod cluster;
 mod deploy;
 mod docs;
 mod external;
+mod fleet;
 mod flows;
 mod hosted;
 mod metrics;
