@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::deploy::{IMAGE_REQUIRED, OVERLAYS, kubectl, objects, rendered};
+use crate::deploy::{IMAGE_REQUIRED, OVERLAYS, deployments, kubectl, objects, rendered};
 use crate::oc::oc;
 use crate::support::not_run_here;
 
@@ -33,23 +33,18 @@ fn is_digest(text: &str) -> bool {
         .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-fn deployment(objects: &[Value]) -> Option<&Value> {
-    objects
-        .iter()
-        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == "preflight-gate")
-}
-
+/// The images a rendering deploys: its Deployment's, or on a hub those of
+/// the Deployment it carries to the managed clusters.
 fn images(objects: &[Value]) -> Vec<String> {
-    deployment(objects)
-        .map(|d| {
+    deployments(objects)
+        .into_iter()
+        .flat_map(|d| {
             d["spec"]["template"]["spec"]["containers"]
                 .as_array()
                 .unwrap()
-                .iter()
-                .map(|c| c["image"].as_str().unwrap().to_owned())
-                .collect()
         })
-        .unwrap_or_default()
+        .map(|c| c["image"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[test]
@@ -426,6 +421,8 @@ fn assert_current_release(dir: &Path, shown: &str) {
         release_files(dir),
         [
             "IMAGE",
+            "fleet-member.yaml",
+            "fleet.yaml",
             "hypershift.yaml",
             "kubernetes.yaml",
             "openshift.yaml"
@@ -436,7 +433,7 @@ fn assert_current_release(dir: &Path, shown: &str) {
     let image = image.trim();
     let (_, digest) = image.split_once('@').expect("IMAGE is pinned by digest");
     assert!(is_digest(digest), "{shown}/IMAGE: {image}");
-    for overlay in ["openshift", "hypershift", "kubernetes"] {
+    for overlay in IMAGE_REQUIRED {
         let released =
             objects(&std::fs::read_to_string(dir.join(format!("{overlay}.yaml"))).unwrap());
         assert_eq!(images(&released), [image.to_owned()], "{shown}: {overlay}");
@@ -662,14 +659,25 @@ fn the_release_script_cuts_a_release() {
     );
 
     // The manifests: each overlay as checked in, with the image pinned.
-    for overlay in ["openshift", "hypershift", "kubernetes"] {
+    for overlay in IMAGE_REQUIRED {
         let text = std::fs::read_to_string(path(&format!("manifests/{overlay}.yaml"))).unwrap();
         let released = objects(&text);
         assert_eq!(images(&released), std::slice::from_ref(&image), "{overlay}");
         let mut expected = rendered(overlay);
         for o in &mut expected {
-            if o["kind"] == "Deployment" {
-                o["spec"]["template"]["spec"]["containers"][0]["image"] = image.clone().into();
+            // A hub's Deployment is in its ManifestWorkReplicaSet.
+            let mut deployments: Vec<&mut Value> = if o["kind"] == "ManifestWorkReplicaSet" {
+                o["spec"]["manifestWorkTemplate"]["workload"]["manifests"]
+                    .as_array_mut()
+                    .unwrap()
+                    .iter_mut()
+                    .collect()
+            } else {
+                vec![o]
+            };
+            deployments.retain(|d| d["kind"] == "Deployment");
+            for d in deployments {
+                d["spec"]["template"]["spec"]["containers"][0]["image"] = image.clone().into();
             }
         }
         assert!(released == expected, "{overlay}: differs beyond the image");
