@@ -375,6 +375,27 @@ fn the_guides_image_override_deploys_the_image_it_sets() {
     );
 }
 
+/// The hub's overlay of the guide ("A fleet, from an Open Cluster
+/// Management hub") carries the image it sets, inside its
+/// ManifestWorkReplicaSet, and nothing of the gate runs on the hub.
+#[test]
+fn the_guides_fleet_overlay_carries_the_image_it_sets() {
+    let guide = read("docs/install.md");
+    let snippet = block_after(&guide, "<!-- fleet-image", "yaml");
+    let overlay: Value = serde_saphyr::from_str(snippet).unwrap();
+    assert_eq!(
+        overlay["resources"][0],
+        "../preflight-gate/deploy/overlays/fleet"
+    );
+    let wanted = image_set_by(&overlay);
+    let objects = render_as_guided(snippet, &["oc", "kustomize", "my-cluster"]);
+    assert_eq!(images(&objects), [wanted]);
+    assert!(
+        !objects.iter().any(|o| o["kind"] == "Deployment"),
+        "a Deployment on the hub"
+    );
+}
+
 /// The overlay with the image pinned, as deploy/release/cut renders it.
 fn pinned(overlay: &str, image: &str) -> Vec<Value> {
     let (repository, digest) = image.split_once('@').unwrap();
