@@ -5,6 +5,9 @@
 //! Deployment that survives drains and its own updates, certificates wired
 //! end to end, and RBAC that grants what src/cluster/live.rs lists.
 //! tests/e2e/deploy.rs puts the same objects before a real API server.
+//! The hub's overlay, fleet, is held here to the Open Cluster Management
+//! CRDs of tests/data/fleet-crds, and to carrying exactly the fleet-member
+//! rendering.
 
 use std::path::Path;
 use std::process::Command;
