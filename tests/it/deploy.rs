@@ -254,11 +254,12 @@ fn fleet_manifests(member: &str) -> String {
          # no others, so it leaves alone what others add on the cluster, the\n\
          # caBundle that service-ca injects into the webhook configuration and the\n\
          # key the gate fills into its Secret preflight-gate-result-key, where an\n\
-         # update (the default) would write the manifest back over them. The CRD\n\
-         # names each object (group, resource, namespace, name: resourceIdentifier\n\
-         # requires name and resource, and documents no wildcard). Not forced: a\n\
-         # field someone else set to another value shows as ApplyConflict in the\n\
-         # ManifestWork's status rather than being taken over.\n\
+         # update (the default) would write the manifest back over them. Each\n\
+         # manifestConfig names its object in full (group, resource, namespace,\n\
+         # name): the CRD's resourceIdentifier requires name and resource, and\n\
+         # documents no wildcard. Not forced: a field someone else set to another\n\
+         # value shows as ApplyConflict in the ManifestWork's status rather than\n\
+         # being taken over.\n\
          - op: add\n  path: /spec/manifestWorkTemplate/workload/manifests\n  value:\n",
     );
     for doc in member.split("\n---\n") {
