@@ -5,6 +5,9 @@
 //! Deployment that survives drains and its own updates, certificates wired
 //! end to end, and RBAC that grants what src/cluster/live.rs lists.
 //! tests/e2e/deploy.rs puts the same objects before a real API server.
+//! The hub's overlay, fleet, is held here to the Open Cluster Management
+//! CRDs of tests/data/fleet-crds, and to carrying exactly the fleet-member
+//! rendering.
 
 use std::path::Path;
 use std::process::Command;
@@ -15,7 +18,20 @@ use preflight_gate::view::kinds;
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-pub const OVERLAYS: [&str; 5] = ["openshift", "kubernetes", "hypershift", "dev", "node"];
+/// The overlays of a cluster the gate runs on. The hub's ([`HUB_OVERLAYS`])
+/// carry one of them to the clusters it manages.
+pub const OVERLAYS: [&str; 6] = [
+    "openshift",
+    "kubernetes",
+    "hypershift",
+    "fleet-member",
+    "dev",
+    "node",
+];
+/// The overlays of an Open Cluster Management hub: no gate runs there; the
+/// fleet overlay's ManifestWorkReplicaSet puts the fleet-member overlay's
+/// objects on every OpenShift cluster its Placement selects.
+pub const HUB_OVERLAYS: [&str; 1] = ["fleet"];
 const SA_NAMESPACE: &str = "preflight-gate";
 /// Where the check Jobs and the extraction pod run (`--jobs-namespace`).
 const CHECKS_NAMESPACE: &str = "preflight-gate-checks";
@@ -45,11 +61,19 @@ pub fn kubectl() -> &'static str {
 
 /// The overlays an administrator installs: they deploy no image until one
 /// is set (deploy/components/image).
-pub const IMAGE_REQUIRED: [&str; 3] = ["openshift", "kubernetes", "hypershift"];
+pub const IMAGE_REQUIRED: [&str; 5] = [
+    "openshift",
+    "kubernetes",
+    "hypershift",
+    "fleet-member",
+    "fleet",
+];
 
 /// The overlays for OpenShift: `hypershift` is `openshift` on a management
-/// cluster of hosted control planes, with the hosted webhooks and reads.
-const ON_OPENSHIFT: [&str; 2] = ["openshift", "hypershift"];
+/// cluster of hosted control planes, with the hosted webhooks and reads;
+/// `fleet-member` is `openshift` on a cluster an Open Cluster Management
+/// hub manages, with --cluster-claims and its grant.
+const ON_OPENSHIFT: [&str; 3] = ["openshift", "hypershift", "fleet-member"];
 
 /// The image the checked-in renderings of [`IMAGE_REQUIRED`] are made with,
 /// standing for the administrator's: by digest, under a host that does not
@@ -73,7 +97,13 @@ fn header(overlay: &str) -> String {
 /// directory (kustomize takes relative paths only), that sets `image` as
 /// docs/install.md says; returns its directory.
 pub fn with_image(overlay: &str, image: &str) -> std::path::PathBuf {
-    let dir = Path::new(ROOT).join(format!("target/image-overlay-{overlay}"));
+    with_image_in(&format!("image-overlay-{overlay}"), overlay, image)
+}
+
+/// [`with_image`] in `target/<name>`: a test that renders an overlay
+/// another test renders too writes its own directory.
+fn with_image_in(name: &str, overlay: &str, image: &str) -> std::path::PathBuf {
+    let dir = Path::new(ROOT).join("target").join(name);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("kustomization.yaml"),
@@ -94,6 +124,11 @@ fn render(overlay: &str) -> String {
     } else {
         Path::new(ROOT).join(format!("deploy/overlays/{overlay}"))
     };
+    format!("{}{}", header(overlay), kustomize(&dir, overlay))
+}
+
+/// `kubectl kustomize dir`, which must render (`overlay` names it).
+fn kustomize(dir: &Path, overlay: &str) -> String {
     let out = Command::new(kubectl())
         .arg("kustomize")
         .arg(dir)
@@ -104,11 +139,7 @@ fn render(overlay: &str) -> String {
         "deploy/overlays/{overlay} does not render: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    format!(
-        "{}{}",
-        header(overlay),
-        String::from_utf8(out.stdout).unwrap()
-    )
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// The objects of a rendering (kustomize separates them with `---` lines).
@@ -135,6 +166,26 @@ fn one<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
     find(objects, kind, name).unwrap_or_else(|| panic!("no {kind} {name}"))
 }
 
+/// The Deployments a rendering deploys: its own, and on a hub those its
+/// ManifestWorkReplicaSets carry to the managed clusters.
+pub fn deployments(objects: &[Value]) -> Vec<&Value> {
+    objects
+        .iter()
+        .flat_map(|o| match o["kind"].as_str() {
+            Some("ManifestWorkReplicaSet") => carried(o).iter().collect(),
+            _ => vec![o],
+        })
+        .filter(|o| o["kind"] == "Deployment")
+        .collect()
+}
+
+/// The manifests a ManifestWorkReplicaSet puts on each cluster.
+fn carried(set: &Value) -> &[Value] {
+    set["spec"]["manifestWorkTemplate"]["workload"]["manifests"]
+        .as_array()
+        .map_or(&[], Vec::as_slice)
+}
+
 fn strings(value: &Value) -> Vec<&str> {
     value
         .as_array()
@@ -154,6 +205,122 @@ fn every_overlay_renders_as_checked_in() {
             .map(|(path, text)| (path.as_str(), text.as_str())),
         "deploy",
     );
+}
+
+/// The hub's overlay carries the fleet-member rendering in its
+/// ManifestWorkReplicaSet (deploy/overlays/fleet/manifests.yaml, generated
+/// here from deploy/overlays/fleet-member, never edited), and renders as
+/// checked in. Blessing writes manifests.yaml before rendering the overlay.
+#[test]
+fn the_fleet_overlay_renders_as_checked_in() {
+    let member = kustomize(
+        &with_image_in("image-overlay-fleet-carried", "fleet-member", TEST_IMAGE),
+        "fleet-member",
+    );
+    crate::golden::file(
+        "deploy/overlays/fleet/manifests.yaml",
+        &fleet_manifests(&member),
+        "deploy",
+    );
+    for overlay in HUB_OVERLAYS {
+        crate::golden::file(
+            &format!("deploy/rendered/{overlay}.yaml"),
+            &render(overlay),
+            "deploy",
+        );
+    }
+}
+
+/// The image var of deploy/components/image, which the fleet overlay
+/// substitutes in the Deployment it carries (deploy/overlays/fleet/varreference.yaml).
+const IMAGE_VAR: &str = "$(SET_data.image_OF_ConfigMap_preflight-gate-image)";
+
+/// deploy/overlays/fleet/manifests.yaml: a JSON patch (RFC 6902, applied
+/// verbatim, unlike a merge patch, which would drop a manifest's nulls)
+/// that gives the ManifestWorkReplicaSet every object of `member`, the
+/// fleet-member rendering made with [`TEST_IMAGE`], with the image left to
+/// the var, and for each a manifestConfig that applies it server-side.
+/// The objects are kustomize's YAML as it is, indented.
+fn fleet_manifests(member: &str) -> String {
+    assert_eq!(member.matches(TEST_IMAGE).count(), 1, "the image, once");
+    let member = member.replace(TEST_IMAGE, IMAGE_VAR);
+    let mut out = String::from(
+        "# Generated by tests/it/deploy.rs from deploy/overlays/fleet-member; do not edit.\n\
+         # Regenerate: PREFLIGHT_GATE_BLESS=1 cargo test --test it deploy\n\
+         #\n\
+         # Every object of the fleet-member overlay, the image left to your overlay\n\
+         # (deploy/components/image), and for each a manifestConfig that applies it\n\
+         # with server-side apply: the work agent then owns the fields it sets and\n\
+         # no others, so it leaves alone what others add on the cluster, the\n\
+         # caBundle that service-ca injects into the webhook configuration and the\n\
+         # key the gate fills into its Secret preflight-gate-result-key, where an\n\
+         # update (the default) would write the manifest back over them. Each\n\
+         # manifestConfig names its object in full (group, resource, namespace,\n\
+         # name): the CRD's resourceIdentifier requires name and resource, and\n\
+         # documents no wildcard. Not forced: a field someone else set to another\n\
+         # value shows as ApplyConflict in the ManifestWork's status rather than\n\
+         # being taken over.\n\
+         - op: add\n  path: /spec/manifestWorkTemplate/workload/manifests\n  value:\n",
+    );
+    for doc in member.split("\n---\n") {
+        for (i, line) in doc.trim_end_matches('\n').lines().enumerate() {
+            match (i, line.is_empty()) {
+                (_, true) => out.push('\n'),
+                (0, false) => out.push_str(&format!("    - {line}\n")),
+                _ => out.push_str(&format!("      {line}\n")),
+            }
+        }
+    }
+    out.push_str("- op: add\n  path: /spec/manifestWorkTemplate/manifestConfigs\n  value:\n");
+    for o in objects(&member) {
+        let (group, resource, namespace, name) = identifier(&o);
+        let namespace = namespace.map_or(String::new(), |n| format!(", namespace: {n}"));
+        out.push_str(&format!(
+            "    - resourceIdentifier: {{group: \"{group}\", resource: {resource}{namespace}, name: {name}}}\n      \
+             updateStrategy: {{type: ServerSideApply}}\n"
+        ));
+    }
+    out
+}
+
+/// What a manifestConfig's resourceIdentifier names an object by: its
+/// API group, resource, namespace (None: cluster-scoped) and name.
+fn identifier(o: &Value) -> (String, String, Option<String>, String) {
+    let group = o["apiVersion"]
+        .as_str()
+        .unwrap()
+        .rsplit_once('/')
+        .map_or("", |(g, _)| g);
+    let kind = o["kind"].as_str().unwrap();
+    // The resources of the kinds the overlays render; a new kind is added
+    // here, so that no resource name is guessed.
+    let resource = match kind {
+        "Namespace" => "namespaces",
+        "ServiceAccount" => "serviceaccounts",
+        "ConfigMap" => "configmaps",
+        "Secret" => "secrets",
+        "Service" => "services",
+        "CustomResourceDefinition" => "customresourcedefinitions",
+        "Role" => "roles",
+        "RoleBinding" => "rolebindings",
+        "ClusterRole" => "clusterroles",
+        "ClusterRoleBinding" => "clusterrolebindings",
+        "Deployment" => "deployments",
+        "PodDisruptionBudget" => "poddisruptionbudgets",
+        "NetworkPolicy" => "networkpolicies",
+        "ValidatingWebhookConfiguration" => "validatingwebhookconfigurations",
+        "ValidatingAdmissionPolicy" => "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicyBinding" => "validatingadmissionpolicybindings",
+        "PrometheusRule" => "prometheusrules",
+        "ServiceMonitor" => "servicemonitors",
+        other => panic!("no resource known for kind {other}: add it to identifier()"),
+    };
+    (
+        group.to_owned(),
+        resource.to_owned(),
+        o["metadata"]["namespace"].as_str().map(str::to_owned),
+        o["metadata"]["name"].as_str().unwrap().to_owned(),
+    )
 }
 
 /// No overlay an administrator installs deploys an image they did not
@@ -179,9 +346,8 @@ fn the_overlays_deploy_no_image_until_the_administrator_sets_one() {
             assert!(stderr.contains(says), "{overlay}: {stderr}");
         }
         let objects = rendered(overlay);
-        let images: Vec<&str> = objects
-            .iter()
-            .filter(|o| o["kind"] == "Deployment")
+        let images: Vec<&str> = deployments(&objects)
+            .into_iter()
             .flat_map(|d| {
                 d["spec"]["template"]["spec"]["containers"]
                     .as_array()
@@ -306,7 +472,7 @@ fn selects(selector: &Value, labels: &Value) -> bool {
 
 #[test]
 fn the_deployment_survives_drains_and_its_own_updates() {
-    for overlay in ["openshift", "kubernetes", "hypershift"] {
+    for overlay in ["openshift", "kubernetes", "hypershift", "fleet-member"] {
         let objects = rendered(overlay);
         let d = one(&objects, "Deployment", "preflight-gate");
         let spec = &d["spec"];
@@ -319,7 +485,7 @@ fn the_deployment_survives_drains_and_its_own_updates() {
         assert!(selects(&spec["selector"], labels), "{overlay}");
         // OpenShift's class for add-ons; plain Kubernetes has no such class.
         let priority = match overlay {
-            "openshift" | "hypershift" => "openshift-user-critical",
+            o if ON_OPENSHIFT.contains(&o) => "openshift-user-critical",
             _ => "system-cluster-critical",
         };
         assert_eq!(pod["priorityClassName"], priority, "{overlay}");
@@ -351,7 +517,7 @@ fn the_deployment_survives_drains_and_its_own_updates() {
         // SCC pinned on OpenShift, so a wider one granted later is not used.
         let scc = &spec["template"]["metadata"]["annotations"]["openshift.io/required-scc"];
         match overlay {
-            "openshift" | "hypershift" => assert_eq!(scc, "restricted-v2"),
+            o if ON_OPENSHIFT.contains(&o) => assert_eq!(scc, "restricted-v2"),
             _ => assert!(scc.is_null(), "{overlay}: {scc}"),
         }
 
@@ -428,7 +594,7 @@ fn the_deployment_survives_drains_and_its_own_updates() {
         // And that Secret is the one the overlay's issuer writes.
         let service = one(&objects, "Service", "preflight-gate");
         match overlay {
-            "openshift" | "hypershift" => assert_eq!(
+            o if ON_OPENSHIFT.contains(&o) => assert_eq!(
                 service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"],
                 secret
             ),
@@ -524,7 +690,7 @@ fn the_single_replica_component_leaves_one_replica_and_no_budget() {
 
 #[test]
 fn the_api_server_reaches_the_gate_and_trusts_its_certificate() {
-    for overlay in ["openshift", "kubernetes", "hypershift"] {
+    for overlay in ["openshift", "kubernetes", "hypershift", "fleet-member"] {
         let objects = rendered(overlay);
         let d = one(&objects, "Deployment", "preflight-gate");
         let labels = &d["spec"]["template"]["metadata"]["labels"];
@@ -567,7 +733,7 @@ fn the_api_server_reaches_the_gate_and_trusts_its_certificate() {
 
         let annotations = &config["metadata"]["annotations"];
         match overlay {
-            "openshift" | "hypershift" => assert_eq!(
+            o if ON_OPENSHIFT.contains(&o) => assert_eq!(
                 annotations["service.beta.openshift.io/inject-cabundle"],
                 "true"
             ),
@@ -657,7 +823,7 @@ fn allowed(
 
 #[test]
 fn rbac_lets_the_gate_list_everything_the_checks_read() {
-    for overlay in ["openshift", "hypershift", "dev"] {
+    for overlay in ["openshift", "hypershift", "fleet-member", "dev"] {
         let grants = grants(&rendered(overlay));
         for (kind, listing) in kinds::listings() {
             // TLS Secrets are read only where the overlay opts in
@@ -743,6 +909,13 @@ fn grants_nothing_unused(overlay: &str) {
             !verbs.contains(&"*") && !resources.contains(&"*"),
             "no wildcards: {rule}"
         );
+        // The gate's own ClusterClaims, on a cluster a hub manages, are
+        // written, and checked on their own
+        // (the_fleet_member_gate_may_write_cluster_claims_and_nothing_else_of_the_hubs).
+        if strings(&rule["apiGroups"]) == [OCM_CLUSTER_GROUP] {
+            assert_eq!(overlay, "fleet-member", "{rule}");
+            continue;
+        }
         // Nothing the checks read is written, and secrets are only listed,
         // but for the key the gate signs its results with: read and filled
         // by name, in its own namespace, never created (docs/security.md,
@@ -941,7 +1114,13 @@ fn listing_every_secret_is_opt_in() {
                     })
         })
     };
-    for overlay in ["openshift", "kubernetes", "hypershift", "node"] {
+    for overlay in [
+        "openshift",
+        "kubernetes",
+        "hypershift",
+        "fleet-member",
+        "node",
+    ] {
         assert!(!lists_secrets(overlay), "{overlay} grants the Secrets list");
         assert!(!flag_set(overlay), "{overlay} sets --read-tls-secrets");
     }
@@ -1286,7 +1465,13 @@ fn the_check_account_reads_no_pod_template_unless_granted() {
 /// lets it create pods.
 #[test]
 fn check_jobs_run_in_a_namespace_of_their_own_in_every_overlay() {
-    for overlay in ["openshift", "kubernetes", "hypershift", "node"] {
+    for overlay in [
+        "openshift",
+        "kubernetes",
+        "hypershift",
+        "fleet-member",
+        "node",
+    ] {
         let objects = rendered(overlay);
         let d = one(&objects, "Deployment", "preflight-gate");
         let container = &d["spec"]["template"]["spec"]["containers"][0];
@@ -1718,6 +1903,319 @@ fn the_hosted_reads_are_the_least_the_gate_needs() {
         assert!(
             find(&objects, "Namespace", namespace).is_none(),
             "{namespace}"
+        );
+    }
+}
+
+/// The API group of Open Cluster Management's clusters: ClusterClaims,
+/// Placements, ManagedClusters.
+const OCM_CLUSTER_GROUP: &str = "cluster.open-cluster-management.io";
+
+/// What the gate does with its ClusterClaims (serve --cluster-claims): it
+/// lists and watches them by its label, creates, updates and patches their
+/// values, and deletes those of targets no longer offered.
+const CLAIM_VERBS: [&str; 7] = [
+    "get", "list", "watch", "create", "update", "patch", "delete",
+];
+
+/// The CRD of `group`/`kind` in tests/data/fleet-crds.
+fn fleet_crd(group: &str, kind: &str) -> Value {
+    let dir = format!("{ROOT}/tests/data/fleet-crds");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let crd: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if crd["spec"]["group"] == group && crd["spec"]["names"]["kind"] == kind {
+            found.push(crd);
+        }
+    }
+    assert_eq!(found.len(), 1, "one CRD of {group} {kind} in {dir}");
+    found.pop().unwrap()
+}
+
+/// Where `value` breaks `schema` (a CRD version's openAPIV3Schema), at
+/// `at`: a required field missing, a field the schema does not define (the
+/// API server would prune it, silently), a value of another type or
+/// outside an enum. Patterns and CEL rules are left to the API server
+/// (tests/e2e applies the hub overlay to a hub's CRDs).
+fn schema_errors(schema: &Value, value: &Value, at: &str, errors: &mut Vec<String>) {
+    let int_or_string = schema["x-kubernetes-int-or-string"] == true;
+    let typed = match (schema["type"].as_str(), value) {
+        _ if int_or_string => value.is_i64() || value.is_u64() || value.is_string(),
+        (Some("object"), v) => v.is_object(),
+        (Some("array"), v) => v.is_array(),
+        (Some("string"), v) => v.is_string(),
+        (Some("integer"), v) => v.is_i64() || v.is_u64(),
+        (Some("boolean"), v) => v.is_boolean(),
+        _ => true,
+    };
+    if !typed {
+        errors.push(format!("{at}: {value} is not of type {}", schema["type"]));
+        return;
+    }
+    if let Some(allowed) = schema["enum"].as_array()
+        && !allowed.contains(value)
+    {
+        errors.push(format!("{at}: {value} is none of {allowed:?}"));
+    }
+    if let Some(object) = value.as_object() {
+        for field in strings(&schema["required"]) {
+            // The API server fills a defaulted field before it validates.
+            let defaulted = schema["properties"][field].get("default").is_some();
+            if !object.contains_key(field) && !defaulted {
+                errors.push(format!("{at}: {field} is required"));
+            }
+        }
+        let open = schema["x-kubernetes-preserve-unknown-fields"] == true
+            || schema["x-kubernetes-embedded-resource"] == true;
+        for (field, v) in object {
+            // The API server checks an object's own metadata, not the CRD.
+            let own = at.is_empty() && ["apiVersion", "kind", "metadata"].contains(&field.as_str());
+            match (
+                schema["properties"].get(field),
+                schema.get("additionalProperties"),
+            ) {
+                _ if own => {}
+                (Some(s), _) | (None, Some(s)) => {
+                    schema_errors(s, v, &format!("{at}.{field}"), errors)
+                }
+                (None, None) if open => {}
+                (None, None) => errors.push(format!("{at}.{field} is not in the schema")),
+            }
+        }
+    }
+    if let (Some(items), Some(values)) = (schema.get("items"), value.as_array()) {
+        for (i, v) in values.iter().enumerate() {
+            schema_errors(items, v, &format!("{at}[{i}]"), errors);
+        }
+    }
+}
+
+/// The hub's objects are the OCM CRDs' (tests/data/fleet-crds): each kind a
+/// CRD of its group serves at its apiVersion, in a namespace the overlay
+/// makes, with every required field and no field the schema would prune;
+/// the ManifestWorkReplicaSet rolls out to the Placement of its namespace,
+/// which selects the OpenShift clusters.
+#[test]
+fn the_hubs_objects_are_valid_against_the_ocm_crds() {
+    let objects = rendered("fleet");
+    let mut kinds: Vec<String> = objects
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap().to_owned())
+        .collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        ["ManifestWorkReplicaSet", "Namespace", "Placement"],
+        "nothing of the gate runs on the hub"
+    );
+    let namespace = one(&objects, "Namespace", "preflight-gate-fleet");
+    for o in objects.iter().filter(|o| o["kind"] != "Namespace") {
+        let (group, version) = o["apiVersion"].as_str().unwrap().split_once('/').unwrap();
+        let kind = o["kind"].as_str().unwrap();
+        let crd = fleet_crd(group, kind);
+        assert_eq!(crd["spec"]["scope"], "Namespaced", "{kind}");
+        assert_eq!(
+            o["metadata"]["namespace"], namespace["metadata"]["name"],
+            "{kind}"
+        );
+        let served = crd["spec"]["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == version && v["served"] == true)
+            .unwrap_or_else(|| panic!("{group} {kind}: {version} is not served"));
+        let mut errors = Vec::new();
+        schema_errors(&served["schema"]["openAPIV3Schema"], o, "", &mut errors);
+        assert!(errors.is_empty(), "{kind}:\n{}", errors.join("\n"));
+    }
+    let placement = one(&objects, "Placement", "preflight-gate");
+    assert_eq!(
+        placement["spec"]["predicates"],
+        serde_json::json!([{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"vendor": "OpenShift"}}}}])
+    );
+    let set = one(&objects, "ManifestWorkReplicaSet", "preflight-gate");
+    let refs = set["spec"]["placementRefs"].as_array().unwrap();
+    assert_eq!(refs.len(), 1);
+    assert_eq!(refs[0]["name"], placement["metadata"]["name"]);
+    let rollout = &refs[0]["rolloutStrategy"];
+    assert_eq!(rollout["type"], "Progressive");
+    assert!(
+        rollout["progressive"]["maxConcurrency"]
+            .as_u64()
+            .is_some_and(|n| n >= 1),
+        "a few clusters at a time: {rollout}"
+    );
+    assert!(
+        rollout["progressive"].get("maxFailures").is_none(),
+        "no failure tolerated: {rollout}"
+    );
+}
+
+/// The hub carries exactly the fleet-member release: the
+/// ManifestWorkReplicaSet's manifests are the objects of the fleet-member
+/// rendering, in its order, with its image; each has one manifestConfig,
+/// naming it as the API server does, that applies it server-side.
+#[test]
+fn the_fleet_carries_exactly_the_fleet_member_release() {
+    let hub = rendered("fleet");
+    let set = one(&hub, "ManifestWorkReplicaSet", "preflight-gate");
+    let member = rendered("fleet-member");
+    assert!(
+        carried(set) == member.as_slice(),
+        "the manifests differ from deploy/rendered/fleet-member.yaml"
+    );
+    let configs = set["spec"]["manifestWorkTemplate"]["manifestConfigs"]
+        .as_array()
+        .unwrap();
+    assert_eq!(configs.len(), member.len());
+    for (config, o) in configs.iter().zip(&member) {
+        let (group, resource, namespace, name) = identifier(o);
+        let mut expected = serde_json::json!({
+            "group": group, "resource": resource, "name": name
+        });
+        if let Some(namespace) = namespace {
+            expected["namespace"] = namespace.into();
+        }
+        assert_eq!(config["resourceIdentifier"], expected);
+        assert_eq!(
+            config["updateStrategy"],
+            serde_json::json!({"type": "ServerSideApply"}),
+            "{expected}"
+        );
+    }
+    // The image is the one set, and the hub's overlay sets it only there.
+    assert_eq!(deployments(&hub).len(), 1);
+    assert_eq!(
+        hub.iter()
+            .filter(|o| o.to_string().contains(TEST_IMAGE))
+            .count(),
+        1
+    );
+}
+
+/// A cluster a hub manages: the fleet-member overlay renders every object
+/// of the openshift overlay as it is but for the Deployment, which gains
+/// --cluster-claims alone, and adds the ClusterClaims grant, nothing else:
+/// every verb the gate uses on clusterclaims of
+/// cluster.open-cluster-management.io, cluster-wide (RBAC cannot narrow it
+/// to the claims with the gate's label), and nothing else of that group or
+/// of the hub's. No other overlay turns the claims on.
+#[test]
+fn the_fleet_member_gate_may_write_cluster_claims_and_nothing_else_of_the_hubs() {
+    let openshift = rendered("openshift");
+    let member = rendered("fleet-member");
+    let mut added = Vec::new();
+    for o in &member {
+        match find(
+            &openshift,
+            o["kind"].as_str().unwrap(),
+            o["metadata"]["name"].as_str().unwrap(),
+        ) {
+            Some(before) if o["kind"] == "Deployment" => {
+                let mut expected = before.clone();
+                expected["spec"]["template"]["spec"]["containers"][0]["env"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(serde_json::json!({"name": "PREFLIGHT_GATE_CLUSTER_CLAIMS", "value": "true"}));
+                assert_eq!(o, &expected, "only --cluster-claims is added");
+            }
+            Some(before) => assert_eq!(o, before),
+            None => added.push(kind_and_name(o)),
+        }
+    }
+    assert_eq!(
+        member.len(),
+        openshift.len() + added.len(),
+        "nothing is left out"
+    );
+    added.sort();
+    assert_eq!(
+        added,
+        [
+            (
+                "ClusterRole".to_owned(),
+                "preflight-gate-cluster-claims".to_owned()
+            ),
+            (
+                "ClusterRoleBinding".to_owned(),
+                "preflight-gate-cluster-claims".to_owned()
+            ),
+        ]
+    );
+    let role = one(&member, "ClusterRole", "preflight-gate-cluster-claims");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{
+            "apiGroups": [OCM_CLUSTER_GROUP],
+            "resources": ["clusterclaims"],
+            "verbs": CLAIM_VERBS,
+        }])
+    );
+    // The resource is the CRD's, and cluster-scoped: a ClusterRole it is.
+    let crd = fleet_crd(OCM_CLUSTER_GROUP, "ClusterClaim");
+    assert_eq!(crd["spec"]["names"]["plural"], "clusterclaims");
+    assert_eq!(crd["spec"]["scope"], "Cluster");
+    let grants = grants(&member);
+    for verb in CLAIM_VERBS {
+        assert!(
+            allowed(
+                &grants,
+                verb,
+                OCM_CLUSTER_GROUP,
+                "clusterclaims",
+                None,
+                None
+            ),
+            "{verb}"
+        );
+    }
+    for verb in ["deletecollection", "escalate", "bind"] {
+        assert!(
+            !allowed(
+                &grants,
+                verb,
+                OCM_CLUSTER_GROUP,
+                "clusterclaims",
+                None,
+                None
+            ),
+            "{verb}"
+        );
+    }
+    let hubs: Vec<&Value> = grants
+        .iter()
+        .map(|(_, rule)| rule)
+        .filter(|rule| {
+            strings(&rule["apiGroups"])
+                .iter()
+                .any(|g| g.contains("open-cluster-management.io"))
+        })
+        .collect();
+    assert_eq!(
+        hubs,
+        [&role["rules"][0]],
+        "only the claims of the hub's kinds"
+    );
+
+    let d = one(&member, "Deployment", "preflight-gate");
+    let c = &d["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(env(c, "PREFLIGHT_GATE_CLUSTER_CLAIMS"), Some("true"));
+    for overlay in OVERLAYS.iter().filter(|o| **o != "fleet-member") {
+        let objects = rendered(overlay);
+        if let Some(d) = find(&objects, "Deployment", "preflight-gate") {
+            let c = &d["spec"]["template"]["spec"]["containers"][0];
+            assert_eq!(env(c, "PREFLIGHT_GATE_CLUSTER_CLAIMS"), None, "{overlay}");
+        }
+        assert!(
+            !objects
+                .iter()
+                .any(|o| o.to_string().contains("open-cluster-management.io")),
+            "{overlay} names open-cluster-management.io"
         );
     }
 }

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::deploy::{IMAGE_REQUIRED, OVERLAYS, kubectl, objects, rendered};
+use crate::deploy::{IMAGE_REQUIRED, OVERLAYS, deployments, kubectl, objects, rendered};
 use crate::oc::oc;
 use crate::support::not_run_here;
 
@@ -33,23 +33,18 @@ fn is_digest(text: &str) -> bool {
         .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-fn deployment(objects: &[Value]) -> Option<&Value> {
-    objects
-        .iter()
-        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == "preflight-gate")
-}
-
+/// The images a rendering deploys: its Deployment's, or on a hub those of
+/// the Deployment it carries to the managed clusters.
 fn images(objects: &[Value]) -> Vec<String> {
-    deployment(objects)
-        .map(|d| {
+    deployments(objects)
+        .into_iter()
+        .flat_map(|d| {
             d["spec"]["template"]["spec"]["containers"]
                 .as_array()
                 .unwrap()
-                .iter()
-                .map(|c| c["image"].as_str().unwrap().to_owned())
-                .collect()
         })
-        .unwrap_or_default()
+        .map(|c| c["image"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[test]
@@ -380,6 +375,27 @@ fn the_guides_image_override_deploys_the_image_it_sets() {
     );
 }
 
+/// The hub's overlay of the guide ("A fleet, from an Open Cluster
+/// Management hub") carries the image it sets, inside its
+/// ManifestWorkReplicaSet, and nothing of the gate runs on the hub.
+#[test]
+fn the_guides_fleet_overlay_carries_the_image_it_sets() {
+    let guide = read("docs/install.md");
+    let snippet = block_after(&guide, "<!-- fleet-image", "yaml");
+    let overlay: Value = serde_saphyr::from_str(snippet).unwrap();
+    assert_eq!(
+        overlay["resources"][0],
+        "../preflight-gate/deploy/overlays/fleet"
+    );
+    let wanted = image_set_by(&overlay);
+    let objects = render_as_guided(snippet, &["oc", "kustomize", "my-cluster"]);
+    assert_eq!(images(&objects), [wanted]);
+    assert!(
+        !objects.iter().any(|o| o["kind"] == "Deployment"),
+        "a Deployment on the hub"
+    );
+}
+
 /// The overlay with the image pinned, as deploy/release/cut renders it.
 fn pinned(overlay: &str, image: &str) -> Vec<Value> {
     let (repository, digest) = image.split_once('@').unwrap();
@@ -426,6 +442,8 @@ fn assert_current_release(dir: &Path, shown: &str) {
         release_files(dir),
         [
             "IMAGE",
+            "fleet-member.yaml",
+            "fleet.yaml",
             "hypershift.yaml",
             "kubernetes.yaml",
             "openshift.yaml"
@@ -436,7 +454,7 @@ fn assert_current_release(dir: &Path, shown: &str) {
     let image = image.trim();
     let (_, digest) = image.split_once('@').expect("IMAGE is pinned by digest");
     assert!(is_digest(digest), "{shown}/IMAGE: {image}");
-    for overlay in ["openshift", "hypershift", "kubernetes"] {
+    for overlay in IMAGE_REQUIRED {
         let released =
             objects(&std::fs::read_to_string(dir.join(format!("{overlay}.yaml"))).unwrap());
         assert_eq!(images(&released), [image.to_owned()], "{shown}: {overlay}");
@@ -662,14 +680,25 @@ fn the_release_script_cuts_a_release() {
     );
 
     // The manifests: each overlay as checked in, with the image pinned.
-    for overlay in ["openshift", "hypershift", "kubernetes"] {
+    for overlay in IMAGE_REQUIRED {
         let text = std::fs::read_to_string(path(&format!("manifests/{overlay}.yaml"))).unwrap();
         let released = objects(&text);
         assert_eq!(images(&released), std::slice::from_ref(&image), "{overlay}");
         let mut expected = rendered(overlay);
         for o in &mut expected {
-            if o["kind"] == "Deployment" {
-                o["spec"]["template"]["spec"]["containers"][0]["image"] = image.clone().into();
+            // A hub's Deployment is in its ManifestWorkReplicaSet.
+            let mut deployments: Vec<&mut Value> = if o["kind"] == "ManifestWorkReplicaSet" {
+                o["spec"]["manifestWorkTemplate"]["workload"]["manifests"]
+                    .as_array_mut()
+                    .unwrap()
+                    .iter_mut()
+                    .collect()
+            } else {
+                vec![o]
+            };
+            deployments.retain(|d| d["kind"] == "Deployment");
+            for d in deployments {
+                d["spec"]["template"]["spec"]["containers"][0]["image"] = image.clone().into();
             }
         }
         assert!(released == expected, "{overlay}: differs beyond the image");
