@@ -9,6 +9,7 @@
 //! knows the model (`crate::model`) and the prometheus crate, nothing else.
 
 mod admission;
+mod claims;
 mod controller;
 mod effects;
 mod hosted;
@@ -21,6 +22,7 @@ use prometheus::{Registry, TextEncoder};
 use crate::model::release::Version;
 
 pub use admission::{AdmissionMetrics, InFlight, MAX_BLOCKED_TARGETS};
+pub use claims::{CLAIM_STATES, ClaimMetrics, ClaimWrite};
 pub use controller::ControllerMetrics;
 pub use effects::{EffectKind, EffectMetrics};
 pub use hosted::HostedMetrics;
@@ -58,6 +60,9 @@ pub struct Metrics {
     /// Hosted control planes: the hosted clusters followed, their results
     /// held in memory and the reads of their guests.
     pub hosted: HostedMetrics,
+    /// Readiness published for an Open Cluster Management hub: the
+    /// leader's ClusterClaims and its writes of them.
+    pub claims: ClaimMetrics,
 }
 
 impl Metrics {
@@ -70,6 +75,7 @@ impl Metrics {
             results: ResultMetrics::new(&registry)?,
             controller: ControllerMetrics::new(&registry)?,
             hosted: HostedMetrics::new(&registry)?,
+            claims: ClaimMetrics::new(&registry)?,
             registry,
         })
     }
@@ -151,6 +157,9 @@ mod tests {
             r#"preflight_gate_hosted_results{phase="Failed"} 0"#,
             r#"preflight_gate_hosted_reads_total{result="failure"} 0"#,
             "preflight_gate_hosted_watch_up 0",
+            r#"preflight_gate_cluster_claims{state="Cleared"} 0"#,
+            "preflight_gate_cluster_claims_unpublished 0",
+            r#"preflight_gate_cluster_claim_writes_total{outcome="failed"} 0"#,
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
         }
