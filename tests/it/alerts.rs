@@ -148,7 +148,7 @@ fn promtool_tests_every_alert_firing_and_not_firing() {
         .iter()
         .map(|r| r["alert"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(alerts.len(), 9, "{alerts:?}");
+    assert_eq!(alerts.len(), 10, "{alerts:?}");
     for alert in &alerts {
         let (fires, quiet) = covered.get(alert).copied().unwrap_or_default();
         assert!(fires, "no test shows {alert} firing");
@@ -213,6 +213,7 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
         ("PreflightGateCertificateExpiringSoon", "warning"),
         ("PreflightGateHostedClusterUnreadable", "warning"),
         ("PreflightGateConnectionsSaturated", "warning"),
+        ("PreflightGateClusterClaimsFailing", "warning"),
     ];
     let rules = alert_rules();
     for (alert, severity) in expected {
