@@ -12,14 +12,14 @@ use crate::model::cluster_claim::Readiness;
 /// What became of one write of a claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumIter, strum::IntoStaticStr)]
 #[strum(serialize_all = "snake_case")]
-pub enum ClaimWrite {
+pub enum ClusterClaimWrite {
     Created,
     Updated,
     Deleted,
     Failed,
 }
 
-impl ClaimWrite {
+impl ClusterClaimWrite {
     pub fn as_str(self) -> &'static str {
         self.into()
     }
@@ -70,7 +70,7 @@ impl ClusterClaimMetrics {
                 &["outcome"],
             )?,
         )?;
-        for outcome in ClaimWrite::iter() {
+        for outcome in ClusterClaimWrite::iter() {
             writes.with_label_values(&[outcome.as_str()]);
         }
         let metrics = Self {
@@ -98,7 +98,7 @@ impl ClusterClaimMetrics {
     }
 
     /// A write of a claim ended so.
-    pub fn wrote(&self, outcome: ClaimWrite) {
+    pub fn wrote(&self, outcome: ClusterClaimWrite) {
         self.writes.with_label_values(&[outcome.as_str()]).inc();
     }
 
@@ -112,7 +112,7 @@ impl ClusterClaimMetrics {
 mod tests {
     use super::super::Metrics;
     use super::super::testing::value;
-    use super::ClaimWrite;
+    use super::ClusterClaimWrite;
     use crate::model::cluster_claim::Readiness;
 
     #[test]
@@ -133,7 +133,7 @@ mod tests {
             ],
             3,
         );
-        m.cluster_claims.wrote(ClaimWrite::Created);
+        m.cluster_claims.wrote(ClusterClaimWrite::Created);
         assert_eq!(
             value(&m, r#"preflight_gate_cluster_claims{state="Cleared"}"#),
             Some(2.0)

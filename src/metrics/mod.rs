@@ -22,7 +22,7 @@ use prometheus::{Registry, TextEncoder};
 use crate::model::release::Version;
 
 pub use admission::{AdmissionMetrics, InFlight, MAX_BLOCKED_TARGETS};
-pub use cluster_claims::{ClaimWrite, ClusterClaimMetrics};
+pub use cluster_claims::{ClusterClaimMetrics, ClusterClaimWrite};
 pub use controller::ControllerMetrics;
 pub use effects::{EffectKind, EffectMetrics};
 pub use hosted::HostedMetrics;

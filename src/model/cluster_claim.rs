@@ -74,7 +74,7 @@ impl Readiness {
 /// The claims to publish, and how many offered targets have none of their
 /// own (they are in the summary).
 #[derive(Debug, PartialEq, Eq)]
-pub struct ClaimSet {
+pub struct ClusterClaimSet {
     /// Name to value, the summary included.
     pub claims: BTreeMap<String, String>,
     /// The published targets' readiness, for the metrics.
@@ -85,7 +85,7 @@ pub struct ClaimSet {
 /// The claim of one target: `update-4.22.3.preflight.dev`. A claim's name
 /// is a DNS subdomain: a [`Version`] holds digits, letters, `.` and `-`
 /// alone (no build metadata), so lowercase is all it takes.
-pub fn target_claim(version: &Version) -> String {
+pub fn target_cluster_claim(version: &Version) -> String {
     format!(
         "update-{}{SUFFIX}",
         version.to_string().to_ascii_lowercase()
@@ -94,17 +94,17 @@ pub fn target_claim(version: &Version) -> String {
 
 /// The claims for the offered targets' readiness: one per target, newest
 /// first, up to [`MAX_TARGET_CLAIMS`], and the summary of every target.
-pub fn claim_set(mut targets: Vec<(Version, Readiness)>) -> ClaimSet {
+pub fn cluster_claim_set(mut targets: Vec<(Version, Readiness)>) -> ClusterClaimSet {
     targets.sort_by(|a, b| b.0.cmp(&a.0));
     targets.dedup_by(|a, b| a.0 == b.0);
     let unpublished = targets.len().saturating_sub(MAX_TARGET_CLAIMS);
     let mut claims: BTreeMap<String, String> = targets
         .iter()
         .take(MAX_TARGET_CLAIMS)
-        .map(|(version, readiness)| (target_claim(version), readiness.word().to_owned()))
+        .map(|(version, readiness)| (target_cluster_claim(version), readiness.word().to_owned()))
         .collect();
     claims.insert(SUMMARY.to_owned(), summary(&targets));
-    ClaimSet {
+    ClusterClaimSet {
         claims,
         published: targets
             .into_iter()
@@ -168,7 +168,7 @@ mod tests {
 
     #[test]
     fn each_target_has_one_word_and_the_summary_has_them_all_newest_first() {
-        let set = claim_set(vec![
+        let set = cluster_claim_set(vec![
             (v("4.22.3"), Readiness::Cleared),
             (
                 v("4.23.0"),
@@ -200,7 +200,7 @@ mod tests {
         let targets = (1..=14)
             .map(|z| (v(&format!("4.22.{z}")), Readiness::Cleared))
             .collect();
-        let set = claim_set(targets);
+        let set = cluster_claim_set(targets);
         assert_eq!(set.claims.len(), MAX_TARGET_CLAIMS + 1);
         assert_eq!(set.unpublished, 4);
         assert!(set.claims.contains_key("update-4.22.14.preflight.dev"));
@@ -220,29 +220,33 @@ mod tests {
                 )
             })
             .collect();
-        let value = claim_set(targets).claims.remove(SUMMARY).unwrap();
+        let value = cluster_claim_set(targets).claims.remove(SUMMARY).unwrap();
         assert!(value.len() <= MAX_VALUE, "{}", value.len());
         let shown = value.matches("=Blocked(").count();
         assert!(shown < 9, "{value}");
         assert!(value.ends_with(&format!(" +{} more", 9 - shown)), "{value}");
         // An item longer than the whole value is counted, not cut.
         let huge = vec!["X".repeat(2000)];
-        let value =
-            claim_set(vec![(v("4.22.1"), Readiness::Blocked(huge))]).claims[SUMMARY].clone();
+        let value = cluster_claim_set(vec![(v("4.22.1"), Readiness::Blocked(huge))]).claims
+            [SUMMARY]
+            .clone();
         assert_eq!(value, "+1 more");
     }
 
     #[test]
     fn a_claims_name_is_a_dns_subdomain_whatever_the_version() {
-        assert_eq!(target_claim(&v("4.22.3")), "update-4.22.3.preflight.dev");
         assert_eq!(
-            target_claim(&v("4.23.0-rc.1")),
+            target_cluster_claim(&v("4.22.3")),
+            "update-4.22.3.preflight.dev"
+        );
+        assert_eq!(
+            target_cluster_claim(&v("4.23.0-rc.1")),
             "update-4.23.0-rc.1.preflight.dev"
         );
         assert_eq!(
-            target_claim(&v("4.23.0-RC.1+build.7")),
+            target_cluster_claim(&v("4.23.0-RC.1+build.7")),
             "update-4.23.0-rc.1.preflight.dev"
         );
-        assert_eq!(claim_set(Vec::new()).claims[SUMMARY], "none");
+        assert_eq!(cluster_claim_set(Vec::new()).claims[SUMMARY], "none");
     }
 }

@@ -6,8 +6,8 @@
 //!
 //! Every [`PERIOD`] the leader decides each offered target from memory, as
 //! the webhook would, and makes the cluster's claims say so: it writes only
-//! what changed, deletes the claim of a target no longer offered, and
-//! touches no claim without its label. A new failure found by a run turns
+//! what changed, deletes the ClusterClaim of a target no longer offered,
+//! and touches none without its label. A new failure found by a run turns
 //! `Cleared` into `Blocked` at the next period after the result is stored.
 
 use std::collections::BTreeMap;
@@ -21,8 +21,10 @@ use tracing::{info, warn};
 use crate::admission::Policy;
 use crate::admission::ports::ResultLookup;
 use crate::admission::readiness::readiness;
-use crate::metrics::{ClaimWrite, Metrics};
-use crate::model::cluster_claim::{ClusterClaim, ClusterClaimSpec, MANAGED_BY, SUFFIX, claim_set};
+use crate::metrics::{ClusterClaimWrite, Metrics};
+use crate::model::cluster_claim::{
+    ClusterClaim, ClusterClaimSpec, MANAGED_BY, SUFFIX, cluster_claim_set,
+};
 use crate::preflight::LiveSource;
 
 /// How often the claims are brought up to date: well within a refresh of
@@ -51,7 +53,7 @@ pub async fn publish(
         let Some(cv) = source.cluster_version().filter(|_| source.is_ready()) else {
             continue;
         };
-        let set = claim_set(readiness(
+        let set = cluster_claim_set(readiness(
             &cv,
             source.as_ref(),
             &policy,
@@ -62,7 +64,7 @@ pub async fn publish(
             .published(&set.published, set.unpublished);
         if let Err(e) = reconcile(&api, &set.claims, &metrics).await {
             warn!(error = %e, "cannot list the gate's ClusterClaims; the hub's view of this cluster's readiness is not updated");
-            metrics.cluster_claims.wrote(ClaimWrite::Failed);
+            metrics.cluster_claims.wrote(ClusterClaimWrite::Failed);
         }
     }
 }
@@ -79,20 +81,20 @@ async fn reconcile(
         .list(&ListParams::default().labels(&format!("{key}={value}")))
         .await?;
     let mut published: BTreeMap<String, String> = BTreeMap::new();
-    for claim in own {
-        let Some(name) = claim.metadata.name.clone() else {
+    for cluster_claim in own {
+        let Some(name) = cluster_claim.metadata.name.clone() else {
             continue;
         };
         if !desired.contains_key(&name) && name.ends_with(SUFFIX) {
             let outcome = match api.delete(&name, &DeleteParams::default()).await {
-                Ok(_) => ClaimWrite::Deleted,
+                Ok(_) => ClusterClaimWrite::Deleted,
                 Err(kube::Error::Api(e)) if e.code == 404 => continue,
                 Err(e) => failed(&name, &e),
             };
             metrics.cluster_claims.wrote(outcome);
             continue;
         }
-        published.insert(name, claim.spec.value);
+        published.insert(name, cluster_claim.spec.value);
     }
     for (name, value) in desired {
         let outcome = match published.get(name) {
@@ -100,16 +102,16 @@ async fn reconcile(
             Some(_) => {
                 let patch = Patch::Merge(json!({"spec": {"value": value}}));
                 match api.patch(name, &PatchParams::default(), &patch).await {
-                    Ok(_) => ClaimWrite::Updated,
+                    Ok(_) => ClusterClaimWrite::Updated,
                     Err(e) => failed(name, &e),
                 }
             }
             None => match api
-                .create(&PostParams::default(), &claim(name, value))
+                .create(&PostParams::default(), &cluster_claim(name, value))
                 .await
             {
-                Ok(_) => ClaimWrite::Created,
-                // Someone else's claim of that name: never taken over.
+                Ok(_) => ClusterClaimWrite::Created,
+                // Someone else's ClusterClaim of that name: never taken over.
                 Err(e) => failed(name, &e),
             },
         };
@@ -118,21 +120,21 @@ async fn reconcile(
     Ok(())
 }
 
-fn claim(name: &str, value: &str) -> ClusterClaim {
-    let mut claim = ClusterClaim::new(
+fn cluster_claim(name: &str, value: &str) -> ClusterClaim {
+    let mut cluster_claim = ClusterClaim::new(
         name,
         ClusterClaimSpec {
             value: value.to_owned(),
         },
     );
     let (key, label) = MANAGED_BY;
-    claim.metadata.labels = Some([(key.to_owned(), label.to_owned())].into());
-    claim
+    cluster_claim.metadata.labels = Some([(key.to_owned(), label.to_owned())].into());
+    cluster_claim
 }
 
-fn failed(name: &str, error: &kube::Error) -> ClaimWrite {
+fn failed(name: &str, error: &kube::Error) -> ClusterClaimWrite {
     warn!(claim = name, error = %error, "cannot write a ClusterClaim");
-    ClaimWrite::Failed
+    ClusterClaimWrite::Failed
 }
 
 /// Clears the published figures when publishing stops.

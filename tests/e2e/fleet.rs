@@ -415,7 +415,13 @@ fn the_managed_clusters_claims_follow_its_results_and_a_placement_selects_the_cl
 fn the_docs_wave_manifests_and_the_hub_overlay_apply_to_a_hub() {
     let (_turn, world) = lock();
     set_up_hub(world);
-    for name in ["placement", "clustergroupupgrade", "clustercurator"] {
+    // The template before the ClusterGroupUpgrade that names it.
+    for name in [
+        "placement",
+        "manifestworkreplicaset",
+        "clustergroupupgrade",
+        "clustercurator",
+    ] {
         let manifest = documented(name);
         let path = world.dir().join(format!("fleet-{name}.json"));
         std::fs::write(&path, manifest.to_string()).unwrap();
@@ -439,16 +445,67 @@ fn the_docs_wave_manifests_and_the_hub_overlay_apply_to_a_hub() {
     assert!(out.contains("placement"), "{out}");
 }
 
-/// What a ClusterCurator's upgrade of a managed cluster meets: its
-/// klusterlet agent merges the ClusterVersion the curator edited, with
-/// `desiredUpdate` set from the matching `availableUpdates` entry, into the
-/// managed cluster's; its gate denies it, and that denial is the text the
-/// curator's ManagedClusterAction shows (docs/fleet.md, "ClusterCurator").
+/// What the hub's update tools write to a managed cluster, and what its
+/// gate answers (docs/fleet.md, "TALM" and "ClusterCurator"):
+/// - TALM's ManifestWork applies the docs' template's ClusterVersion
+///   server-side (`desiredUpdate` by version, `image: ""`): a cleared
+///   cluster takes it;
+/// - a ClusterCurator's klusterlet agent merges the ClusterVersion the
+///   curator edited, with `desiredUpdate` set from the matching
+///   `availableUpdates` entry; on a blocked cluster the gate denies it, and
+///   that denial is the text the curator's ManagedClusterAction shows, as
+///   it denies TALM's write.
 #[test]
-fn a_curators_update_of_a_blocked_cluster_is_denied_with_the_gates_reasons() {
+fn the_hub_tools_writes_go_through_when_cleared_and_are_denied_with_the_gates_reasons() {
     let (_turn, world) = lock();
     let member = member();
     let gate = register_member_webhook(world, member);
+    member
+        .plane
+        .patch_cluster_version_status(&json!({"availableUpdates": offered()}));
+    wait_for_claims(
+        &member.plane,
+        "both offered targets cleared",
+        &[
+            ("update-4.21.5.preflight.dev", "Cleared"),
+            ("update-4.22.3.preflight.dev", "Cleared"),
+        ],
+        "4.22.3=Cleared 4.21.5=Cleared",
+    );
+    let template = documented("manifestworkreplicaset");
+    let cluster_version = template["spec"]["manifestWorkTemplate"]["workload"]["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["kind"] == "ClusterVersion")
+        .expect("the template sets the ClusterVersion")
+        .clone();
+    let talms_write = |dry_run: &str| {
+        let path = member.plane.dir().join("talm-cluster-version.json");
+        std::fs::write(&path, cluster_version.to_string()).unwrap();
+        member.plane.kubectl(&[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=work-agent-talm-update",
+            dry_run,
+            "-f",
+            path.to_str().unwrap(),
+        ])
+    };
+    let cleared = poll(
+        "TALM's write to go through on the cleared cluster",
+        Duration::from_secs(60),
+        || {
+            let out = talms_write("--dry-run=server");
+            if out.ok { Ok(out) } else { Err(out.stderr) }
+        },
+    );
+    assert!(
+        cleared.stdout.contains("clusterversion"),
+        "{}",
+        cleared.stdout
+    );
     let since = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(2);
     member
         .plane
@@ -475,16 +532,21 @@ fn a_curators_update_of_a_blocked_cluster_is_denied_with_the_gates_reasons() {
             }
         },
     );
+    let talms = talms_write("--dry-run=server");
     member
         .plane
         .put_cluster_operator("dns", &operator_status(None));
     drop(gate);
-    for said in [
-        "admission webhook \"clusterversions.preflight.dev\" denied the request",
-        "preflight for 4.22.3 failed",
-        "ClusterOperatorsHealthy",
-    ] {
-        assert!(out.stderr.contains(said), "no {said:?} in:\n{}", out.stderr);
+    for out in [&out, &talms] {
+        assert!(!out.ok, "{}", out.stdout);
+        for said in [
+            "admission webhook \"clusterversions.preflight.dev\" denied the request",
+            "preflight for 4.22.3 failed",
+            "ClusterOperatorsHealthy",
+            "dns",
+        ] {
+            assert!(out.stderr.contains(said), "no {said:?} in:\n{}", out.stderr);
+        }
     }
 }
 

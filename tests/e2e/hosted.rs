@@ -488,3 +488,50 @@ fn a_hosted_cluster_that_cannot_be_read_is_an_error_never_a_pass() {
         "--wait=false",
     ]);
 }
+
+/// What a ClusterCurator's upgrade of a hosted cluster meets
+/// (docs/fleet.md, "ClusterCurator"): the curator JSON-patches the
+/// HostedCluster's release with a tag of the release repository, which the
+/// gate refuses whatever the hosted cluster's readiness; the denial, which
+/// the curator's `clustercurator-job` condition carries, says how to name
+/// the release by digest.
+#[test]
+fn a_curators_update_of_a_hosted_cluster_by_tag_is_refused_as_not_a_digest() {
+    let (_turn, world) = lock();
+    let _hosted = serve_hosted(world);
+    let curators_patch = json!([{"op": "replace", "path": "/spec/release/image",
+        "value": "quay.io/openshift-release-dev/ocp-release:4.22.0-multi"}]);
+    let out = poll(
+        "the gate's watch to show clusters/prod",
+        Duration::from_secs(60),
+        || {
+            let out = world.kubectl(
+                User::Admin,
+                &[
+                    "patch",
+                    "hostedcluster",
+                    "prod",
+                    "-n",
+                    "clusters",
+                    "--type=json",
+                    "--dry-run=server",
+                    "-p",
+                    &curators_patch.to_string(),
+                ],
+            );
+            if out.stderr.contains("has not seen HostedCluster") {
+                Err(out.stderr)
+            } else {
+                Ok(out)
+            }
+        },
+    );
+    denied_by(
+        &out,
+        "hostedclusters.preflight.dev",
+        &[
+            "ocp-release:4.22.0-multi names the release by a tag",
+            "@sha256:<digest>",
+        ],
+    );
+}
