@@ -1,5 +1,5 @@
 //! Docs that run: every command of README.md, CONTRIBUTING.md, docs/install.md,
-//! docs/upgrading.md, docs/support.md and docs/runbooks/*.md, taken from the documents
+//! docs/upgrading.md, docs/support.md, docs/fleet.md and docs/runbooks/*.md, taken from the documents
 //! themselves, is run here against a real API server, or, where the block
 //! says why (`<!-- rendered: ... -->` just before it), at least parsed and
 //! rendered. A command added to a document without a test fails
@@ -40,6 +40,10 @@ const CONTRIBUTING: &str = "CONTRIBUTING.md";
 const INSTALL: &str = "docs/install.md";
 const UPGRADING: &str = "docs/upgrading.md";
 const SUPPORT: &str = "docs/support.md";
+/// Its commands need real OpenShift clusters or a hub running OCM's
+/// controllers: each is rendered, and tests/e2e/fleet.rs applies its
+/// manifests and makes the writes its tools make.
+const FLEET: &str = "docs/fleet.md";
 
 // The tests that run the documents' commands.
 const SHARED: &str = "day_two_commands_run_on_the_shared_control_plane";
@@ -272,6 +276,7 @@ fn documents() -> Vec<String> {
         INSTALL.to_owned(),
         UPGRADING.to_owned(),
         SUPPORT.to_owned(),
+        FLEET.to_owned(),
     ];
     let mut books: Vec<String> = std::fs::read_dir(format!("{ROOT}/docs/runbooks"))
         .unwrap()
@@ -762,8 +767,13 @@ fn render(world: &World, c: &DocCommand) {
                 }
                 path.pop();
             };
+            // oc prints its global options on stderr, kubectl on stdout.
             let options = Command::new(&tool).arg("options").output().unwrap();
-            let options = String::from_utf8_lossy(&options.stdout).into_owned();
+            let options = format!(
+                "{}{}",
+                String::from_utf8_lossy(&options.stdout),
+                String::from_utf8_lossy(&options.stderr)
+            );
             for flag in rest.iter().filter(|w| w.starts_with("--")) {
                 let flag = flag.split('=').next().unwrap();
                 assert!(
