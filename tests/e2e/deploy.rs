@@ -133,7 +133,7 @@ fn the_overlays_pass_a_server_side_dry_run() {
         let _ = world.kubectl(User::Admin, &["create", "namespace", namespace]);
     }
     let dir = tempfile::tempdir().unwrap();
-    for overlay in ["openshift", "hypershift", "kubernetes"] {
+    for overlay in ["openshift", "hypershift", "fleet-member", "kubernetes"] {
         let objects = rendered(overlay);
         let (skipped, checked): (Vec<&Value>, Vec<&Value>) =
             objects.iter().partition(|o| NOT_SERVED.contains(&group(o)));
