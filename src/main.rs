@@ -39,7 +39,11 @@ fn main() -> std::process::ExitCode {
         Ok(code) => code,
         Err(e) => {
             tracing::error!("{e:#}");
-            std::process::ExitCode::FAILURE
+            if e.is::<preflight_gate::commands::Unservable>() {
+                std::process::ExitCode::from(2)
+            } else {
+                std::process::ExitCode::FAILURE
+            }
         }
     }
 }

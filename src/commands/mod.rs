@@ -12,7 +12,7 @@ mod serve;
 pub use check::check;
 pub use fleet::fleet;
 pub use run::run;
-pub use serve::serve;
+pub use serve::{Unservable, serve};
 
 use crate::certs;
 use crate::cli::CertsArgs;

@@ -44,6 +44,12 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     });
     let metrics = Metrics::new()?;
     let client = connect(&args).await?;
+    if args.cluster.cluster_claims && (client.is_none() || !args.controller.controller) {
+        return Err(Unservable(
+            "--cluster-claims needs a cluster (--kubeconfig, KUBECONFIG or the pod's service account) and the controller, whose leader publishes them",
+        )
+        .into());
+    }
     let instance = args.cluster.instance.clone().unwrap_or_else(instance_name);
     // What the results watch learns of each object's runs, the controller
     // knows too, should this replica lead.
@@ -69,9 +75,6 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             live.filter(|_| args.cluster.cluster_claims)
                 .map(|live| (live, policy.clone())),
         )),
-        _ if args.cluster.cluster_claims => anyhow::bail!(
-            "--cluster-claims needs a cluster (--kubeconfig, KUBECONFIG or the pod's service account) and the controller, whose leader publishes them"
-        ),
         _ => None,
     };
 
@@ -182,9 +185,12 @@ fn results_source(
                 live: Some(live),
             });
         }
-        (None, None, None) if args.cluster.hosted_control_planes => anyhow::bail!(
-            "--hosted-control-planes needs a cluster to watch (--kubeconfig, KUBECONFIG or the pod's service account)"
-        ),
+        (None, None, None) if args.cluster.hosted_control_planes => {
+            return Err(Unservable(
+                "--hosted-control-planes needs a cluster to watch (--kubeconfig, KUBECONFIG or the pod's service account)",
+            )
+            .into());
+        }
         (None, None, None) => snapshot(
             cluster::snapshot::sample::load().context("the sample snapshot")?,
             "the sample snapshot compiled in from examples/snapshot/".to_owned(),
@@ -195,6 +201,12 @@ fn results_source(
         live: None,
     })
 }
+
+/// Flags that ask for what the gate was not given (a cluster, the
+/// controller): bad input, so `serve` exits 2 as every command does for it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Unservable(pub &'static str);
 
 /// Where the webhook's results come from, and the cluster's own watch of
 /// them when they come from it (whose leader publishes `--cluster-claims`).
@@ -265,9 +277,12 @@ fn scrape_access(
         (MetricsAuth::Auto | MetricsAuth::Kubernetes, Some(client)) => {
             Some(Arc::new(ScrapeReviewer::new(client.clone())))
         }
-        (MetricsAuth::Kubernetes, None) => anyhow::bail!(
-            "--metrics-auth=kubernetes needs a cluster to ask (--kubeconfig, KUBECONFIG or the pod's service account)"
-        ),
+        (MetricsAuth::Kubernetes, None) => {
+            return Err(Unservable(
+                "--metrics-auth=kubernetes needs a cluster to ask (--kubeconfig, KUBECONFIG or the pod's service account)",
+            )
+            .into());
+        }
     })
 }
 

@@ -1,4 +1,5 @@
-//! Shutdown: readiness turns false, in-flight reviews finish, the process exits.
+//! Shutdown: readiness turns false, in-flight reviews finish, the process
+//! exits; and a `serve` that cannot start for its flags exits 2 at once.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -194,4 +195,35 @@ fn the_binary_drains_and_exits_on_sigterm() {
         .unwrap();
     assert!(logs.contains("SIGTERM"), "{logs}");
     assert!(logs.contains("stopped"), "{logs}");
+}
+
+/// Flags that need a cluster, given none: a clear error and exit 2 (bad
+/// input), before anything listens.
+#[test]
+fn serve_refuses_flags_that_need_a_cluster_without_one_with_exit_2() {
+    for (flag, says) in [
+        ("--cluster-claims", "--cluster-claims needs a cluster"),
+        (
+            "--hosted-control-planes",
+            "--hosted-control-planes needs a cluster to watch",
+        ),
+        (
+            "--metrics-auth=kubernetes",
+            "--metrics-auth=kubernetes needs a cluster to ask",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_preflight-gate"))
+            .args(["serve", flag])
+            .args(["--webhook-addr", &format!("127.0.0.1:{}", free_port())])
+            .args(["--admin-addr", &format!("127.0.0.1:{}", free_port())])
+            .current_dir(dir.path())
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains(says), "{flag}: {stderr}");
+    }
 }
