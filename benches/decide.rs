@@ -158,7 +158,33 @@ fn signature(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench, signature);
+/// What the leader's `--cluster-claims` costs each period: every offered
+/// target decided, here the 155 and 500 conditional updates of [`CASES`]
+/// against the sample results (most have none: pending).
+fn readiness(c: &mut Criterion) {
+    let source = DirectorySource::embedded();
+    let policy = Policy::default();
+    let now = Timestamp::now();
+    let mut group = c.benchmark_group("readiness");
+    for (name, history, conditional) in CASES {
+        let cv: preflight_gate::model::cluster_version::ClusterVersion =
+            serde_json::from_value(cluster_version(history, conditional)).unwrap();
+        group.throughput(Throughput::Elements(conditional as u64 + 1));
+        group.bench_with_input(BenchmarkId::from_parameter(name), &cv, |b, cv| {
+            b.iter(|| {
+                black_box(preflight_gate::admission::readiness::readiness(
+                    black_box(cv),
+                    &source,
+                    &policy,
+                    now,
+                ))
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, signature, readiness);
 
 fn main() {
     benches();

@@ -30,32 +30,10 @@ pub fn readiness(
     policy: &Policy,
     now: Timestamp,
 ) -> Vec<(Version, Readiness)> {
-    cv.offered()
-        .filter_map(|release| {
-            let version = Version::parse(&release.version)?;
-            let readiness = of_target(cv, &release.version, &release.image, source, policy, now)?;
-            Some((version, readiness))
-        })
-        .collect()
-}
-
-/// The decision on setting `image` (of `version`) as the target, read as
-/// readiness; `None` when the write would change nothing.
-fn of_target(
-    cv: &ClusterVersion,
-    version: &str,
-    image: &str,
-    source: &dyn ResultLookup,
-    policy: &Policy,
-    now: Timestamp,
-) -> Option<Readiness> {
-    let mut new = cv.clone();
-    new.spec.desired_update = Some(DesiredUpdate {
-        version: Some(version.to_owned()),
-        image: Some(image.to_owned()),
-        ..DesiredUpdate::default()
-    });
-    let request = Request {
+    // One request, its target changed for each release: the ClusterVersion
+    // (hundreds of KiB with a long history) is copied twice, not twice a
+    // target.
+    let mut request = Request {
         uid: String::new(),
         api_version: "admission.k8s.io/v1".to_owned(),
         operation: Operation::Update,
@@ -66,10 +44,35 @@ fn of_target(
             ..UserInfo::default()
         },
         dry_run: true,
-        object: Some(new),
+        object: Some(cv.clone()),
         old_object: Some(cv.clone()),
     };
-    let verdict = match decide(&request, source, policy, now) {
+    cv.offered()
+        .filter_map(|release| {
+            let version = Version::parse(&release.version)?;
+            if let Some(new) = request.object.as_mut() {
+                new.spec.desired_update = Some(DesiredUpdate {
+                    version: Some(release.version.clone()),
+                    image: Some(release.image.clone()),
+                    ..DesiredUpdate::default()
+                });
+            }
+            let readiness = of_target(&request, &release.image, source, policy, now)?;
+            Some((version, readiness))
+        })
+        .collect()
+}
+
+/// The decision on `request`, which sets `image` as the target, read as
+/// readiness; `None` when the write would change nothing.
+fn of_target(
+    request: &Request,
+    image: &str,
+    source: &dyn ResultLookup,
+    policy: &Policy,
+    now: Timestamp,
+) -> Option<Readiness> {
+    let verdict = match decide(request, source, policy, now) {
         Decision::Final(verdict) => verdict,
         // What an override or accept would let through is not cleared.
         Decision::NeedsAuthorization(pending) => pending.resolve(Authorization::Denied),
