@@ -534,16 +534,7 @@ impl World {
             self.var("WEBHOOK_CLIENT_CA").to_owned(),
         ];
         args.extend(extra.iter().map(|a| a.to_string()));
-        let cli = <preflight_gate::cli::Cli as clap::Parser>::try_parse_from(args).unwrap();
-        let preflight_gate::cli::Command::Serve(serve) = cli.command else {
-            unreachable!()
-        };
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Runtime::new().unwrap();
-            if let Err(e) = runtime.block_on(preflight_gate::commands::serve(*serve)) {
-                eprintln!("the gate stopped: {e:#}");
-            }
-        });
+        serve_in_process(args);
         wait_for("the gate to become ready", Duration::from_secs(30), || {
             (self.scrape_status_on(admin_port, "/readyz") == Some(200)).then_some(())
         });
@@ -856,6 +847,21 @@ impl World {
 }
 
 /// The sum of a metric's samples with all of `labels`.
+/// `preflight-gate serve` with `args` (the program's name first), in this
+/// process, on a thread and a runtime of its own, until the tests end.
+pub fn serve_in_process(args: Vec<String>) {
+    let cli = <preflight_gate::cli::Cli as clap::Parser>::try_parse_from(args).unwrap();
+    let preflight_gate::cli::Command::Serve(serve) = cli.command else {
+        unreachable!()
+    };
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        if let Err(e) = runtime.block_on(preflight_gate::commands::serve(*serve)) {
+            eprintln!("the gate stopped: {e:#}");
+        }
+    });
+}
+
 pub fn metric(text: &str, name: &str, labels: &[&str]) -> f64 {
     text.lines()
         .filter(|l| !l.starts_with('#'))

@@ -147,16 +147,7 @@ fn serve(plane: &ControlPlane) -> (String, String) {
         "--lease-duration=6s".into(),
         "--shutdown-delay=0s".into(),
     ];
-    let cli = <preflight_gate::cli::Cli as clap::Parser>::try_parse_from(args).unwrap();
-    let preflight_gate::cli::Command::Serve(serve) = cli.command else {
-        unreachable!()
-    };
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Runtime::new().unwrap();
-        if let Err(e) = runtime.block_on(preflight_gate::commands::serve(*serve)) {
-            eprintln!("the managed cluster's gate stopped: {e:#}");
-        }
-    });
+    crate::cluster::serve_in_process(Vec::from(args));
     (format!("https://127.0.0.1:{port}"), written.ca_bundle())
 }
 
@@ -200,6 +191,28 @@ fn wait_for_claims(
             Err(format!("{now:?}"))
         }
     })
+}
+
+/// Both targets offered again, every operator healthy, and the gate's
+/// ClusterClaims saying both are cleared.
+fn offered_and_cleared(member: &Member) {
+    member
+        .plane
+        .patch_cluster_version_status(&json!({"availableUpdates": offered()}));
+    for name in ["ingress", "dns", "etcd"] {
+        member
+            .plane
+            .put_cluster_operator(name, &operator_status(None));
+    }
+    wait_for_claims(
+        &member.plane,
+        "both offered targets cleared",
+        &[
+            ("update-4.21.5.preflight.dev", "Cleared"),
+            ("update-4.22.3.preflight.dev", "Cleared"),
+        ],
+        "4.22.3=Cleared 4.21.5=Cleared",
+    );
 }
 
 /// The hub: OCM's and the update tools' CRDs, and the ManagedClusters
@@ -341,21 +354,9 @@ fn the_managed_clusters_claims_follow_its_results_and_a_placement_selects_the_cl
     let (_turn, world) = lock();
     let member = member();
     set_up_hub(world);
-    member
-        .plane
-        .patch_cluster_version_status(&json!({"availableUpdates": offered()}));
-
     // The gate publishes both offered targets, cleared, and withdraws the
-    // claim an earlier gate left; someone else's claim stays as it was.
-    wait_for_claims(
-        &member.plane,
-        "both offered targets cleared",
-        &[
-            ("update-4.21.5.preflight.dev", "Cleared"),
-            ("update-4.22.3.preflight.dev", "Cleared"),
-        ],
-        "4.22.3=Cleared 4.21.5=Cleared",
-    );
+    // ClusterClaim an earlier gate left; someone else's stays as it was.
+    offered_and_cleared(member);
     assert_eq!(claims(&member.plane, None)["id.k8s.io"], "prod-east-id");
 
     // On the hub, the docs' Placement for 4.22.3 selects prod-east alone.
@@ -460,18 +461,7 @@ fn the_hub_tools_writes_go_through_when_cleared_and_are_denied_with_the_gates_re
     let (_turn, world) = lock();
     let member = member();
     let gate = register_member_webhook(world, member);
-    member
-        .plane
-        .patch_cluster_version_status(&json!({"availableUpdates": offered()}));
-    wait_for_claims(
-        &member.plane,
-        "both offered targets cleared",
-        &[
-            ("update-4.21.5.preflight.dev", "Cleared"),
-            ("update-4.22.3.preflight.dev", "Cleared"),
-        ],
-        "4.22.3=Cleared 4.21.5=Cleared",
-    );
+    offered_and_cleared(member);
     let template = documented("manifestworkreplicaset");
     let cluster_version = template["spec"]["manifestWorkTemplate"]["workload"]["manifests"]
         .as_array()

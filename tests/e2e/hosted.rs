@@ -310,6 +310,22 @@ fn once_checked(what: &str, write: impl Fn() -> Output) -> Output {
     })
 }
 
+/// Retries `write` until the gate's watch holds clusters/prod.
+fn once_seen(write: impl Fn() -> Output) -> Output {
+    poll(
+        "the gate's watch to show clusters/prod",
+        Duration::from_secs(60),
+        || {
+            let out = write();
+            if out.stderr.contains("has not seen HostedCluster") {
+                Err(out.stderr)
+            } else {
+                Ok(out)
+            }
+        },
+    )
+}
+
 #[track_caller]
 fn denied_by(out: &Output, webhook: &str, says: &[&str]) {
     assert!(
@@ -372,18 +388,7 @@ fn a_hosted_clusters_update_is_denied_with_the_guests_and_hypershifts_reasons() 
 fn a_nodepool_newer_than_its_hosted_cluster_is_refused_by_hypershifts_rule() {
     let (_turn, world) = lock();
     let _hosted = serve_hosted(world);
-    let out = poll(
-        "the gate's watch to show clusters/prod",
-        Duration::from_secs(60),
-        || {
-            let out = patch(world, User::Admin, "nodepool", "workers", &release(PATCH));
-            if out.stderr.contains("has not seen HostedCluster") {
-                Err(out.stderr)
-            } else {
-                Ok(out)
-            }
-        },
-    );
+    let out = once_seen(|| patch(world, User::Admin, "nodepool", "workers", &release(PATCH)));
     denied_by(
         &out,
         "nodepools.preflight.dev",
@@ -501,31 +506,22 @@ fn a_curators_update_of_a_hosted_cluster_by_tag_is_refused_as_not_a_digest() {
     let _hosted = serve_hosted(world);
     let curators_patch = json!([{"op": "replace", "path": "/spec/release/image",
         "value": "quay.io/openshift-release-dev/ocp-release:4.22.0-multi"}]);
-    let out = poll(
-        "the gate's watch to show clusters/prod",
-        Duration::from_secs(60),
-        || {
-            let out = world.kubectl(
-                User::Admin,
-                &[
-                    "patch",
-                    "hostedcluster",
-                    "prod",
-                    "-n",
-                    "clusters",
-                    "--type=json",
-                    "--dry-run=server",
-                    "-p",
-                    &curators_patch.to_string(),
-                ],
-            );
-            if out.stderr.contains("has not seen HostedCluster") {
-                Err(out.stderr)
-            } else {
-                Ok(out)
-            }
-        },
-    );
+    let out = once_seen(|| {
+        world.kubectl(
+            User::Admin,
+            &[
+                "patch",
+                "hostedcluster",
+                "prod",
+                "-n",
+                "clusters",
+                "--type=json",
+                "--dry-run=server",
+                "-p",
+                &curators_patch.to_string(),
+            ],
+        )
+    });
     denied_by(
         &out,
         "hostedclusters.preflight.dev",

@@ -2161,31 +2161,21 @@ fn the_fleet_member_gate_may_write_cluster_claims_and_nothing_else_of_the_hubs()
     assert_eq!(crd["spec"]["names"]["plural"], "clusterclaims");
     assert_eq!(crd["spec"]["scope"], "Cluster");
     let grants = grants(&member);
+    let may = |verb: &str| {
+        allowed(
+            &grants,
+            verb,
+            OCM_CLUSTER_GROUP,
+            "clusterclaims",
+            None,
+            None,
+        )
+    };
     for verb in CLAIM_VERBS {
-        assert!(
-            allowed(
-                &grants,
-                verb,
-                OCM_CLUSTER_GROUP,
-                "clusterclaims",
-                None,
-                None
-            ),
-            "{verb}"
-        );
+        assert!(may(verb), "{verb}");
     }
     for verb in ["deletecollection", "escalate", "bind"] {
-        assert!(
-            !allowed(
-                &grants,
-                verb,
-                OCM_CLUSTER_GROUP,
-                "clusterclaims",
-                None,
-                None
-            ),
-            "{verb}"
-        );
+        assert!(!may(verb), "{verb}");
     }
     let hubs: Vec<&Value> = grants
         .iter()
