@@ -79,8 +79,9 @@ fn of_target(
     };
     Some(match verdict.reason {
         Reason::NoTargetChange => return None,
-        Reason::Passed | Reason::Cleared if verdict.allowed => Readiness::Cleared,
+        Reason::Passed => Readiness::Cleared,
         Reason::Pending | Reason::PendingAllowed => Readiness::Pending,
+        // Blocking results, or a run that failed as a whole (no check named).
         Reason::Failed => Readiness::Blocked(blocking_checks(image, source, policy)),
         Reason::OutsideWindow => Readiness::Blocked(Vec::new()),
         _ => Readiness::Error,

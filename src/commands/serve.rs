@@ -408,7 +408,8 @@ fn addresses(args: &ServeArgs) -> (SocketAddr, SocketAddr) {
     )
 }
 
-/// Joins the leader election; the leader runs the controller until
+/// Joins the leader election; the leader runs the controller, and
+/// publishes the ClusterClaims when `publishing` says from what, until
 /// `stopped` says the gate stops.
 fn lead(
     args: &ServeArgs,
@@ -417,7 +418,7 @@ fn lead(
     metrics: &Metrics,
     mut stopped: watch::Receiver<bool>,
     newest_runs: Arc<NewestRuns>,
-    cluster_claims: Option<(Arc<LiveSource>, crate::admission::Policy)>,
+    publishing: Option<(Arc<LiveSource>, crate::admission::Policy)>,
 ) -> JoinHandle<()> {
     let lease = leader::LeaseSettings {
         namespace: args.controller.namespace.clone(),
@@ -438,13 +439,13 @@ fn lead(
                 metrics.clone(),
                 instance.clone(),
             );
-            let claims = cluster_claims.clone().map(|(live, policy)| {
+            let publish = publishing.clone().map(|(live, policy)| {
                 cluster_claims::publish(client.clone(), live, policy, metrics.clone())
             });
             async move {
-                match claims {
-                    Some(claims) => {
-                        tokio::join!(controller, claims);
+                match publish {
+                    Some(publish) => {
+                        tokio::join!(controller, publish);
                     }
                     None => controller.await,
                 }

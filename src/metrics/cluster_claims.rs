@@ -1,7 +1,8 @@
-//! The fleet's readiness claims (`serve --cluster-claims`): what the leader
-//! publishes to the hub, what the claim limit leaves in the summary alone,
-//! and its writes, so that a hub whose view of this cluster goes stale is
-//! seen here first (`PreflightGateClusterClaimsFailing`).
+//! The fleet's readiness ClusterClaims (`serve --cluster-claims`): what the
+//! leader publishes to the hub, what OCM's limit leaves in the summary
+//! alone, its writes, and when it last brought them all up to date, so that
+//! a hub whose view of this cluster goes stale is seen here first
+//! (`PreflightGateClusterClaimsFailing`).
 
 use prometheus::{IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 use strum::IntoEnumIterator;
@@ -32,8 +33,12 @@ pub struct ClusterClaimMetrics {
     published: IntGaugeVec,
     /// Offered targets beyond the claim limit: in the summary only.
     unpublished: IntGauge,
-    /// Writes of claims, by what became of them.
+    /// Writes of ClusterClaims, by what became of them.
     writes: IntCounterVec,
+    /// When the ClusterClaims were last all up to date (Unix seconds);
+    /// when publishing began until then; 0 where this replica does not
+    /// publish.
+    last_published: IntGauge,
 }
 
 impl ClusterClaimMetrics {
@@ -73,17 +78,39 @@ impl ClusterClaimMetrics {
         for outcome in ClusterClaimWrite::iter() {
             writes.with_label_values(&[outcome.as_str()]);
         }
+        let last_published = register(
+            registry,
+            IntGauge::with_opts(
+                Opts::new(
+                    "cluster_claims_last_published_timestamp_seconds",
+                    "When the leader last brought every ClusterClaim up to date (Unix seconds); when it began publishing, until then; 0 on a replica that does not publish.",
+                )
+                .namespace(PREFIX),
+            )?,
+        )?;
         let metrics = Self {
             published,
             unpublished,
             writes,
+            last_published,
         };
-        metrics.published(&[], 0);
+        metrics.set_published(&[], 0);
         Ok(metrics)
     }
 
-    /// The targets published now, and how many are in the summary alone.
+    /// Publishing begins (this replica leads): its clock starts.
+    pub fn started(&self) {
+        self.last_published.set(jiff::Timestamp::now().as_second());
+    }
+
+    /// Every ClusterClaim is up to date now: the targets published, and
+    /// how many are in the summary alone.
     pub fn published(&self, readiness: &[Readiness], unpublished: usize) {
+        self.set_published(readiness, unpublished);
+        self.last_published.set(jiff::Timestamp::now().as_second());
+    }
+
+    fn set_published(&self, readiness: &[Readiness], unpublished: usize) {
         for state in Readiness::iter() {
             let count = readiness
                 .iter()
@@ -104,7 +131,8 @@ impl ClusterClaimMetrics {
 
     /// This replica stopped publishing (it no longer leads): its figures go.
     pub fn stopped(&self) {
-        self.published(&[], 0);
+        self.set_published(&[], 0);
+        self.last_published.set(0);
     }
 }
 
@@ -150,6 +178,13 @@ mod tests {
             value(&m, "preflight_gate_cluster_claims_unpublished"),
             Some(3.0)
         );
+        let last = "preflight_gate_cluster_claims_last_published_timestamp_seconds";
+        let now = jiff::Timestamp::now().as_second() as f64;
+        assert!(
+            value(&m, last).is_some_and(|t| (now - t).abs() < 5.0),
+            "{:?}",
+            value(&m, last)
+        );
         assert_eq!(
             value(
                 &m,
@@ -162,5 +197,6 @@ mod tests {
             value(&m, r#"preflight_gate_cluster_claims{state="Cleared"}"#),
             Some(0.0)
         );
+        assert_eq!(value(&m, last), Some(0.0));
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! OCM's limits shape the set: a hub keeps 20 custom claims of a cluster by
 //! default and a value of at most 1,024 characters. The gate publishes at
-//! most [`MAX_TARGET_CLAIMS`] targets, newest first, plus the summary, and
+//! most [`MAX_TARGET_CLUSTER_CLAIMS`] targets, newest first, plus the summary, and
 //! the summary says what it leaves out rather than cutting it silently.
 
 use std::collections::BTreeMap;
@@ -43,7 +43,7 @@ pub const SUMMARY: &str = "updates.preflight.dev";
 
 /// At most this many targets get a claim of their own; with the summary,
 /// 11 of a hub's 20 custom claims, leaving room for the cluster's others.
-pub const MAX_TARGET_CLAIMS: usize = 10;
+pub const MAX_TARGET_CLUSTER_CLAIMS: usize = 10;
 
 /// The longest value a hub keeps.
 pub const MAX_VALUE: usize = 1024;
@@ -55,9 +55,11 @@ pub enum Readiness {
     /// Its fresh results pass (or only warn), within the window.
     Cleared,
     /// Blocking results or the maintenance window stop it, with the checks
-    /// that block (none named when the window alone does).
+    /// that block (none named when the window does, or a run that failed
+    /// as a whole).
     Blocked(Vec<String>),
-    /// No fresh results yet, or a run is under way.
+    /// No fresh results yet, a run under way, or results the gate cannot
+    /// trust now (its watch down): the webhook would ask to retry.
     Pending,
     /// The gate cannot judge it (its results are not vouched for, its
     /// version does not match its image).
@@ -76,41 +78,56 @@ impl Readiness {
 #[derive(Debug, PartialEq, Eq)]
 pub struct ClusterClaimSet {
     /// Name to value, the summary included.
-    pub claims: BTreeMap<String, String>,
+    pub cluster_claims: BTreeMap<String, String>,
     /// The published targets' readiness, for the metrics.
     pub published: Vec<Readiness>,
     pub unpublished: usize,
 }
 
-/// The claim of one target: `update-4.22.3.preflight.dev`. A claim's name
-/// is a DNS subdomain: a [`Version`] holds digits, letters, `.` and `-`
-/// alone (no build metadata), so lowercase is all it takes.
-pub fn target_cluster_claim(version: &Version) -> String {
-    format!(
+/// The ClusterClaim of one target, `update-4.22.3.preflight.dev`; `None`
+/// when the version makes no valid name (a DNS subdomain: labels of 1 to
+/// 63 lowercase letters, digits and `-`, each beginning and ending with a
+/// letter or digit, 253 characters in all), as a pre-release label ending
+/// in `-` would. Such a target is in the summary alone.
+pub fn target_cluster_claim(version: &Version) -> Option<String> {
+    let name = format!(
         "update-{}{SUFFIX}",
         version.to_string().to_ascii_lowercase()
-    )
+    );
+    let label_ok = |label: &str| {
+        (1..=63).contains(&label.len())
+            && label
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+    };
+    (name.len() <= 253 && name.split('.').all(label_ok)).then_some(name)
 }
 
-/// The claims for the offered targets' readiness: one per target, newest
-/// first, up to [`MAX_TARGET_CLAIMS`], and the summary of every target.
+/// The ClusterClaims for the offered targets' readiness: one per target,
+/// newest first, up to [`MAX_TARGET_CLUSTER_CLAIMS`], and the summary of
+/// every target.
 pub fn cluster_claim_set(mut targets: Vec<(Version, Readiness)>) -> ClusterClaimSet {
     targets.sort_by(|a, b| b.0.cmp(&a.0));
     targets.dedup_by(|a, b| a.0 == b.0);
-    let unpublished = targets.len().saturating_sub(MAX_TARGET_CLAIMS);
-    let mut claims: BTreeMap<String, String> = targets
+    let mut named: Vec<(String, &Readiness)> = targets
         .iter()
-        .take(MAX_TARGET_CLAIMS)
-        .map(|(version, readiness)| (target_cluster_claim(version), readiness.word().to_owned()))
+        .filter_map(|(version, readiness)| Some((target_cluster_claim(version)?, readiness)))
         .collect();
-    claims.insert(SUMMARY.to_owned(), summary(&targets));
+    // Two versions apart only in case would share a name: the newer keeps it.
+    named.dedup_by(|a, b| a.0 == b.0);
+    let unpublished = targets.len() - named.len().min(MAX_TARGET_CLUSTER_CLAIMS);
+    named.truncate(MAX_TARGET_CLUSTER_CLAIMS);
+    let published = named.iter().map(|(_, r)| (*r).clone()).collect();
+    let mut cluster_claims: BTreeMap<String, String> = named
+        .into_iter()
+        .map(|(name, readiness)| (name, readiness.word().to_owned()))
+        .collect();
+    cluster_claims.insert(SUMMARY.to_owned(), summary(&targets));
     ClusterClaimSet {
-        claims,
-        published: targets
-            .into_iter()
-            .take(MAX_TARGET_CLAIMS)
-            .map(|(_, readiness)| readiness)
-            .collect(),
+        cluster_claims,
+        published,
         unpublished,
     }
 }
@@ -190,7 +207,7 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
-        assert_eq!(set.claims, expected);
+        assert_eq!(set.cluster_claims, expected);
         assert_eq!(set.unpublished, 0);
         assert_eq!(set.published.len(), 4);
     }
@@ -201,12 +218,21 @@ mod tests {
             .map(|z| (v(&format!("4.22.{z}")), Readiness::Cleared))
             .collect();
         let set = cluster_claim_set(targets);
-        assert_eq!(set.claims.len(), MAX_TARGET_CLAIMS + 1);
+        assert_eq!(set.cluster_claims.len(), MAX_TARGET_CLUSTER_CLAIMS + 1);
         assert_eq!(set.unpublished, 4);
-        assert!(set.claims.contains_key("update-4.22.14.preflight.dev"));
-        assert!(set.claims.contains_key("update-4.22.5.preflight.dev"));
-        assert!(!set.claims.contains_key("update-4.22.4.preflight.dev"));
-        assert!(set.claims[SUMMARY].ends_with("4.22.2=Cleared 4.22.1=Cleared"));
+        assert!(
+            set.cluster_claims
+                .contains_key("update-4.22.14.preflight.dev")
+        );
+        assert!(
+            set.cluster_claims
+                .contains_key("update-4.22.5.preflight.dev")
+        );
+        assert!(
+            !set.cluster_claims
+                .contains_key("update-4.22.4.preflight.dev")
+        );
+        assert!(set.cluster_claims[SUMMARY].ends_with("4.22.2=Cleared 4.22.1=Cleared"));
     }
 
     #[test]
@@ -220,33 +246,61 @@ mod tests {
                 )
             })
             .collect();
-        let value = cluster_claim_set(targets).claims.remove(SUMMARY).unwrap();
+        let value = cluster_claim_set(targets)
+            .cluster_claims
+            .remove(SUMMARY)
+            .unwrap();
         assert!(value.len() <= MAX_VALUE, "{}", value.len());
         let shown = value.matches("=Blocked(").count();
         assert!(shown < 9, "{value}");
         assert!(value.ends_with(&format!(" +{} more", 9 - shown)), "{value}");
         // An item longer than the whole value is counted, not cut.
         let huge = vec!["X".repeat(2000)];
-        let value = cluster_claim_set(vec![(v("4.22.1"), Readiness::Blocked(huge))]).claims
+        let value = cluster_claim_set(vec![(v("4.22.1"), Readiness::Blocked(huge))]).cluster_claims
             [SUMMARY]
             .clone();
         assert_eq!(value, "+1 more");
     }
 
     #[test]
-    fn a_claims_name_is_a_dns_subdomain_whatever_the_version() {
+    fn a_cluster_claims_name_is_a_dns_subdomain_or_the_target_is_in_the_summary_alone() {
+        let name = |version: &str| target_cluster_claim(&v(version));
+        assert_eq!(name("4.22.3").unwrap(), "update-4.22.3.preflight.dev");
         assert_eq!(
-            target_cluster_claim(&v("4.22.3")),
-            "update-4.22.3.preflight.dev"
-        );
-        assert_eq!(
-            target_cluster_claim(&v("4.23.0-rc.1")),
+            name("4.23.0-rc.1").unwrap(),
             "update-4.23.0-rc.1.preflight.dev"
         );
         assert_eq!(
-            target_cluster_claim(&v("4.23.0-RC.1+build.7")),
+            name("4.23.0-RC.1+build.7").unwrap(),
             "update-4.23.0-rc.1.preflight.dev"
         );
-        assert_eq!(cluster_claim_set(Vec::new()).claims[SUMMARY], "none");
+        // A label ending in `-`, and one past 63 characters, are no name.
+        assert_eq!(name("4.23.0-rc-"), None);
+        assert_eq!(name(&format!("4.23.0-{}", "a".repeat(70))), None);
+        let set = cluster_claim_set(vec![
+            (v("4.23.0-rc-"), Readiness::Cleared),
+            (v("4.22.3"), Readiness::Cleared),
+        ]);
+        assert_eq!(set.cluster_claims.len(), 2, "{:?}", set.cluster_claims);
+        assert_eq!(set.unpublished, 1);
+        assert_eq!(
+            set.cluster_claims[SUMMARY],
+            "4.23.0-rc-=Cleared 4.22.3=Cleared"
+        );
+        assert_eq!(
+            cluster_claim_set(Vec::new()).cluster_claims[SUMMARY],
+            "none"
+        );
+    }
+
+    #[test]
+    fn a_summary_of_exactly_the_limit_is_whole() {
+        // 4.22.1=Blocked(X...) is 16 characters and its checks: 1,024 in all.
+        let checks = vec!["X".repeat(1024 - "4.22.1=Blocked()".len())];
+        let value = cluster_claim_set(vec![(v("4.22.1"), Readiness::Blocked(checks))])
+            .cluster_claims[SUMMARY]
+            .clone();
+        assert_eq!(value.len(), MAX_VALUE);
+        assert!(value.starts_with("4.22.1=Blocked(XXX"), "{value}");
     }
 }

@@ -9,7 +9,7 @@
 //! OCM's agents and controllers would do is not here (they are not built
 //! for these tests), and stands in as little as it can:
 //! - the registration agent copies a managed cluster's claims into its
-//!   ManagedCluster's `status.clusterClaims` on the hub: [`copy_claims`]
+//!   ManagedCluster's `status.clusterClaims` on the hub: [`copy_cluster_claims`]
 //!   does that and nothing more;
 //! - the placement controller selects ManagedClusters whose claims match a
 //!   Placement's `claimSelector`, a label selector over the claims:
@@ -36,7 +36,8 @@ const PATCH: &str = "quay.io/openshift-release-dev/ocp-release@sha256:4215421542
 const MINOR: &str = "quay.io/openshift-release-dev/ocp-release@sha256:4223422342234223422342234223422342234223422342234223422342234223";
 
 const FLEET_CRDS: &str = "tests/data/fleet-crds";
-const CLAIM_CRD: &str = "0000_02_clusters.open-cluster-management.io_clusterclaims.crd.yaml";
+const CLUSTER_CLAIM_CRD: &str =
+    "0000_02_clusters.open-cluster-management.io_clusterclaims.crd.yaml";
 const OWN: &str = "app.kubernetes.io/managed-by=preflight-gate";
 /// The name the hub knows the managed cluster by.
 const MEMBER: &str = "prod-east";
@@ -81,7 +82,7 @@ fn member() -> &'static Member {
                 &PathBuf::from(ROOT).join(format!("deploy/crds/{crd}.preflight.dev.yaml")),
             );
         }
-        plane.apply_file(&PathBuf::from(ROOT).join(FLEET_CRDS).join(CLAIM_CRD));
+        plane.apply_file(&PathBuf::from(ROOT).join(FLEET_CRDS).join(CLUSTER_CLAIM_CRD));
         plane.wait_established(&[
             "updatepreflights.preflight.dev",
             "preflightchecks.preflight.dev",
@@ -89,6 +90,9 @@ fn member() -> &'static Member {
         ]);
         let _ = plane.kubectl(&["create", "namespace", "preflight-gate"]);
         plane.apply_file(&PathBuf::from(ROOT).join("deploy/base/result-key.yaml"));
+        // The grant, whose ClusterRole owns the gate's ClusterClaims (the
+        // gate here runs as the admin, who may do more).
+        plane.apply_file(&PathBuf::from(ROOT).join("deploy/components/cluster-claims/rbac.yaml"));
         // A reused control plane: the world as this test first sets it.
         plane.admin(&["delete", "updatepreflights", "--all", "--ignore-not-found"]);
         plane.admin(&["delete", "clusterclaims", "--all", "--ignore-not-found"]);
@@ -152,7 +156,7 @@ fn serve(plane: &ControlPlane) -> (String, String) {
 }
 
 /// The managed cluster's claims, name to value: all of them, or the gate's.
-fn claims(plane: &ControlPlane, selector: Option<&str>) -> BTreeMap<String, String> {
+fn cluster_claims(plane: &ControlPlane, selector: Option<&str>) -> BTreeMap<String, String> {
     let mut args = vec!["get", "clusterclaims"];
     if let Some(selector) = selector {
         args.extend(["-l", selector]);
@@ -172,7 +176,7 @@ fn claims(plane: &ControlPlane, selector: Option<&str>) -> BTreeMap<String, Stri
 
 /// Waits until the gate's claims are exactly `expected` (the summary's
 /// value checked by `summary`).
-fn wait_for_claims(
+fn wait_for_cluster_claims(
     plane: &ControlPlane,
     what: &str,
     expected: &[(&str, &str)],
@@ -184,7 +188,7 @@ fn wait_for_claims(
         .collect();
     expected.insert("updates.preflight.dev".into(), summary.into());
     poll(what, Duration::from_secs(120), || {
-        let now = claims(plane, Some(OWN));
+        let now = cluster_claims(plane, Some(OWN));
         if now == expected {
             Ok(now)
         } else {
@@ -204,7 +208,7 @@ fn offered_and_cleared(member: &Member) {
             .plane
             .put_cluster_operator(name, &operator_status(None));
     }
-    wait_for_claims(
+    wait_for_cluster_claims(
         &member.plane,
         "both offered targets cleared",
         &[
@@ -257,7 +261,7 @@ fn set_up_hub(world: &World) {
             "spec": {"hubAcceptsClient": true}
         }));
     }
-    set_hub_claims(
+    set_hub_cluster_claims(
         world,
         "prod-west",
         &BTreeMap::from([
@@ -275,11 +279,11 @@ fn set_up_hub(world: &World) {
 
 /// The registration agent's part, and nothing more: the managed cluster's
 /// claims, copied into its ManagedCluster's status on the hub.
-fn copy_claims(world: &World, member: &Member) {
-    set_hub_claims(world, MEMBER, &claims(&member.plane, None));
+fn copy_cluster_claims(world: &World, member: &Member) {
+    set_hub_cluster_claims(world, MEMBER, &cluster_claims(&member.plane, None));
 }
 
-fn set_hub_claims(world: &World, cluster: &str, claims: &BTreeMap<String, String>) {
+fn set_hub_cluster_claims(world: &World, cluster: &str, claims: &BTreeMap<String, String>) {
     let claims: Vec<Value> = claims
         .iter()
         .map(|(name, value)| json!({"name": name, "value": value}))
@@ -357,13 +361,33 @@ fn the_managed_clusters_claims_follow_its_results_and_a_placement_selects_the_cl
     // The gate publishes both offered targets, cleared, and withdraws the
     // ClusterClaim an earlier gate left; someone else's stays as it was.
     offered_and_cleared(member);
-    assert_eq!(claims(&member.plane, None)["id.k8s.io"], "prod-east-id");
+    assert_eq!(
+        cluster_claims(&member.plane, None)["id.k8s.io"],
+        "prod-east-id"
+    );
+    // Each is owned by the ClusterRole that grants them: removing the grant
+    // (uninstalling) has the garbage collector delete them.
+    let role = member
+        .plane
+        .get_json(&["get", "clusterrole", "preflight-gate-cluster-claims"]);
+    for cluster_claim in member.plane.get_json(&["get", "clusterclaims", "-l", OWN])["items"]
+        .as_array()
+        .unwrap()
+    {
+        let owners = &cluster_claim["metadata"]["ownerReferences"];
+        assert_eq!(
+            owners,
+            &json!([{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "name": "preflight-gate-cluster-claims", "uid": role["metadata"]["uid"]}]),
+            "{cluster_claim}"
+        );
+    }
 
     // On the hub, the docs' Placement for 4.22.3 selects prod-east alone.
     let placement = documented("placement");
     assert_eq!(placement["kind"], "Placement");
     world.apply_json(&placement);
-    copy_claims(world, member);
+    copy_cluster_claims(world, member);
     assert_eq!(selected(world, &placement), [MEMBER]);
 
     // A failure the next refresh finds withdraws the cleared claims.
@@ -371,7 +395,7 @@ fn the_managed_clusters_claims_follow_its_results_and_a_placement_selects_the_cl
     member
         .plane
         .put_cluster_operator("ingress", &operator_status(Some(("ingress", since))));
-    wait_for_claims(
+    wait_for_cluster_claims(
         &member.plane,
         "both targets blocked by the degraded operator",
         &[
@@ -380,14 +404,14 @@ fn the_managed_clusters_claims_follow_its_results_and_a_placement_selects_the_cl
         ],
         "4.22.3=Blocked(ClusterOperatorsHealthy) 4.21.5=Blocked(ClusterOperatorsHealthy)",
     );
-    copy_claims(world, member);
+    copy_cluster_claims(world, member);
     assert!(selected(world, &placement).is_empty());
 
     // A target the update graph no longer offers loses its claim.
     member.plane.patch_cluster_version_status(
         &json!({"availableUpdates": [{"version": "4.22.3", "image": MINOR}]}),
     );
-    wait_for_claims(
+    wait_for_cluster_claims(
         &member.plane,
         "4.21.5 withdrawn",
         &[("update-4.22.3.preflight.dev", "Blocked")],
@@ -398,15 +422,18 @@ fn the_managed_clusters_claims_follow_its_results_and_a_placement_selects_the_cl
     member
         .plane
         .put_cluster_operator("ingress", &operator_status(None));
-    wait_for_claims(
+    wait_for_cluster_claims(
         &member.plane,
         "4.22.3 cleared again",
         &[("update-4.22.3.preflight.dev", "Cleared")],
         "4.22.3=Cleared",
     );
-    copy_claims(world, member);
+    copy_cluster_claims(world, member);
     assert_eq!(selected(world, &placement), [MEMBER]);
-    assert_eq!(claims(&member.plane, None)["id.k8s.io"], "prod-east-id");
+    assert_eq!(
+        cluster_claims(&member.plane, None)["id.k8s.io"],
+        "prod-east-id"
+    );
 }
 
 /// The docs' manifests for a wave are what the hub's CRDs accept, and the

@@ -910,9 +910,11 @@ fn grants_nothing_unused(overlay: &str) {
             "no wildcards: {rule}"
         );
         // The gate's own ClusterClaims, on a cluster a hub manages, are
-        // written, and checked on their own
+        // written, and their owner read: checked on their own
         // (the_fleet_member_gate_may_write_cluster_claims_and_nothing_else_of_the_hubs).
-        if strings(&rule["apiGroups"]) == [OCM_CLUSTER_GROUP] {
+        if strings(&rule["apiGroups"]) == [OCM_CLUSTER_GROUP]
+            || strings(&rule["resources"]) == ["clusterroles"]
+        {
             assert_eq!(overlay, "fleet-member", "{rule}");
             continue;
         }
@@ -1912,11 +1914,9 @@ fn the_hosted_reads_are_the_least_the_gate_needs() {
 const OCM_CLUSTER_GROUP: &str = "cluster.open-cluster-management.io";
 
 /// What the gate does with its ClusterClaims (serve --cluster-claims): it
-/// lists and watches them by its label, creates, updates and patches their
-/// values, and deletes those of targets no longer offered.
-const CLAIM_VERBS: [&str; 7] = [
-    "get", "list", "watch", "create", "update", "patch", "delete",
-];
+/// lists them by its label, creates them, patches their values, and
+/// deletes those of targets no longer offered.
+const CLUSTER_CLAIM_VERBS: [&str; 4] = ["list", "create", "patch", "delete"];
 
 /// The CRD of `group`/`kind` in tests/data/fleet-crds.
 fn fleet_crd(group: &str, kind: &str) -> Value {
@@ -2153,7 +2153,13 @@ fn the_fleet_member_gate_may_write_cluster_claims_and_nothing_else_of_the_hubs()
         serde_json::json!([{
             "apiGroups": [OCM_CLUSTER_GROUP],
             "resources": ["clusterclaims"],
-            "verbs": CLAIM_VERBS,
+            "verbs": CLUSTER_CLAIM_VERBS,
+        }, {
+            // Their owner, read by name (preflight::cluster_claims::OWNER).
+            "apiGroups": ["rbac.authorization.k8s.io"],
+            "resources": ["clusterroles"],
+            "resourceNames": ["preflight-gate-cluster-claims"],
+            "verbs": ["get"],
         }])
     );
     // The resource is the CRD's, and cluster-scoped: a ClusterRole it is.
@@ -2171,10 +2177,17 @@ fn the_fleet_member_gate_may_write_cluster_claims_and_nothing_else_of_the_hubs()
             None,
         )
     };
-    for verb in CLAIM_VERBS {
+    for verb in CLUSTER_CLAIM_VERBS {
         assert!(may(verb), "{verb}");
     }
-    for verb in ["deletecollection", "escalate", "bind"] {
+    for verb in [
+        "get",
+        "watch",
+        "update",
+        "deletecollection",
+        "escalate",
+        "bind",
+    ] {
         assert!(!may(verb), "{verb}");
     }
     let hubs: Vec<&Value> = grants
@@ -2189,7 +2202,7 @@ fn the_fleet_member_gate_may_write_cluster_claims_and_nothing_else_of_the_hubs()
     assert_eq!(
         hubs,
         [&role["rules"][0]],
-        "only the claims of the hub's kinds"
+        "only the ClusterClaims of the hub's kinds"
     );
 
     let d = one(&member, "Deployment", "preflight-gate");
