@@ -60,7 +60,7 @@ pub struct Metrics {
     /// Hosted control planes: the hosted clusters followed, their results
     /// held in memory and the reads of their guests.
     pub hosted: HostedMetrics,
-    /// The readiness claims the leader publishes to a fleet's hub
+    /// The readiness ClusterClaims the leader publishes to a fleet's hub
     /// (`--cluster-claims`).
     pub cluster_claims: ClusterClaimMetrics,
 }

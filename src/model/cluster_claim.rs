@@ -1,11 +1,11 @@
 //! The cluster's readiness for its offered updates, as Open Cluster
 //! Management ClusterClaims (`serve --cluster-claims`): the registration
-//! agent copies a managed cluster's claims into its hub's
+//! agent copies a managed cluster's ClusterClaims into its hub's
 //! `ManagedCluster.status.clusterClaims`, where a `Placement` selects on
 //! them with `claimSelector`. So one word per target, exact enough for
 //! `operator: In, values: [Cleared]`, and a summary for a person.
 //!
-//! OCM's limits shape the set: a hub keeps 20 custom claims of a cluster by
+//! OCM's limits shape the set: a hub keeps 20 custom ClusterClaims of a cluster by
 //! default and a value of at most 1,024 characters. The gate publishes at
 //! most [`MAX_TARGET_CLUSTER_CLAIMS`] targets, newest first, plus the summary, and
 //! the summary says what it leaves out rather than cutting it silently.
@@ -31,25 +31,25 @@ pub struct ClusterClaimSpec {
     pub value: String,
 }
 
-/// The label on every claim the gate publishes: it lists, changes and
-/// deletes only claims that carry it (RBAC cannot narrow a grant by label).
+/// The label on every ClusterClaim the gate publishes: it lists, changes
+/// and deletes only those that carry it (RBAC cannot narrow a grant by label).
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "preflight-gate");
 
-/// Every claim the gate publishes is named under this suffix.
+/// Every ClusterClaim the gate publishes is named under this suffix.
 pub const SUFFIX: &str = ".preflight.dev";
 
-/// The summary claim's name.
+/// The summary ClusterClaim's name.
 pub const SUMMARY: &str = "updates.preflight.dev";
 
-/// At most this many targets get a claim of their own; with the summary,
-/// 11 of a hub's 20 custom claims, leaving room for the cluster's others.
+/// At most this many targets get a ClusterClaim of their own; with the
+/// summary, 11 of a hub's 20 custom ones, leaving room for the cluster's others.
 pub const MAX_TARGET_CLUSTER_CLAIMS: usize = 10;
 
 /// The longest value a hub keeps.
 pub const MAX_VALUE: usize = 1024;
 
 /// Whether the gate would let an update to a target through now, with no
-/// override: the claim's value.
+/// override: the ClusterClaim's value.
 #[derive(Clone, Debug, PartialEq, Eq, strum::EnumIter, strum::IntoStaticStr)]
 pub enum Readiness {
     /// Its fresh results pass (or only warn), within the window.
@@ -67,14 +67,14 @@ pub enum Readiness {
 }
 
 impl Readiness {
-    /// The claim's value, and the `state` label of its metric.
+    /// The ClusterClaim's value, and the `state` label of its metric.
     pub fn word(&self) -> &'static str {
         self.into()
     }
 }
 
-/// The claims to publish, and how many offered targets have none of their
-/// own (they are in the summary).
+/// The ClusterClaims to publish, and how many offered targets have none
+/// of their own (they are in the summary).
 #[derive(Debug, PartialEq, Eq)]
 pub struct ClusterClaimSet {
     /// Name to value, the summary included.
@@ -213,7 +213,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_ten_newest_have_claims_and_the_summary_names_the_rest() {
+    fn only_the_ten_newest_have_cluster_claims_and_the_summary_names_the_rest() {
         let targets = (1..=14)
             .map(|z| (v(&format!("4.22.{z}")), Readiness::Cleared))
             .collect();
