@@ -61,12 +61,16 @@ pub fn run(
 
 /// The suite of a hosted cluster's update: the catalogue over the hosted
 /// cluster as its admin kubeconfig reads it (`guest`), then HyperShift's
-/// checks from the management cluster ([`checks::hosted`]). A hosted
-/// cluster that could not be read is one Error
-/// ([`checks::hosted::REACHABLE`]) and none of its own checks, never a
-/// pass for want of data.
+/// checks from the management cluster ([`checks::hosted`]). For the
+/// control plane's update (`pool` None), the whole catalogue; for a
+/// NodePool's, the catalogue's checks of the workers it drains
+/// ([`NODEPOOL_CHECKS`]) and HyperShift's of that pool
+/// ([`checks::hosted::nodepool_checks`]). A hosted cluster that could not
+/// be read is one Error ([`checks::hosted::REACHABLE`]) and none of its own
+/// checks, never a pass for want of data.
 pub fn run_hosted(
     hosted: &checks::hosted::Hosted,
+    pool: Option<&crate::model::hosted::NodePool>,
     guest: Result<Arc<ClusterView>, String>,
     target: &Target,
     clock: Timestamp,
@@ -77,10 +81,20 @@ pub fn run_hosted(
         guest.as_ref().map(|_| ()).map_err(String::as_str),
         hosted.cluster,
     )];
+    let selection = pool.map(|_| NODEPOOL_CHECKS.map(str::to_owned));
     if let Ok(view) = guest {
-        results.extend(run(view, target, clock, None, limits));
+        results.extend(run(
+            view,
+            target,
+            clock,
+            selection.as_ref().map(|s| &s[..]),
+            limits,
+        ));
     }
-    results.extend(checks::hosted::checks(hosted, version.as_ref()));
+    results.extend(match pool {
+        None => checks::hosted::checks(hosted, version.as_ref()),
+        Some(pool) => checks::hosted::nodepool_checks(hosted, pool, version.as_ref()),
+    });
     results
 }
 
@@ -94,34 +108,6 @@ pub const NODEPOOL_CHECKS: [&str; 6] = [
     "ClusterOperatorsHealthy",
     "CriticalAlertsFiring",
 ];
-
-/// The suite of a NodePool's update: the catalogue's checks of the
-/// hosted cluster's workers ([`NODEPOOL_CHECKS`]), then HyperShift's
-/// checks of that pool ([`checks::hosted::nodepool_checks`]).
-pub fn run_nodepool(
-    hosted: &checks::hosted::Hosted,
-    pool: &crate::model::hosted::NodePool,
-    guest: Result<Arc<ClusterView>, String>,
-    target: &Target,
-    clock: Timestamp,
-    limits: Limits,
-) -> Vec<CheckResult> {
-    let version = target.version.as_deref().and_then(Version::parse);
-    let mut results = vec![checks::hosted::reachable(
-        guest.as_ref().map(|_| ()).map_err(String::as_str),
-        hosted.cluster,
-    )];
-    if let Ok(view) = guest {
-        let selection = NODEPOOL_CHECKS.map(str::to_owned);
-        results.extend(run(view, target, clock, Some(&selection), limits));
-    }
-    results.extend(checks::hosted::nodepool_checks(
-        hosted,
-        pool,
-        version.as_ref(),
-    ));
-    results
-}
 
 /// [`run`] of every check for one update whose accepted names are known
 /// (`check --accept`): a check may judge by them, as TargetRecommended

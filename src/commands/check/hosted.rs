@@ -203,23 +203,14 @@ impl Read {
             Some(why) => Err(why.clone()),
             None => Ok(Arc::clone(&prepared.view)),
         };
-        match self.pool() {
-            Some(pool) => suite::run_nodepool(
-                &self.hosted(),
-                pool,
-                guest,
-                &prepared.target,
-                prepared.clock,
-                prepared.limits,
-            ),
-            None => suite::run_hosted(
-                &self.hosted(),
-                guest,
-                &prepared.target,
-                prepared.clock,
-                prepared.limits,
-            ),
-        }
+        suite::run_hosted(
+            &self.hosted(),
+            self.pool(),
+            guest,
+            &prepared.target,
+            prepared.clock,
+            prepared.limits,
+        )
     }
 
     /// The view the report of a NodePool's update judges by: the hosted

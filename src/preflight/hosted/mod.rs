@@ -629,7 +629,7 @@ pub fn evaluate(
         _ => Target::image(&request.image, request.version.clone()),
     };
     let view = guest.as_ref().ok().cloned();
-    let results = suite::run_hosted(hosted, guest, &target, now, settings.limits);
+    let results = suite::run_hosted(hosted, None, guest, &target, now, settings.limits);
     // The plan of the same hosted cluster, at the same time; a plan that
     // panics is no plan, never a lost result.
     let version = target.version.as_deref().and_then(Version::parse);
