@@ -296,82 +296,69 @@ fn usage_error(args: &[&str]) -> String {
 fn usage_errors_exit_2_and_say_what_is_wrong() {
     let management = format!("{DATA}/management");
     let guest = format!("{DATA}/guest");
-    let missing = usage_error(&[
-        "--snapshot",
-        &management,
-        "--hosted-cluster",
-        "clusters/dev",
-        "--hosted-snapshot",
-        &guest,
-        "--to",
-        "4.21.9",
-    ]);
-    assert!(
-        missing.contains("no HostedCluster clusters/dev in")
-            && missing.contains("it holds clusters/prod, clusters/staging, clusters/broken"),
-        "{missing}"
-    );
-    let malformed = usage_error(&[
-        "--snapshot",
-        &management,
-        "--hosted-cluster",
-        "prod",
-        "--hosted-snapshot",
-        &guest,
-        "--to",
-        "4.21.9",
-    ]);
-    assert!(
-        malformed.contains("--hosted-cluster \"prod\" is not NAMESPACE/NAME"),
-        "{malformed}"
-    );
-    let no_guest = usage_error(&[
-        "--snapshot",
-        &management,
-        "--hosted-cluster",
-        "clusters/prod",
-        "--to",
-        "4.21.9",
-    ]);
-    assert!(no_guest.contains("needs --hosted-snapshot"), "{no_guest}");
-    let nowhere = usage_error(&["--hosted-cluster", "clusters/prod", "--to", "4.21.9"]);
-    assert!(
-        nowhere.contains("--hosted-cluster needs the management cluster: --snapshot of it"),
-        "{nowhere}"
-    );
-    let no_cluster = usage_error(&["--nodepool", "metal", "--to", "4.21.9"]);
-    assert!(no_cluster.contains("--hosted-cluster"), "{no_cluster}");
-    let no_pool = usage_error(&[
-        "--snapshot",
-        &management,
-        "--hosted-cluster",
-        "clusters/prod",
-        "--hosted-snapshot",
-        &guest,
-        "--nodepool",
-        "gpu",
-        "--to",
-        "4.21.9",
-    ]);
-    assert!(
-        no_pool.contains("no NodePool \"gpu\" of HostedCluster clusters/prod")
-            && no_pool.contains("its NodePools: workers, metal"),
-        "{no_pool}"
-    );
-    let not_management = usage_error(&[
-        "--snapshot",
-        &guest,
-        "--hosted-cluster",
-        "clusters/prod",
-        "--hosted-snapshot",
-        &guest,
-        "--to",
-        "4.21.9",
-    ]);
-    assert!(
-        not_management.contains("holds no HostedCluster"),
-        "{not_management}"
-    );
+    // The hosted cluster `--hosted-cluster`, read from `snapshot`, with
+    // `--hosted-snapshot` when given, then any flag more.
+    let args = |cluster: &str, snapshot: &str, hosted: Option<&str>, more: &[&str]| {
+        let mut args = vec!["--snapshot", snapshot, "--hosted-cluster", cluster];
+        if let Some(hosted) = hosted {
+            args.extend(["--hosted-snapshot", hosted]);
+        }
+        args.extend(more);
+        args.extend(["--to", "4.21.9"]);
+        args.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let cases: Vec<(Vec<String>, Vec<&str>)> = vec![
+        (
+            args("clusters/dev", &management, Some(&guest), &[]),
+            vec![
+                "no HostedCluster clusters/dev in",
+                "it holds clusters/prod, clusters/staging, clusters/broken",
+            ],
+        ),
+        (
+            args("prod", &management, Some(&guest), &[]),
+            vec!["--hosted-cluster \"prod\" is not NAMESPACE/NAME"],
+        ),
+        (
+            args("clusters/prod", &management, None, &[]),
+            vec!["needs --hosted-snapshot"],
+        ),
+        (
+            ["--hosted-cluster", "clusters/prod", "--to", "4.21.9"]
+                .map(str::to_owned)
+                .to_vec(),
+            vec!["--hosted-cluster needs the management cluster: --snapshot of it"],
+        ),
+        (
+            ["--nodepool", "metal", "--to", "4.21.9"]
+                .map(str::to_owned)
+                .to_vec(),
+            vec!["--hosted-cluster"],
+        ),
+        (
+            args(
+                "clusters/prod",
+                &management,
+                Some(&guest),
+                &["--nodepool", "gpu"],
+            ),
+            vec![
+                "no NodePool \"gpu\" of HostedCluster clusters/prod",
+                "its NodePools: workers, metal",
+            ],
+        ),
+        (
+            args("clusters/prod", &guest, Some(&guest), &[]),
+            vec!["holds no HostedCluster"],
+        ),
+    ];
+    for (args, says) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let stderr = usage_error(&args);
+        for said in says {
+            assert!(stderr.contains(said), "{args:?}: {stderr}");
+        }
+    }
 }
 
 #[test]
