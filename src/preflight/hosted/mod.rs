@@ -814,6 +814,22 @@ mod tests {
         hosted
     }
 
+    /// A run of [`OFFERED`] over `view`, its guest unread for `why`.
+    fn evaluate_offered(view: &Hosted, why: &str) -> UpdatePreflight {
+        let request = RunRequest {
+            image: OFFERED.to_owned(),
+            version: None,
+            existing: None,
+        };
+        evaluate(
+            view,
+            Err(why.to_owned()),
+            &request,
+            Timestamp::now(),
+            &settings(),
+        )
+    }
+
     fn settings() -> HostedSettings {
         HostedSettings::new(
             Duration::from_secs(6 * 3600),
@@ -832,18 +848,7 @@ mod tests {
             pools: &[],
             supported: Ok(&supported),
         };
-        let request = RunRequest {
-            image: OFFERED.to_owned(),
-            version: None,
-            existing: None,
-        };
-        let result = evaluate(
-            &view,
-            Err("unreachable".to_owned()),
-            &request,
-            Timestamp::now(),
-            &settings(),
-        );
+        let result = evaluate_offered(&view, "unreachable");
         hosted.store(&hosted.held(&prod()), vec![result]);
 
         let results = hosted.results(&prod());
@@ -915,18 +920,7 @@ mod tests {
             pools: &pools,
             supported: Ok(&supported),
         };
-        let request = RunRequest {
-            image: OFFERED.to_owned(),
-            version: None,
-            existing: None,
-        };
-        let result = evaluate(
-            &view,
-            Err("unreachable".into()),
-            &request,
-            Timestamp::now(),
-            &settings(),
-        );
+        let result = evaluate_offered(&view, "unreachable");
         let plan = result.status.unwrap().plan.expect("a plan");
         let pool = plan
             .pools
@@ -947,13 +941,8 @@ mod tests {
             pools: &[],
             supported: Ok(&supported),
         };
-        let request = RunRequest {
-            image: OFFERED.to_owned(),
-            version: None,
-            existing: None,
-        };
         let why = guest::GuestError::NoKey("prod-admin-kubeconfig".into()).to_string();
-        let result = evaluate(&view, Err(why), &request, Timestamp::now(), &settings());
+        let result = evaluate_offered(&view, &why);
         assert_eq!(
             result.metadata.name.as_deref(),
             Some(ReleaseKey::from_image(OFFERED).object_name().as_str())
