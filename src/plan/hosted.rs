@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::duration::{self, words};
 use super::pools::scaled;
-use super::{ControlPlane, Plan, SCHEMA_VERSION, Sought, control_plane};
+use super::{ControlPlane, Plan, Sought, control_plane};
 use crate::model::hosted::{HostedCluster, NodePool, belongs_to};
 use crate::model::release::{UpdateKind, Version};
 use crate::view::ClusterView;
@@ -180,20 +180,7 @@ pub fn plan(
             now,
         )
     });
-    let mut plan = Plan {
-        schema_version: SCHEMA_VERSION,
-        control_plane,
-        pools: Vec::new(),
-        node_pools: Vec::new(),
-        p50_seconds: 0,
-        p90_seconds: 0,
-        blockers: Vec::new(),
-        waits: Vec::new(),
-        warnings: Vec::new(),
-        unknowns: Vec::new(),
-        downtime: Vec::new(),
-        window: None,
-    };
+    let mut plan = Plan::of(control_plane);
     if plan.control_plane.origin == "documented" {
         plan.unknowns
             .push(format!("control plane: {}", plan.control_plane.basis));

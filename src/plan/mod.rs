@@ -77,6 +77,27 @@ pub struct Plan {
     pub window: Option<Window>,
 }
 
+impl Plan {
+    /// A plan of `control_plane` alone, before its pools are added and
+    /// its durations summed.
+    pub(crate) fn of(control_plane: ControlPlane) -> Self {
+        Self {
+            schema_version: SCHEMA_VERSION,
+            control_plane,
+            pools: Vec::new(),
+            node_pools: Vec::new(),
+            p50_seconds: 0,
+            p90_seconds: 0,
+            blockers: Vec::new(),
+            waits: Vec::new(),
+            warnings: Vec::new(),
+            unknowns: Vec::new(),
+            downtime: Vec::new(),
+            window: None,
+        }
+    }
+}
+
 /// A maintenance window and how the plan meets it: the update, started
 /// now, ends at its P90 by the window's end, or not.
 #[derive(Clone, Debug, Serialize)]
@@ -251,20 +272,7 @@ pub fn plan_of(view: &ClusterView, sought: Sought, now: Timestamp) -> Plan {
     } else {
         control_plane::estimate(&completed, sought.kind)
     };
-    let mut plan = Plan {
-        schema_version: SCHEMA_VERSION,
-        p50_seconds: 0,
-        p90_seconds: 0,
-        pools: Vec::new(),
-        node_pools: Vec::new(),
-        blockers: Vec::new(),
-        waits: Vec::new(),
-        warnings: Vec::new(),
-        unknowns: Vec::new(),
-        downtime: Vec::new(),
-        window: None,
-        control_plane,
-    };
+    let mut plan = Plan::of(control_plane);
     if matches!(plan.control_plane.origin, "documented" | "none") {
         plan.unknowns
             .push(format!("control plane: {}", plan.control_plane.basis));
